@@ -1,0 +1,134 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let strictness: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "ReceiptVerify",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "receiptverify", targets: ["receiptverify"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.0"..<"5.0.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
+        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.29.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+    ],
+    targets: [
+        // Pure verification core: no I/O, no clock, no logging.
+        .target(
+            name: "ReceiptCore",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto")
+            ],
+            swiftSettings: strictness
+        ),
+        // Tenancy and policy: accounts, keys, apps, plans; talks to storage through a protocol.
+        .target(
+            name: "ReceiptService",
+            dependencies: [
+                "ReceiptCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictness
+        ),
+        // The storage protocol's SQLite and PostgreSQL implementations. All SQL lives here.
+        .target(
+            name: "ReceiptStore",
+            dependencies: [
+                "ReceiptService",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            resources: [
+                .embedInCode("PostgreSQL/schema.sql"),
+                .embedInCode("SQLite/sqlite-schema.sql"),
+            ],
+            swiftSettings: strictness
+        ),
+        // Hummingbird application: routes, middleware, error to HTTP mapping.
+        .target(
+            name: "ReceiptServer",
+            dependencies: [
+                "ReceiptService",
+                "ReceiptStore",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictness
+        ),
+        // The executable: argument parsing only; every command calls a library.
+        .executableTarget(
+            name: "receiptverify",
+            dependencies: [
+                "ReceiptService",
+                "ReceiptStore",
+                "ReceiptServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictness
+        ),
+        .testTarget(
+            name: "ReceiptCoreTests",
+            dependencies: ["ReceiptCore"],
+            swiftSettings: strictness
+        ),
+        .testTarget(
+            name: "ReceiptServiceTests",
+            dependencies: ["ReceiptService"],
+            swiftSettings: strictness
+        ),
+        // Helpers shared by the test targets: throwaway SQLite files and PostgreSQL databases.
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                "ReceiptStore", "ReceiptService",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Tests/Helpers",
+            swiftSettings: strictness
+        ),
+        .testTarget(
+            name: "ReceiptStoreTests",
+            dependencies: [
+                "ReceiptStore", "ReceiptService", "ReceiptCore", "TestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictness
+        ),
+        .testTarget(
+            name: "ReceiptServerTests",
+            dependencies: [
+                "ReceiptServer", "ReceiptStore", "ReceiptService", "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictness
+        ),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["TestSupport"],
+            swiftSettings: strictness
+        ),
+    ]
+)

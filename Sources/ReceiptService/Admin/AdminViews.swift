@@ -1,0 +1,112 @@
+import Foundation
+
+/// What operators see of an account; never holds a secret.
+public struct AccountView: Codable, Sendable, Equatable {
+    public let id: String
+    public let name: String
+    public let email: String
+    public let plan: String
+    public let enabled: Bool
+    public let createdAt: Date
+    public let updatedAt: Date
+
+    /// The view of `account`.
+    public init(_ account: Account) {
+        id = account.id.uuidString.lowercased()
+        name = account.name
+        email = account.email
+        plan = account.planName
+        enabled = account.isEnabled
+        createdAt = account.createdAt
+        updatedAt = account.updatedAt
+    }
+}
+
+/// What operators see of an API key: its prefix, never the key or its hash.
+public struct APIKeyView: Codable, Sendable, Equatable {
+    public let id: String
+    public let accountID: String
+    public let prefix: String
+    public let label: String?
+    public let createdAt: Date
+    public let lastUsedAt: Date?
+    public let revokedAt: Date?
+    /// The whole key, present only in the answer to `key create`.
+    public let key: String?
+
+    /// The view of `key`, with its clear text only when it has just been created.
+    public init(_ key: APIKey, clearText: String? = nil) {
+        id = key.id.uuidString.lowercased()
+        accountID = key.accountID.uuidString.lowercased()
+        prefix = key.prefix
+        label = key.label
+        createdAt = key.createdAt
+        lastUsedAt = key.lastUsedAt
+        revokedAt = key.revokedAt
+        self.key = clearText
+    }
+}
+
+/// What operators see of an app: which secrets are set, and the result key only when asked to reveal it.
+public struct AppView: Codable, Sendable, Equatable {
+    public let id: String
+    public let accountID: String
+    public let token: String
+    public let name: String
+    public let bundleIDs: [String]
+    public let allowedEnvironments: [String]
+    public let verificationMode: String
+    public let hasSharedSecret: Bool
+    public let appleIssuerID: String?
+    public let appleKeyID: String?
+    public let hasApplePrivateKey: Bool
+    public let resultCipher: String
+    public let allowsTestData: Bool
+    public let enabled: Bool
+    public let createdAt: Date
+    public let updatedAt: Date
+    /// The result key as base64, present only with `--reveal-key`.
+    public let resultKey: String?
+
+    /// The view of `app`, with `revealedKey` (the clear result key) only when the operator asked for it.
+    public init(_ app: App, revealedKey: [UInt8]? = nil) {
+        id = app.id.uuidString.lowercased()
+        accountID = app.accountID.uuidString.lowercased()
+        token = app.token
+        name = app.name
+        bundleIDs = app.bundleIDs.map(\.value)
+        allowedEnvironments = app.allowedEnvironments.map(\.configurationName).sorted()
+        verificationMode = app.verificationMode.rawValue
+        hasSharedSecret = app.sharedSecret != nil
+        appleIssuerID = app.appStoreServerCredentials?.issuerID
+        appleKeyID = app.appStoreServerCredentials?.keyID
+        hasApplePrivateKey = app.appStoreServerCredentials != nil
+        resultCipher = app.resultCipher.rawValue
+        allowsTestData = app.allowsTestData
+        enabled = app.isEnabled
+        createdAt = app.createdAt
+        updatedAt = app.updatedAt
+        resultKey = revealedKey.map { Data($0).base64EncodedString() }
+    }
+}
+
+/// What operators see of a plan.
+public struct PlanView: Codable, Sendable, Equatable {
+    public let name: String
+    /// Verifications per month, or nil for unlimited.
+    public let monthlyQuota: Int?
+    public let rateLimitPerSecond: Int
+    public let includesEncryptedEndpoint: Bool
+    public let monthlyPriceCents: Int
+    public let overagePricePer1000Cents: Int
+
+    /// The view of `plan`.
+    public init(_ plan: Plan) {
+        name = plan.name
+        monthlyQuota = plan.monthlyQuota
+        rateLimitPerSecond = plan.rateLimitPerSecond
+        includesEncryptedEndpoint = plan.includesEncryptedEndpoint
+        monthlyPriceCents = plan.monthlyPriceCents
+        overagePricePer1000Cents = plan.overagePricePer1000Cents
+    }
+}

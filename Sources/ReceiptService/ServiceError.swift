@@ -1,0 +1,44 @@
+/// An error from tenancy and policy: a stable ``Code`` for programs, a ``reason`` for people and logs.
+///
+/// Equality compares codes only, so tests can write `#expect(throws: ServiceError(.duplicateEmail))`.
+/// A reason never contains a secret (API key, result key, shared secret, private key).
+public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, stable across releases.
+    public enum Code: String, Sendable, CaseIterable {
+        /// An argument is malformed (bad email, empty name, bad bundle ID, …); the reason names it.
+        case invalidArgument = "invalid_argument"
+        /// Another account already uses this email address.
+        case duplicateEmail = "duplicate_email"
+        /// No plan has this name.
+        case unknownPlan = "unknown_plan"
+        /// No account has this id or email.
+        case unknownAccount = "unknown_account"
+        /// No app has this token (or it belongs to another account).
+        case unknownApp = "unknown_app"
+        /// No API key has this id (or it belongs to another account).
+        case unknownKey = "unknown_key"
+        /// The master key cannot decrypt this database's secrets.
+        case wrongMasterKey = "wrong_master_key"
+        /// The master key is missing or malformed.
+        case invalidMasterKey = "invalid_master_key"
+        /// A stored secret failed to decrypt or authenticate (corruption or tampering).
+        case corruptSecret = "corrupt_secret"
+        /// The database failed or holds data this version cannot read; details are in ``ServiceError/reason``.
+        case storage = "storage"
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// A one-line explanation for people and logs.
+    public let reason: String
+
+    /// Creates an error with a code and an optional explanation.
+    public init(_ code: Code, _ reason: String = "") {
+        self.code = code
+        self.reason = reason
+    }
+
+    public static func == (lhs: ServiceError, rhs: ServiceError) -> Bool { lhs.code == rhs.code }
+
+    public var description: String { reason.isEmpty ? code.rawValue : reason }
+}

@@ -1,0 +1,54 @@
+import Foundation
+
+/// Durable storage of plans, accounts, API keys and apps.
+///
+/// Every method is atomic: it either completes or leaves the database unchanged. Implementations map their
+/// constraint violations to ``ServiceError`` codes (`duplicateEmail`, `unknownPlan`, `unknownAccount`) and
+/// every other failure to ``ServiceError/Code/storage`` with the driver's text only in the reason.
+public protocol TenancyStore: Sendable {
+    /// Applies every migration this version knows and the database has not seen; safe to run concurrently.
+    func migrate() async throws
+
+    /// Stores `value` as the master key's check value if none is stored yet, and returns the stored one.
+    func claimMasterKeyCheck(_ value: String) async throws -> String
+
+    /// Every plan, by name.
+    func plans() async throws -> [Plan]
+    /// The plan with this name, if any.
+    func plan(named name: String) async throws -> Plan?
+    /// Creates the plan or replaces the one with its name.
+    func savePlan(_ plan: Plan) async throws
+
+    /// Stores a new account.
+    func insertAccount(_ account: Account) async throws
+    /// Replaces an existing account's name, plan and enabled flag; returns false when it does not exist.
+    func updateAccount(_ account: Account) async throws -> Bool
+    /// Every account, oldest first.
+    func accounts() async throws -> [Account]
+    /// The account with this id, if any.
+    func account(id: UUID) async throws -> Account?
+    /// The account with this email (lowercase), if any.
+    func account(email: String) async throws -> Account?
+
+    /// Stores a new API key.
+    func insertAPIKey(_ key: APIKey) async throws
+    /// The account's keys, oldest first, revoked ones included.
+    func apiKeys(accountID: UUID) async throws -> [APIKey]
+    /// The key with this lookup prefix, if any.
+    func apiKey(prefix: String) async throws -> APIKey?
+    /// Marks the account's key revoked at `date`; returns false when no unrevoked key of the account has this id.
+    func revokeAPIKey(id: UUID, accountID: UUID, at date: Date) async throws -> Bool
+    /// Records that the key authenticated a request at `date`.
+    func recordAPIKeyUse(id: UUID, at date: Date) async throws
+
+    /// Stores a new app with its bundle IDs.
+    func insertApp(_ app: App) async throws
+    /// Replaces an existing app (bundle IDs included); returns false when it does not exist.
+    func updateApp(_ app: App) async throws -> Bool
+    /// Deletes an app; returns false when it does not exist.
+    func deleteApp(id: UUID) async throws -> Bool
+    /// The apps of one account, or of all accounts when `accountID` is nil, oldest first.
+    func apps(accountID: UUID?) async throws -> [App]
+    /// The app with this token, if any.
+    func app(token: String) async throws -> App?
+}

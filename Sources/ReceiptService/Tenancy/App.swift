@@ -1,0 +1,71 @@
+import Foundation
+import ReceiptCore
+
+/// A customer's app: what its receipts must match and how results are returned, with its secrets sealed.
+public struct App: Sendable, Hashable {
+    /// The app's id.
+    public var id: UUID
+    /// The account that owns the app.
+    public var accountID: UUID
+    /// The public, unguessable token clients send as `token`.
+    public var token: String
+    /// A display name.
+    public var name: String
+    /// The bundle IDs a receipt may carry, in the order given; at least one.
+    public var bundleIDs: [BundleID]
+    /// The App Store environments whose receipts are accepted.
+    public var allowedEnvironments: Set<AppStoreEnvironment>
+    /// How receipts are verified.
+    public var verificationMode: VerificationMode
+    /// Apple's app-specific shared secret for `verifyReceipt`, sealed.
+    public var sharedSecret: SealedSecret?
+    /// Credentials for the App Store Server API, with the private key sealed.
+    public var appStoreServerCredentials: AppStoreServerCredentials?
+    /// The cipher of `/apiencrypted` results.
+    public var resultCipher: ResultCipher
+    /// The 256-bit key of `/apiencrypted` results, sealed.
+    public var resultKey: SealedSecret
+    /// Whether data signed by a test root (Xcode StoreKit testing) is accepted.
+    public var allowsTestData: Bool
+    /// Whether the app may be used; a disabled app gets 401.
+    public var isEnabled: Bool
+    /// When the app was created.
+    public var createdAt: Date
+    /// When the app was last changed.
+    public var updatedAt: Date
+
+    /// Creates an app value.
+    public init(
+        id: UUID, accountID: UUID, token: String, name: String, bundleIDs: [BundleID],
+        allowedEnvironments: Set<AppStoreEnvironment>, verificationMode: VerificationMode,
+        sharedSecret: SealedSecret?, appStoreServerCredentials: AppStoreServerCredentials?,
+        resultCipher: ResultCipher, resultKey: SealedSecret, allowsTestData: Bool, isEnabled: Bool,
+        createdAt: Date, updatedAt: Date
+    ) {
+        self.id = id
+        self.accountID = accountID
+        self.token = token
+        self.name = name
+        self.bundleIDs = bundleIDs
+        self.allowedEnvironments = allowedEnvironments
+        self.verificationMode = verificationMode
+        self.sharedSecret = sharedSecret
+        self.appStoreServerCredentials = appStoreServerCredentials
+        self.resultCipher = resultCipher
+        self.resultKey = resultKey
+        self.allowsTestData = allowsTestData
+        self.isEnabled = isEnabled
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+
+    /// The associated data that binds a sealed secret to this app and its purpose.
+    static func secretContext(appID: UUID, purpose: String) -> String {
+        "app:\(appID.uuidString.lowercased()):\(purpose)"
+    }
+
+    /// A new random app token: `app_` and 32 hex digits (128 random bits).
+    static func generateToken() -> String {
+        "app_" + Hex.encode(SecureRandom.bytes(16))
+    }
+}

@@ -1,0 +1,161 @@
+import Crypto
+import Foundation
+import ReceiptCore
+
+/// The operator-chosen settings of an app, as given on the command line; every field is validated by ``parse``.
+///
+/// A nil field means "not given": on creation it takes its default, on update it keeps the current value.
+public struct AppSettings: Sendable {
+    /// A display name.
+    public var name: String?
+    /// Bundle IDs, each `com.example.app`-like.
+    public var bundleIDs: [String]?
+    /// Environment names: `production`, `sandbox`.
+    public var allowedEnvironments: [String]?
+    /// `local`, `apple` or `local-then-apple`.
+    public var verificationMode: String?
+    /// Apple's app-specific shared secret; the empty string removes it.
+    public var sharedSecret: String?
+    /// App Store Server API issuer ID; with ``appleKeyID`` and ``applePrivateKeyPEM``.
+    public var appleIssuerID: String?
+    /// App Store Server API key ID.
+    public var appleKeyID: String?
+    /// App Store Server API private key, PEM.
+    public var applePrivateKeyPEM: String?
+    /// Removes the App Store Server API credentials.
+    public var removeAppleCredentials: Bool
+    /// `aes-256-cbc` or `aes-256-gcm`.
+    public var resultCipher: String?
+    /// Whether test-signed data is accepted.
+    public var allowsTestData: Bool?
+    /// Whether the app is enabled.
+    public var isEnabled: Bool?
+
+    /// Creates settings; every field defaults to "not given".
+    public init(
+        name: String? = nil, bundleIDs: [String]? = nil, allowedEnvironments: [String]? = nil,
+        verificationMode: String? = nil, sharedSecret: String? = nil, appleIssuerID: String? = nil,
+        appleKeyID: String? = nil, applePrivateKeyPEM: String? = nil, removeAppleCredentials: Bool = false,
+        resultCipher: String? = nil, allowsTestData: Bool? = nil, isEnabled: Bool? = nil
+    ) {
+        self.name = name
+        self.bundleIDs = bundleIDs
+        self.allowedEnvironments = allowedEnvironments
+        self.verificationMode = verificationMode
+        self.sharedSecret = sharedSecret
+        self.appleIssuerID = appleIssuerID
+        self.appleKeyID = appleKeyID
+        self.applePrivateKeyPEM = applePrivateKeyPEM
+        self.removeAppleCredentials = removeAppleCredentials
+        self.resultCipher = resultCipher
+        self.allowsTestData = allowsTestData
+        self.isEnabled = isEnabled
+    }
+
+    /// Settings checked and converted; secrets still in clear.
+    struct Parsed {
+        var name: String?
+        var bundleIDs: [BundleID]?
+        var allowedEnvironments: Set<AppStoreEnvironment>?
+        var verificationMode: VerificationMode?
+        /// `.some(nil)` removes the secret.
+        var sharedSecret: String??
+        var appleCredentials: (issuerID: String, keyID: String, privateKeyPEM: String)??
+        var resultCipher: ResultCipher?
+        var allowsTestData: Bool?
+        var isEnabled: Bool?
+    }
+
+    /// Checks every given field; throws ``ServiceError/Code/invalidArgument`` naming the first bad one.
+    func parse() throws -> Parsed {
+        var parsed = Parsed()
+        if let name { parsed.name = try Validation.displayName(name, what: "app name") }
+        if let bundleIDs {
+            guard !bundleIDs.isEmpty else { throw ServiceError(.invalidArgument, "an app needs at least one bundle ID") }
+            var seen = Set<BundleID>()
+            parsed.bundleIDs = try bundleIDs.map { text in
+                guard let id = BundleID(text) else {
+                    throw ServiceError(
+                        .invalidArgument,
+                        "malformed bundle ID '\(Validation.printable(text))': expected reverse-DNS like com.example.app"
+                    )
+                }
+                guard seen.insert(id).inserted else {
+                    throw ServiceError(.invalidArgument, "bundle ID '\(text)' is given twice")
+                }
+                return id
+            }
+        }
+        if let allowedEnvironments {
+            guard !allowedEnvironments.isEmpty else {
+                throw ServiceError(.invalidArgument, "an app needs at least one allowed environment")
+            }
+            parsed.allowedEnvironments = Set(
+                try allowedEnvironments.map { text in
+                    guard let environment = AppStoreEnvironment(configurationName: text), environment != .xcode else {
+                        throw ServiceError(
+                            .invalidArgument,
+                            "unknown environment '\(Validation.printable(text))': expected production or sandbox")
+                    }
+                    return environment
+                })
+        }
+        if let verificationMode {
+            guard let mode = VerificationMode(rawValue: verificationMode) else {
+                throw ServiceError(
+                    .invalidArgument,
+                    "unknown verification mode '\(Validation.printable(verificationMode))': expected "
+                        + VerificationMode.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            parsed.verificationMode = mode
+        }
+        if let sharedSecret {
+            if sharedSecret.isEmpty {
+                parsed.sharedSecret = .some(nil)
+            } else {
+                guard (8...128).contains(sharedSecret.utf8.count),
+                    sharedSecret.utf8.allSatisfy({ Validation.isASCIIAlphanumeric($0) })
+                else {
+                    throw ServiceError(.invalidArgument, "shared secret must be 8-128 letters and digits")
+                }
+                parsed.sharedSecret = .some(sharedSecret)
+            }
+        }
+        let appleFields = [appleIssuerID, appleKeyID, applePrivateKeyPEM]
+        if removeAppleCredentials {
+            guard appleFields.allSatisfy({ $0 == nil }) else {
+                throw ServiceError(.invalidArgument, "cannot both set and remove App Store Server API credentials")
+            }
+            parsed.appleCredentials = .some(nil)
+        } else if appleFields.contains(where: { $0 != nil }) {
+            guard let appleIssuerID, let appleKeyID, let applePrivateKeyPEM else {
+                throw ServiceError(
+                    .invalidArgument, "App Store Server API credentials need the issuer ID, key ID and private key")
+            }
+            guard UUID(uuidString: appleIssuerID) != nil else {
+                throw ServiceError(.invalidArgument, "Apple issuer ID must be a UUID")
+            }
+            guard (1...64).contains(appleKeyID.utf8.count),
+                appleKeyID.utf8.allSatisfy({ Validation.isASCIIAlphanumeric($0) })
+            else {
+                throw ServiceError(.invalidArgument, "Apple key ID must be 1-64 letters and digits")
+            }
+            guard (try? P256.Signing.PrivateKey(pemRepresentation: applePrivateKeyPEM)) != nil else {
+                throw ServiceError(.invalidArgument, "Apple private key is not a P-256 private key in PEM")
+            }
+            parsed.appleCredentials = .some((appleIssuerID.lowercased(), appleKeyID, applePrivateKeyPEM))
+        }
+        if let resultCipher {
+            guard let cipher = ResultCipher(rawValue: resultCipher) else {
+                throw ServiceError(
+                    .invalidArgument,
+                    "unknown result cipher '\(Validation.printable(resultCipher))': expected aes-256-cbc or aes-256-gcm"
+                )
+            }
+            parsed.resultCipher = cipher
+        }
+        parsed.allowsTestData = allowsTestData
+        parsed.isEnabled = isEnabled
+        return parsed
+    }
+}

@@ -1,0 +1,305 @@
+import Foundation
+import ReceiptCore
+
+/// The operator's use cases over accounts, API keys, apps and plans: validation, secret generation and sealing,
+/// and the store calls that make each change atomic.
+public struct TenancyService: Sendable {
+    /// Where tenancy data lives.
+    public let store: any TenancyStore
+    /// The key that seals secrets at rest.
+    public let masterKey: MasterKey
+    /// The current time; a parameter so tests control it.
+    public let now: @Sendable () -> Date
+
+    /// Creates the service over a migrated store.
+    public init(store: any TenancyStore, masterKey: MasterKey, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.store = store
+        self.masterKey = masterKey
+        // Timestamps are kept to the millisecond, so what is stored reads back equal.
+        self.now = { now().roundedToMilliseconds }
+    }
+
+    /// Records the master key's check value on first use and refuses a key that is not the database's.
+    public func checkMasterKey() async throws {
+        let stored = try await store.claimMasterKeyCheck(masterKey.checkValue)
+        guard ConstantTime.equals(Array(stored.utf8), Array(masterKey.checkValue.utf8)) else {
+            throw ServiceError(
+                .wrongMasterKey,
+                "the master key does not match this database: its secrets were sealed with another key; "
+                    + "start with the key this database was created with")
+        }
+    }
+
+    // MARK: Plans
+
+    /// Every plan.
+    public func plans() async throws -> [Plan] { try await store.plans() }
+
+    /// The named plan; throws ``ServiceError/Code/unknownPlan``.
+    public func plan(named name: String) async throws -> Plan {
+        guard let plan = try await store.plan(named: name) else {
+            throw ServiceError(.unknownPlan, "unknown plan '\(Validation.printable(name))'")
+        }
+        return plan
+    }
+
+    /// Changes an existing plan, or creates one when `name` is new (then quota and rate limit are required).
+    public func setPlan(
+        name: String, monthlyQuota: Int??, rateLimitPerSecond: Int?, includesEncryptedEndpoint: Bool?,
+        monthlyPriceCents: Int?, overagePricePer1000Cents: Int?
+    ) async throws -> Plan {
+        var plan: Plan
+        if let existing = try await store.plan(named: name) {
+            plan = existing
+        } else {
+            guard let monthlyQuota, let rateLimitPerSecond else {
+                throw ServiceError(
+                    .invalidArgument, "new plan '\(Validation.printable(name))' needs --quota and --rate-limit")
+            }
+            plan = Plan(
+                name: name, monthlyQuota: monthlyQuota, rateLimitPerSecond: rateLimitPerSecond,
+                includesEncryptedEndpoint: false, monthlyPriceCents: 0, overagePricePer1000Cents: 0)
+        }
+        if let monthlyQuota { plan.monthlyQuota = monthlyQuota }
+        if let rateLimitPerSecond { plan.rateLimitPerSecond = rateLimitPerSecond }
+        if let includesEncryptedEndpoint { plan.includesEncryptedEndpoint = includesEncryptedEndpoint }
+        if let monthlyPriceCents { plan.monthlyPriceCents = monthlyPriceCents }
+        if let overagePricePer1000Cents { plan.overagePricePer1000Cents = overagePricePer1000Cents }
+        try plan.validate()
+        try await store.savePlan(plan)
+        return plan
+    }
+
+    // MARK: Accounts
+
+    /// Creates an enabled account on an existing plan; the email must be new.
+    public func createAccount(name: String, email: String, planName: String) async throws -> Account {
+        let name = try Validation.displayName(name, what: "account name")
+        let email = try Validation.email(email)
+        _ = try await plan(named: planName)
+        if try await store.account(email: email) != nil {
+            throw ServiceError(.duplicateEmail, "an account with email \(email) already exists")
+        }
+        let date = now()
+        let account = Account(
+            id: UUID(), name: name, email: email, planName: planName, isEnabled: true, createdAt: date,
+            updatedAt: date)
+        try await store.insertAccount(account)
+        return account
+    }
+
+    /// Every account.
+    public func accounts() async throws -> [Account] { try await store.accounts() }
+
+    /// The account named by its id or its email; throws ``ServiceError/Code/unknownAccount``.
+    public func account(_ reference: String) async throws -> Account {
+        let found: Account?
+        if let id = UUID(uuidString: reference) {
+            found = try await store.account(id: id)
+        } else {
+            found = try await store.account(email: reference.trimmingCharacters(in: .whitespaces).lowercased())
+        }
+        guard let found else {
+            throw ServiceError(.unknownAccount, "unknown account '\(Validation.printable(reference))'")
+        }
+        return found
+    }
+
+    /// Moves an account to another existing plan.
+    public func setPlan(ofAccount reference: String, to planName: String) async throws -> Account {
+        var account = try await account(reference)
+        _ = try await plan(named: planName)
+        account.planName = planName
+        return try await save(account)
+    }
+
+    /// Enables or disables an account.
+    public func setEnabled(account reference: String, _ isEnabled: Bool) async throws -> Account {
+        var account = try await account(reference)
+        account.isEnabled = isEnabled
+        return try await save(account)
+    }
+
+    private func save(_ account: Account) async throws -> Account {
+        var account = account
+        account.updatedAt = now()
+        guard try await store.updateAccount(account) else {
+            throw ServiceError(.unknownAccount, "unknown account '\(account.id.uuidString.lowercased())'")
+        }
+        return account
+    }
+
+    // MARK: API keys
+
+    /// Creates a key for the account; the returned clear text is shown once and never stored.
+    public func createAPIKey(account reference: String, label: String?) async throws -> (
+        clearText: String, key: APIKey
+    ) {
+        let account = try await account(reference)
+        let label = try label.map { try Validation.displayName($0, what: "key label") }
+        for _ in 0..<3 {
+            let generated = APIKey.generate(accountID: account.id, label: label, at: now())
+            // A prefix collision (32 random bits) is astronomically rare; draw again rather than fail.
+            if try await store.apiKey(prefix: generated.key.prefix) == nil {
+                try await store.insertAPIKey(generated.key)
+                return generated
+            }
+        }
+        throw ServiceError(.storage, "could not draw an unused API key prefix")
+    }
+
+    /// The account's keys, revoked ones included.
+    public func apiKeys(account reference: String) async throws -> [APIKey] {
+        let account = try await account(reference)
+        return try await store.apiKeys(accountID: account.id)
+    }
+
+    /// Revokes the account's key named by its id or its prefix.
+    public func revokeAPIKey(account reference: String, key keyReference: String) async throws -> APIKey {
+        let account = try await account(reference)
+        let keys = try await store.apiKeys(accountID: account.id)
+        let wanted = keyReference.lowercased()
+        guard
+            var key = keys.first(where: {
+                $0.id.uuidString.lowercased() == wanted || $0.prefix == wanted
+            })
+        else {
+            throw ServiceError(
+                .unknownKey, "account \(account.email) has no API key '\(Validation.printable(keyReference))'")
+        }
+        guard key.revokedAt == nil else {
+            throw ServiceError(.invalidArgument, "API key \(key.prefix)… is already revoked")
+        }
+        let date = now()
+        guard try await store.revokeAPIKey(id: key.id, accountID: account.id, at: date) else {
+            throw ServiceError(.unknownKey, "API key \(key.prefix)… is already revoked")
+        }
+        key.revokedAt = date
+        return key
+    }
+
+    // MARK: Apps
+
+    /// Adds an app to an account with a fresh token and result key; bundle IDs are required.
+    public func addApp(account reference: String, settings: AppSettings) async throws -> App {
+        let account = try await account(reference)
+        guard settings.bundleIDs != nil else {
+            throw ServiceError(.invalidArgument, "an app needs at least one bundle ID")
+        }
+        let parsed = try settings.parse()
+        guard let bundleIDs = parsed.bundleIDs else {
+            throw ServiceError(.invalidArgument, "an app needs at least one bundle ID")
+        }
+        let id = UUID()
+        let date = now()
+        var app = App(
+            id: id, accountID: account.id, token: App.generateToken(),
+            name: parsed.name ?? bundleIDs[0].value, bundleIDs: bundleIDs,
+            allowedEnvironments: parsed.allowedEnvironments ?? [.production, .sandbox],
+            verificationMode: parsed.verificationMode ?? .local, sharedSecret: nil, appStoreServerCredentials: nil,
+            resultCipher: parsed.resultCipher ?? .aes256CBC,
+            resultKey: try SealedSecret.seal(
+                SecureRandom.bytes(32), context: App.secretContext(appID: id, purpose: "result_key"), with: masterKey),
+            allowsTestData: parsed.allowsTestData ?? false, isEnabled: parsed.isEnabled ?? true,
+            createdAt: date, updatedAt: date)
+        try apply(secretsOf: parsed, to: &app)
+        try await store.insertApp(app)
+        return app
+    }
+
+    /// Every app of one account (by id or email), or of all accounts.
+    public func apps(account reference: String?) async throws -> [App] {
+        guard let reference else { return try await store.apps(accountID: nil) }
+        return try await store.apps(accountID: try await account(reference).id)
+    }
+
+    /// The app with this token; throws ``ServiceError/Code/unknownApp``.
+    public func app(token: String) async throws -> App {
+        guard let app = try await store.app(token: token) else {
+            throw ServiceError(.unknownApp, "unknown app '\(Validation.printable(token))'")
+        }
+        return app
+    }
+
+    /// Changes the given settings of an app; the rest stay as they are.
+    public func updateApp(token: String, settings: AppSettings) async throws -> App {
+        var app = try await app(token: token)
+        let parsed = try settings.parse()
+        if let name = parsed.name { app.name = name }
+        if let bundleIDs = parsed.bundleIDs { app.bundleIDs = bundleIDs }
+        if let environments = parsed.allowedEnvironments { app.allowedEnvironments = environments }
+        if let mode = parsed.verificationMode { app.verificationMode = mode }
+        if let cipher = parsed.resultCipher { app.resultCipher = cipher }
+        if let allowsTestData = parsed.allowsTestData { app.allowsTestData = allowsTestData }
+        if let isEnabled = parsed.isEnabled { app.isEnabled = isEnabled }
+        try apply(secretsOf: parsed, to: &app)
+        return try await save(app)
+    }
+
+    /// Gives the app a new token; the old one stops working at once.
+    public func rotateToken(token: String) async throws -> App {
+        var app = try await app(token: token)
+        app.token = App.generateToken()
+        return try await save(app)
+    }
+
+    /// Gives the app a new result key; results encrypted before stay readable only with the old key.
+    public func rotateResultKey(token: String) async throws -> App {
+        var app = try await app(token: token)
+        app.resultKey = try SealedSecret.seal(
+            SecureRandom.bytes(32), context: App.secretContext(appID: app.id, purpose: "result_key"), with: masterKey)
+        return try await save(app)
+    }
+
+    /// Deletes the app.
+    public func removeApp(token: String) async throws -> App {
+        let app = try await app(token: token)
+        guard try await store.deleteApp(id: app.id) else {
+            throw ServiceError(.unknownApp, "unknown app '\(Validation.printable(token))'")
+        }
+        return app
+    }
+
+    /// The app's 256-bit result key in clear.
+    public func resultKey(of app: App) throws -> [UInt8] {
+        try app.resultKey.open(context: App.secretContext(appID: app.id, purpose: "result_key"), with: masterKey)
+    }
+
+    /// The app's shared secret in clear, if it has one.
+    public func sharedSecret(of app: App) throws -> String? {
+        try app.sharedSecret.map {
+            String(
+                decoding: try $0.open(
+                    context: App.secretContext(appID: app.id, purpose: "shared_secret"), with: masterKey),
+                as: UTF8.self)
+        }
+    }
+
+    private func apply(secretsOf parsed: AppSettings.Parsed, to app: inout App) throws {
+        if let sharedSecret = parsed.sharedSecret {
+            app.sharedSecret = try sharedSecret.map {
+                try SealedSecret.seal(
+                    Array($0.utf8), context: App.secretContext(appID: app.id, purpose: "shared_secret"),
+                    with: masterKey)
+            }
+        }
+        if let credentials = parsed.appleCredentials {
+            app.appStoreServerCredentials = try credentials.map {
+                AppStoreServerCredentials(
+                    issuerID: $0.issuerID, keyID: $0.keyID,
+                    privateKey: try SealedSecret.seal(
+                        Array($0.privateKeyPEM.utf8),
+                        context: App.secretContext(appID: app.id, purpose: "apple_private_key"), with: masterKey))
+            }
+        }
+    }
+
+    private func save(_ app: App) async throws -> App {
+        var app = app
+        app.updatedAt = now()
+        guard try await store.updateApp(app) else {
+            throw ServiceError(.unknownApp, "unknown app '\(app.token)'")
+        }
+        return app
+    }
+}

@@ -1,0 +1,85 @@
+-- ReceiptVerify PostgreSQL schema.
+--
+-- This file is what the PostgreSQL store runs (it is compiled into the binary). It is a list of versioned
+-- migrations: each starts with a line `-- version: N <description>` and is applied once, in one transaction,
+-- under an advisory lock so that several servers starting together do not race. Statements end with `;` at the
+-- end of a line. Never edit an applied version: append a new one.
+--
+-- The preamble before the first version runs every time.
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    description TEXT NOT NULL,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+
+-- version: 1 tenancy: plans, accounts, API keys, apps, settings
+CREATE TABLE settings (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE plans (
+    name TEXT PRIMARY KEY,
+    monthly_quota BIGINT CHECK (monthly_quota >= 0),            -- NULL: unlimited
+    rate_limit_per_second INTEGER NOT NULL CHECK (rate_limit_per_second > 0),
+    includes_encrypted_endpoint BOOLEAN NOT NULL,
+    monthly_price_cents BIGINT NOT NULL CHECK (monthly_price_cents >= 0),
+    overage_price_per_1000_cents BIGINT NOT NULL CHECK (overage_price_per_1000_cents >= 0)
+);
+
+INSERT INTO plans VALUES
+    ('free', 1000, 5, FALSE, 0, 0),
+    ('pro', 100000, 50, TRUE, 4900, 50),
+    ('enterprise', NULL, 500, TRUE, 49900, 0);
+
+CREATE TABLE accounts (
+    id UUID PRIMARY KEY,
+    name TEXT NOT NULL,
+    email TEXT NOT NULL CONSTRAINT accounts_email_key UNIQUE,
+    plan_name TEXT NOT NULL CONSTRAINT accounts_plan_fkey REFERENCES plans (name) ON UPDATE CASCADE,
+    enabled BOOLEAN NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL
+);
+
+-- API keys are stored as SHA-256 hashes; `prefix` is the key's first 12 characters, for lookup.
+CREATE TABLE api_keys (
+    id UUID PRIMARY KEY,
+    account_id UUID NOT NULL CONSTRAINT api_keys_account_fkey REFERENCES accounts (id) ON DELETE CASCADE,
+    prefix TEXT NOT NULL CONSTRAINT api_keys_prefix_key UNIQUE,
+    key_hash BYTEA NOT NULL CHECK (length(key_hash) = 32),
+    label TEXT,
+    created_at TIMESTAMPTZ NOT NULL,
+    last_used_at TIMESTAMPTZ,
+    revoked_at TIMESTAMPTZ
+);
+CREATE INDEX api_keys_account_idx ON api_keys (account_id);
+
+-- Secrets (shared_secret, apple_private_key, result_key) are sealed with the master key (AES-256-GCM).
+CREATE TABLE apps (
+    id UUID PRIMARY KEY,
+    account_id UUID NOT NULL CONSTRAINT apps_account_fkey REFERENCES accounts (id) ON DELETE CASCADE,
+    token TEXT NOT NULL CONSTRAINT apps_token_key UNIQUE,
+    name TEXT NOT NULL,
+    allowed_environments TEXT NOT NULL,                        -- comma-separated: production,sandbox
+    verification_mode TEXT NOT NULL CHECK (verification_mode IN ('local', 'apple', 'local-then-apple')),
+    shared_secret BYTEA,
+    apple_issuer_id TEXT,
+    apple_key_id TEXT,
+    apple_private_key BYTEA,
+    result_cipher TEXT NOT NULL CHECK (result_cipher IN ('aes-256-cbc', 'aes-256-gcm')),
+    result_key BYTEA NOT NULL,
+    allows_test_data BOOLEAN NOT NULL,
+    enabled BOOLEAN NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX apps_account_idx ON apps (account_id);
+
+CREATE TABLE app_bundle_ids (
+    app_id UUID NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    bundle_id TEXT NOT NULL,
+    PRIMARY KEY (app_id, position),
+    UNIQUE (app_id, bundle_id)
+);

@@ -1,0 +1,429 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ReceiptCore
+import ReceiptService
+import SQLiteNIO
+
+/// The ``TenancyStore`` on an SQLite file: the zero set-up default.
+///
+/// One connection, in WAL mode with a busy timeout so the CLI and a running server can share the file. Every
+/// operation holds an in-process lock for its duration, so a transaction never interleaves with another call.
+public final class SQLiteStore: TenancyStore {
+    let connection: SQLiteConnection
+    /// The connection's own thread: SQLite calls block (a busy wait can last seconds), so they must not hold
+    /// threads that other connections or NIO need.
+    private let threadPool: NIOThreadPool
+    private let lock = AsyncLock()
+    private let script: MigrationScript
+
+    private init(connection: SQLiteConnection, threadPool: NIOThreadPool, script: MigrationScript) {
+        self.connection = connection
+        self.threadPool = threadPool
+        self.script = script
+    }
+
+    /// Opens (creating if needed) the database file at `path`.
+    public static func open(path: String, logger: Logger) async throws -> SQLiteStore {
+        let script = try MigrationScript(String(decoding: PackageResources.sqlite_schema_sql, as: UTF8.self))
+        let threadPool = NIOThreadPool(numberOfThreads: 1)
+        threadPool.start()
+        let connection: SQLiteConnection
+        do {
+            connection = try await SQLiteConnection.open(
+                storage: .file(path: path), threadPool: threadPool, logger: logger,
+                on: MultiThreadedEventLoopGroup.singleton.any())
+        } catch {
+            try? await threadPool.shutdownGracefully()
+            throw ServiceError(.storage, "cannot open SQLite database \(path): \(error)")
+        }
+        let store = SQLiteStore(connection: connection, threadPool: threadPool, script: script)
+        do {
+            try await store.run {
+                // The timeout waits out another process's write; WAL lets readers proceed while one writer commits.
+                _ = try await connection.query("PRAGMA busy_timeout = 5000")
+                _ = try await connection.query("PRAGMA journal_mode = WAL")
+                _ = try await connection.query("PRAGMA foreign_keys = ON")
+                _ = try await connection.query("PRAGMA synchronous = NORMAL")
+            }
+        } catch {
+            try? await store.close()
+            throw error
+        }
+        return store
+    }
+
+    /// Closes the connection and stops its thread.
+    public func close() async throws {
+        defer { threadPool.shutdownGracefully { _ in } }
+        try await connection.close()
+    }
+
+    // MARK: Running statements
+
+    private func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        do {
+            return try await lock.withLock(body)
+        } catch let error as ServiceError {
+            throw error
+        } catch {
+            throw SQLiteStore.map(error)
+        }
+    }
+
+    private func transaction<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        try await run {
+            _ = try await self.connection.query("BEGIN IMMEDIATE")
+            do {
+                let result = try await body()
+                _ = try await self.connection.query("COMMIT")
+                return result
+            } catch {
+                _ = try? await self.connection.query("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    private func query(_ sql: String, _ binds: [SQLiteData] = []) async throws -> [SQLiteRow] {
+        try await connection.query(sql, binds)
+    }
+
+    static func map(_ error: any Error) -> ServiceError {
+        let message = String(describing: error)
+        if message.contains("UNIQUE constraint failed: accounts.email") {
+            return ServiceError(.duplicateEmail, "an account with this email already exists")
+        }
+        if message.contains("FOREIGN KEY constraint failed") {
+            return ServiceError(.invalidArgument, "a referenced plan or account does not exist")
+        }
+        return ServiceError(.storage, "SQLite: \(message)")
+    }
+
+    // MARK: TenancyStore
+
+    public func migrate() async throws {
+        try await run {
+            for statement in self.script.preamble { _ = try await self.query(statement) }
+        }
+        for migration in script.migrations {
+            try await transaction {
+                let applied = try await self.query(
+                    "SELECT 1 FROM schema_migrations WHERE version = ?", [.integer(migration.version)])
+                guard applied.isEmpty else { return }
+                for statement in migration.statements { _ = try await self.query(statement) }
+                _ = try await self.query(
+                    "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)",
+                    [.integer(migration.version), .text(migration.description), .millis(Date())])
+            }
+        }
+    }
+
+    public func claimMasterKeyCheck(_ value: String) async throws -> String {
+        try await transaction {
+            _ = try await self.query(
+                "INSERT INTO settings (name, value) VALUES ('master_key_check', ?) ON CONFLICT (name) DO NOTHING",
+                [.text(value)])
+            let rows = try await self.query("SELECT value FROM settings WHERE name = 'master_key_check'")
+            return try rows.first.require("value").requireText()
+        }
+    }
+
+    public func plans() async throws -> [Plan] {
+        try await run { try await self.query("SELECT * FROM plans ORDER BY name").map(Self.plan) }
+    }
+
+    public func plan(named name: String) async throws -> Plan? {
+        try await run { try await self.query("SELECT * FROM plans WHERE name = ?", [.text(name)]).first.map(Self.plan) }
+    }
+
+    public func savePlan(_ plan: Plan) async throws {
+        try await transaction {
+            _ = try await self.query(
+                """
+                INSERT INTO plans (name, monthly_quota, rate_limit_per_second, includes_encrypted_endpoint,
+                    monthly_price_cents, overage_price_per_1000_cents) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (name) DO UPDATE SET monthly_quota = excluded.monthly_quota,
+                    rate_limit_per_second = excluded.rate_limit_per_second,
+                    includes_encrypted_endpoint = excluded.includes_encrypted_endpoint,
+                    monthly_price_cents = excluded.monthly_price_cents,
+                    overage_price_per_1000_cents = excluded.overage_price_per_1000_cents
+                """,
+                [
+                    .text(plan.name), plan.monthlyQuota.map { .integer($0) } ?? .null, .integer(plan.rateLimitPerSecond),
+                    .bool(plan.includesEncryptedEndpoint), .integer(plan.monthlyPriceCents),
+                    .integer(plan.overagePricePer1000Cents),
+                ])
+        }
+    }
+
+    public func insertAccount(_ account: Account) async throws {
+        try await transaction {
+            _ = try await self.query(
+                """
+                INSERT INTO accounts (id, name, email, plan_name, enabled, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .uuid(account.id), .text(account.name), .text(account.email), .text(account.planName),
+                    .bool(account.isEnabled), .millis(account.createdAt), .millis(account.updatedAt),
+                ])
+        }
+    }
+
+    public func updateAccount(_ account: Account) async throws -> Bool {
+        try await transaction {
+            let rows = try await self.query(
+                "UPDATE accounts SET name = ?, plan_name = ?, enabled = ?, updated_at = ? WHERE id = ? RETURNING id",
+                [
+                    .text(account.name), .text(account.planName), .bool(account.isEnabled), .millis(account.updatedAt),
+                    .uuid(account.id),
+                ])
+            return !rows.isEmpty
+        }
+    }
+
+    public func accounts() async throws -> [Account] {
+        try await run { try await self.query("SELECT * FROM accounts ORDER BY created_at, id").map(Self.account) }
+    }
+
+    public func account(id: UUID) async throws -> Account? {
+        try await run { try await self.query("SELECT * FROM accounts WHERE id = ?", [.uuid(id)]).first.map(Self.account) }
+    }
+
+    public func account(email: String) async throws -> Account? {
+        try await run {
+            try await self.query("SELECT * FROM accounts WHERE email = ?", [.text(email)]).first.map(Self.account)
+        }
+    }
+
+    public func insertAPIKey(_ key: APIKey) async throws {
+        try await transaction {
+            _ = try await self.query(
+                """
+                INSERT INTO api_keys (id, account_id, prefix, key_hash, label, created_at, last_used_at, revoked_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .uuid(key.id), .uuid(key.accountID), .text(key.prefix), .bytes(key.hash),
+                    key.label.map { .text($0) } ?? .null, .millis(key.createdAt), .millis(key.lastUsedAt),
+                    .millis(key.revokedAt),
+                ])
+        }
+    }
+
+    public func apiKeys(accountID: UUID) async throws -> [APIKey] {
+        try await run {
+            try await self.query(
+                "SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, id", [.uuid(accountID)]
+            ).map(Self.apiKey)
+        }
+    }
+
+    public func apiKey(prefix: String) async throws -> APIKey? {
+        try await run {
+            try await self.query("SELECT * FROM api_keys WHERE prefix = ?", [.text(prefix)]).first.map(Self.apiKey)
+        }
+    }
+
+    public func revokeAPIKey(id: UUID, accountID: UUID, at date: Date) async throws -> Bool {
+        try await transaction {
+            let rows = try await self.query(
+                """
+                UPDATE api_keys SET revoked_at = ? WHERE id = ? AND account_id = ? AND revoked_at IS NULL
+                RETURNING id
+                """, [.millis(date), .uuid(id), .uuid(accountID)])
+            return !rows.isEmpty
+        }
+    }
+
+    public func recordAPIKeyUse(id: UUID, at date: Date) async throws {
+        try await run {
+            _ = try await self.query("UPDATE api_keys SET last_used_at = ? WHERE id = ?", [.millis(date), .uuid(id)])
+        }
+    }
+
+    public func insertApp(_ app: App) async throws {
+        try await transaction {
+            _ = try await self.query(
+                """
+                INSERT INTO apps (id, account_id, token, name, allowed_environments, verification_mode, shared_secret,
+                    apple_issuer_id, apple_key_id, apple_private_key, result_cipher, result_key, allows_test_data,
+                    enabled, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [.uuid(app.id), .uuid(app.accountID), .text(app.token)] + Self.appColumns(app)
+                    + [.millis(app.createdAt), .millis(app.updatedAt)])
+            try await self.insertBundleIDs(of: app)
+        }
+    }
+
+    public func updateApp(_ app: App) async throws -> Bool {
+        try await transaction {
+            let rows = try await self.query(
+                """
+                UPDATE apps SET name = ?, allowed_environments = ?, verification_mode = ?, shared_secret = ?,
+                    apple_issuer_id = ?, apple_key_id = ?, apple_private_key = ?, result_cipher = ?, result_key = ?,
+                    allows_test_data = ?, enabled = ?, token = ?, updated_at = ?
+                WHERE id = ? RETURNING id
+                """,
+                Self.appColumns(app) + [.text(app.token), .millis(app.updatedAt), .uuid(app.id)])
+            guard !rows.isEmpty else { return false }
+            _ = try await self.query("DELETE FROM app_bundle_ids WHERE app_id = ?", [.uuid(app.id)])
+            try await self.insertBundleIDs(of: app)
+            return true
+        }
+    }
+
+    public func deleteApp(id: UUID) async throws -> Bool {
+        try await transaction {
+            !(try await self.query("DELETE FROM apps WHERE id = ? RETURNING id", [.uuid(id)]).isEmpty)
+        }
+    }
+
+    public func apps(accountID: UUID?) async throws -> [App] {
+        try await run {
+            let rows =
+                if let accountID {
+                    try await self.query(
+                        "SELECT * FROM apps WHERE account_id = ? ORDER BY created_at, id", [.uuid(accountID)])
+                } else {
+                    try await self.query("SELECT * FROM apps ORDER BY created_at, id")
+                }
+            var apps: [App] = []
+            for row in rows { apps.append(try await self.app(row)) }
+            return apps
+        }
+    }
+
+    public func app(token: String) async throws -> App? {
+        try await run {
+            guard let row = try await self.query("SELECT * FROM apps WHERE token = ?", [.text(token)]).first else {
+                return nil
+            }
+            return try await self.app(row)
+        }
+    }
+
+    // MARK: Rows
+
+    private func insertBundleIDs(of app: App) async throws {
+        for (position, bundleID) in app.bundleIDs.enumerated() {
+            _ = try await query(
+                "INSERT INTO app_bundle_ids (app_id, position, bundle_id) VALUES (?, ?, ?)",
+                [.uuid(app.id), .integer(position), .text(bundleID.value)])
+        }
+    }
+
+    /// The columns shared by insert and update, in the order both statements list them.
+    private static func appColumns(_ app: App) -> [SQLiteData] {
+        [
+            .text(app.name), .text(StoredForm.environments(app.allowedEnvironments)), .text(app.verificationMode.rawValue),
+            .bytes(app.sharedSecret?.bytes), app.appStoreServerCredentials.map { .text($0.issuerID) } ?? .null,
+            app.appStoreServerCredentials.map { .text($0.keyID) } ?? .null,
+            .bytes(app.appStoreServerCredentials?.privateKey.bytes), .text(app.resultCipher.rawValue),
+            .bytes(app.resultKey.bytes), .bool(app.allowsTestData), .bool(app.isEnabled),
+        ]
+    }
+
+    private func app(_ row: SQLiteRow) async throws -> App {
+        let id = try row.require("id").requireUUID()
+        let bundleRows = try await query(
+            "SELECT bundle_id FROM app_bundle_ids WHERE app_id = ? ORDER BY position", [.uuid(id)])
+        let bundleIDs = try bundleRows.map { try StoredForm.bundleID(try $0.require("bundle_id").requireText()) }
+        var credentials: AppStoreServerCredentials?
+        if let issuer = row.column("apple_issuer_id")?.string, let keyID = row.column("apple_key_id")?.string,
+            let key = row.column("apple_private_key")?.bytes
+        {
+            credentials = AppStoreServerCredentials(issuerID: issuer, keyID: keyID, privateKey: SealedSecret(bytes: key))
+        }
+        return App(
+            id: id, accountID: try row.require("account_id").requireUUID(), token: try row.require("token").requireText(),
+            name: try row.require("name").requireText(), bundleIDs: bundleIDs,
+            allowedEnvironments: try StoredForm.environments(try row.require("allowed_environments").requireText()),
+            verificationMode: try StoredForm.enumValue(try row.require("verification_mode").requireText()),
+            sharedSecret: row.column("shared_secret")?.bytes.map(SealedSecret.init(bytes:)),
+            appStoreServerCredentials: credentials,
+            resultCipher: try StoredForm.enumValue(try row.require("result_cipher").requireText()),
+            resultKey: SealedSecret(bytes: try row.require("result_key").requireBytes()),
+            allowsTestData: try row.require("allows_test_data").requireBool(),
+            isEnabled: try row.require("enabled").requireBool(),
+            createdAt: try row.require("created_at").requireDate(), updatedAt: try row.require("updated_at").requireDate())
+    }
+
+    private static func plan(_ row: SQLiteRow) throws -> Plan {
+        Plan(
+            name: try row.require("name").requireText(),
+            monthlyQuota: row.column("monthly_quota")?.integer.map { Int($0) },
+            rateLimitPerSecond: try row.require("rate_limit_per_second").requireInt(),
+            includesEncryptedEndpoint: try row.require("includes_encrypted_endpoint").requireBool(),
+            monthlyPriceCents: try row.require("monthly_price_cents").requireInt(),
+            overagePricePer1000Cents: try row.require("overage_price_per_1000_cents").requireInt())
+    }
+
+    private static func account(_ row: SQLiteRow) throws -> Account {
+        Account(
+            id: try row.require("id").requireUUID(), name: try row.require("name").requireText(),
+            email: try row.require("email").requireText(), planName: try row.require("plan_name").requireText(),
+            isEnabled: try row.require("enabled").requireBool(), createdAt: try row.require("created_at").requireDate(),
+            updatedAt: try row.require("updated_at").requireDate())
+    }
+
+    private static func apiKey(_ row: SQLiteRow) throws -> APIKey {
+        APIKey(
+            id: try row.require("id").requireUUID(), accountID: try row.require("account_id").requireUUID(),
+            prefix: try row.require("prefix").requireText(), hash: try row.require("key_hash").requireBytes(),
+            label: row.column("label")?.string, createdAt: try row.require("created_at").requireDate(),
+            lastUsedAt: row.column("last_used_at")?.integer.map { StoredForm.date(millis: Int($0)) },
+            revokedAt: row.column("revoked_at")?.integer.map { StoredForm.date(millis: Int($0)) })
+    }
+}
+
+extension SQLiteData {
+    static func uuid(_ id: UUID) -> SQLiteData { .text(id.uuidString.lowercased()) }
+    static func bool(_ value: Bool) -> SQLiteData { .integer(value ? 1 : 0) }
+    static func millis(_ date: Date?) -> SQLiteData { date.map { .integer(StoredForm.millis($0)) } ?? .null }
+    static func bytes(_ bytes: [UInt8]?) -> SQLiteData { bytes.map { .blob(ByteBuffer(bytes: $0)) } ?? .null }
+
+    var bytes: [UInt8]? { blob.map { Array($0.readableBytesView) } }
+
+    func requireText() throws -> String {
+        guard case .text(let text) = self else { throw StoredForm.corrupt("expected text, found \(self)") }
+        return text
+    }
+
+    func requireInt() throws -> Int {
+        guard case .integer(let value) = self else { throw StoredForm.corrupt("expected an integer, found \(self)") }
+        return Int(value)
+    }
+
+    func requireBool() throws -> Bool { try requireInt() != 0 }
+    func requireDate() throws -> Date { StoredForm.date(millis: try requireInt()) }
+
+    func requireBytes() throws -> [UInt8] {
+        guard let bytes else { throw StoredForm.corrupt("expected a blob, found \(self)") }
+        return bytes
+    }
+
+    func requireUUID() throws -> UUID {
+        guard let id = UUID(uuidString: try requireText()) else { throw StoredForm.corrupt("expected a UUID") }
+        return id
+    }
+}
+
+extension Optional where Wrapped == SQLiteRow {
+    func require(_ column: String) throws -> SQLiteData {
+        guard let self else { throw StoredForm.corrupt("expected a row") }
+        return try self.require(column)
+    }
+}
+
+extension SQLiteRow {
+    func require(_ column: String) throws -> SQLiteData {
+        guard let value = self.column(column), !value.isNull else {
+            throw StoredForm.corrupt("column \(column) is missing or null")
+        }
+        return value
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import ReceiptCore
+import ReceiptService
+
+/// How values the database cannot type natively are written and read back, the same in both stores.
+enum StoredForm {
+    /// Allowed environments as a sorted comma-separated list: `production,sandbox`.
+    static func environments(_ environments: Set<AppStoreEnvironment>) -> String {
+        environments.map(\.configurationName).sorted().joined(separator: ",")
+    }
+
+    static func environments(_ text: String) throws -> Set<AppStoreEnvironment> {
+        Set(
+            try text.split(separator: ",").map { name in
+                guard let environment = AppStoreEnvironment(configurationName: String(name)) else {
+                    throw corrupt("unknown environment '\(name)'")
+                }
+                return environment
+            })
+    }
+
+    static func bundleID(_ text: String) throws -> BundleID {
+        guard let id = BundleID(text) else { throw corrupt("stored bundle ID is malformed") }
+        return id
+    }
+
+    static func enumValue<T: RawRepresentable<String>>(_ text: String) throws -> T {
+        guard let value = T(rawValue: text) else { throw corrupt("unknown \(T.self) '\(text)'") }
+        return value
+    }
+
+    static func millis(_ date: Date) -> Int { Int((date.timeIntervalSince1970 * 1000).rounded()) }
+    static func date(millis: Int) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
+
+    static func corrupt(_ reason: String) -> ServiceError {
+        ServiceError(.storage, "unreadable stored data: \(reason)")
+    }
+}

@@ -1,0 +1,161 @@
+import ArgumentParser
+import Foundation
+import ReceiptService
+
+/// `receiptverify app …`
+struct AppCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "app", abstract: "Add and manage an account's apps.",
+        subcommands: [
+            Add.self, List.self, Show.self, Update.self, RotateToken.self, RotateKey.self, Remove.self,
+        ])
+
+    /// The settings `app add` and `app update` share.
+    struct SettingOptions: ParsableArguments {
+        @Option(help: "Display name (default: the first bundle ID).") var name: String?
+        @Option(name: .customLong("bundle-id"), help: "A bundle ID receipts may carry; repeat for several.")
+        var bundleIDs: [String] = []
+        @Option(name: .customLong("environment"), help: "An allowed environment: production, sandbox; repeat.")
+        var environments: [String] = []
+        @Option(help: "Verification mode: local, apple, local-then-apple.") var mode: String?
+        @Option(help: "Apple's app-specific shared secret (prefer --shared-secret-file).") var sharedSecret: String?
+        @Option(help: "File holding Apple's app-specific shared secret.") var sharedSecretFile: String?
+        @Option(help: "App Store Server API issuer ID.") var appleIssuerID: String?
+        @Option(help: "App Store Server API key ID.") var appleKeyID: String?
+        @Option(help: "App Store Server API private key file (.p8, PEM).") var applePrivateKeyFile: String?
+        @Option(help: "Cipher of /apiencrypted results: aes-256-cbc, aes-256-gcm.") var cipher: String?
+        @Flag(inversion: .prefixedNo, help: "Accept data signed by a test root (Xcode StoreKit testing).")
+        var allowTestData: Bool?
+
+        func settings() throws -> AppSettings {
+            if sharedSecret != nil && sharedSecretFile != nil {
+                throw CommandFailure("give --shared-secret or --shared-secret-file, not both")
+            }
+            return AppSettings(
+                name: name, bundleIDs: bundleIDs.isEmpty ? nil : bundleIDs,
+                allowedEnvironments: environments.isEmpty ? nil : environments, verificationMode: mode,
+                sharedSecret: try sharedSecret ?? sharedSecretFile.map { try readSecret($0, what: "shared secret") },
+                appleIssuerID: appleIssuerID, appleKeyID: appleKeyID,
+                applePrivateKeyPEM: try applePrivateKeyFile.map { try readSecret($0, what: "Apple private key") },
+                resultCipher: cipher, allowsTestData: allowTestData)
+        }
+
+        private func readSecret(_ path: String, what: String) throws -> String {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw CommandFailure("cannot read the \(what) file \(path)")
+            }
+            return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add an app; it gets a fresh token and a random 256-bit result key.")
+        @Option(help: "Account id or email.") var account: String
+        @OptionGroup var settings: SettingOptions
+        @OptionGroup var options: GlobalOptions
+
+        func run() async throws {
+            let app = try await options.withTenancy { [account, settings] in
+                try await $0.addApp(account: account, settings: try settings.settings())
+            }
+            try Output.show(AppView(app), json: options.json)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List apps, of one account or all.")
+        @Option(help: "Account id or email.") var account: String?
+        @OptionGroup var options: GlobalOptions
+
+        func run() async throws {
+            let apps = try await options.withTenancy { [account] in try await $0.apps(account: account) }
+            try Output.list(
+                apps.map { AppView($0) }, json: options.json,
+                columns: [
+                    ("TOKEN", \.token), ("ACCOUNT", \.accountID), ("MODE", \.verificationMode),
+                    ("ENABLED", { $0.enabled ? "yes" : "no" }), ("BUNDLE IDS", { $0.bundleIDs.joined(separator: ",") }),
+                    ("NAME", \.name),
+                ])
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show an app; --reveal-key prints its result key.")
+        @Argument(help: "App token.") var token: String
+        @Flag(help: "Print the result key (base64); the only way to read it back.") var revealKey = false
+        @OptionGroup var options: GlobalOptions
+
+        func run() async throws {
+            let view = try await options.withTenancy { [token, revealKey] tenancy in
+                let app = try await tenancy.app(token: token)
+                return AppView(app, revealedKey: revealKey ? try tenancy.resultKey(of: app) : nil)
+            }
+            try Output.show(view, json: options.json)
+        }
+    }
+
+    struct Update: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Change an app's settings; options not given keep their value (--bundle-id replaces the list).")
+        @Argument(help: "App token.") var token: String
+        @OptionGroup var settings: SettingOptions
+        @Flag(help: "Remove the shared secret.") var removeSharedSecret = false
+        @Flag(help: "Remove the App Store Server API credentials.") var removeAppleCredentials = false
+        @Flag(inversion: .prefixedEnableDisable, help: "Enable or disable the app (a disabled app gets 401).")
+        var enabled: Bool?
+        @OptionGroup var options: GlobalOptions
+
+        func run() async throws {
+            let app = try await options.withTenancy {
+                [token, settings, removeSharedSecret, removeAppleCredentials, enabled] in
+                var changes = try settings.settings()
+                if removeSharedSecret {
+                    guard changes.sharedSecret == nil else {
+                        throw CommandFailure("cannot both set and remove the shared secret")
+                    }
+                    changes.sharedSecret = ""
+                }
+                changes.removeAppleCredentials = removeAppleCredentials
+                changes.isEnabled = enabled
+                return try await $0.updateApp(token: token, settings: changes)
+            }
+            try Output.show(AppView(app), json: options.json)
+        }
+    }
+
+    struct RotateToken: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-token", abstract: "Give an app a new token; the old one stops working at once.")
+        @Argument(help: "App token.") var token: String
+        @OptionGroup var options: GlobalOptions
+
+        func run() async throws {
+            let app = try await options.withTenancy { [token] in try await $0.rotateToken(token: token) }
+            try Output.show(AppView(app), json: options.json)
+        }
+    }
+
+    struct RotateKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-key", abstract: "Give an app a new result key (see it with app show --reveal-key).")
+        @Argument(help: "App token.") var token: String
+        @OptionGroup var options: GlobalOptions
+
+        func run() async throws {
+            let app = try await options.withTenancy { [token] in try await $0.rotateResultKey(token: token) }
+            try Output.show(AppView(app), json: options.json)
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove an app and its settings.")
+        @Argument(help: "App token.") var token: String
+        @OptionGroup var options: GlobalOptions
+
+        func run() async throws {
+            let app = try await options.withTenancy { [token] in try await $0.removeApp(token: token) }
+            try Output.show(AppView(app), json: options.json)
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import ReceiptServer
+import ReceiptService
+import ReceiptStore
+import Testing
+
+@Suite struct HealthTests {
+    func withApplication(_ body: @Sendable (Application<RouterResponder<ServerContext>>) async throws -> Void)
+        async throws
+    {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("rv-\(UUID().uuidString).sqlite").path
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        try await StoreLocation.sqlite(path: path).withStore(logger: logger) { store in
+            let tenancy = TenancyService(store: store, masterKey: MasterKey.generate())
+            try await body(buildApplication(configuration: ServerConfiguration(), tenancy: tenancy, logger: logger))
+        }
+    }
+
+    @Test func healthAndReadinessAnswerOK() async throws {
+        try await withApplication { app in
+            try await app.test(.router) { client in
+                try await client.execute(uri: "/healthz", method: .get) { response in
+                    #expect(response.status == .ok)
+                    #expect(String(buffer: response.body) == #"{"status":"ok"}"#)
+                }
+                try await client.execute(uri: "/readyz", method: .get) { response in
+                    #expect(response.status == .ok)
+                    #expect(String(buffer: response.body) == #"{"status":"ready"}"#)
+                }
+                try await client.execute(uri: "/nope", method: .get) { response in
+                    #expect(response.status == .notFound)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,1 @@
+Sources/ReceiptStore/PostgreSQL/schema.sql

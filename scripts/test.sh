@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: builds, starts a throwaway PostgreSQL cluster (installing PostgreSQL if missing),
+# runs every test against SQLite and PostgreSQL, then removes the cluster.
+#
+# Environment: RECEIPTVERIFY_FIXTURES (Apple fixtures folder, default ../shared/fixtures),
+# SWIFT_TEST_ARGS (extra arguments for `swift test`, e.g. "--filter CLITests").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+find_pg_bin() {
+    local dir
+    for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+        if [ -x "$dir/initdb" ] && [ -x "$dir/pg_ctl" ]; then echo "$dir"; return 0; fi
+    done
+    if command -v initdb >/dev/null 2>&1; then dirname "$(command -v initdb)"; return 0; fi
+    return 1
+}
+
+PG_BIN=$(find_pg_bin || true)
+if [ -z "$PG_BIN" ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        log "PostgreSQL server binaries are missing; install the 'postgresql' package (needs root)"
+        exit 1
+    fi
+    log "installing PostgreSQL"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq postgresql >/dev/null
+    PG_BIN=$(find_pg_bin)
+fi
+
+# The cluster runs as a non-root user: initdb refuses root.
+PG_DIR=$(mktemp -d /tmp/receiptverify-pg.XXXXXX)
+if [ "$(id -u)" -eq 0 ]; then
+    id postgres >/dev/null 2>&1 || useradd --system --home-dir "$PG_DIR" postgres
+    chown postgres "$PG_DIR"
+    as_pg() { runuser -u postgres -- "$@"; }
+else
+    as_pg() { "$@"; }
+fi
+PG_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+cleanup() {
+    as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate stop >/dev/null 2>&1 || true
+    rm -rf "$PG_DIR"
+}
+trap cleanup EXIT
+
+log "starting PostgreSQL on 127.0.0.1:$PG_PORT ($PG_BIN)"
+as_pg "$PG_BIN/initdb" --no-sync -U postgres --auth=trust -D "$PG_DIR/data" >"$PG_DIR/initdb.log" 2>&1 \
+    || { cat "$PG_DIR/initdb.log" >&2; exit 1; }
+as_pg "$PG_BIN/pg_ctl" -w -D "$PG_DIR/data" -l "$PG_DIR/server.log" \
+    -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null \
+    || { cat "$PG_DIR/server.log" >&2; exit 1; }
+
+export RECEIPTVERIFY_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+export RECEIPTVERIFY_TEST_PG_BIN="$PG_BIN"
+
+log "building"
+swift build --build-tests
+export RECEIPTVERIFY_BIN="$(swift build --show-bin-path)/receiptverify"
+
+log "testing (SQLite and PostgreSQL)"
+# shellcheck disable=SC2086
+swift test --skip-build ${SWIFT_TEST_ARGS:-}
