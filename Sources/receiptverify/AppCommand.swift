@@ -102,13 +102,13 @@ struct AppCommand: AsyncParsableCommand {
         @OptionGroup var settings: SettingOptions
         @Flag(help: "Remove the shared secret.") var removeSharedSecret = false
         @Flag(help: "Remove the App Store Server API credentials.") var removeAppleCredentials = false
-        @Flag(inversion: .prefixedEnableDisable, help: "Enable or disable the app (a disabled app gets 401).")
-        var enabled: Bool?
+        @Flag(help: "Enable or disable the app (a disabled app gets 401).")
+        var availability: Availability?
         @OptionGroup var options: GlobalOptions
 
         func run() async throws {
             let app = try await options.withTenancy {
-                [token, settings, removeSharedSecret, removeAppleCredentials, enabled] in
+                [token, settings, removeSharedSecret, removeAppleCredentials, availability] in
                 var changes = try settings.settings()
                 if removeSharedSecret {
                     guard changes.sharedSecret == nil else {
@@ -117,7 +117,7 @@ struct AppCommand: AsyncParsableCommand {
                     changes.sharedSecret = ""
                 }
                 changes.removeAppleCredentials = removeAppleCredentials
-                changes.isEnabled = enabled
+                changes.isEnabled = availability.map { $0 == .enable }
                 return try await $0.updateApp(token: token, settings: changes)
             }
             try Output.show(AppView(app), json: options.json)
@@ -158,4 +158,10 @@ struct AppCommand: AsyncParsableCommand {
             try Output.show(AppView(app), json: options.json)
         }
     }
+}
+
+/// `--enable` or `--disable`.
+enum Availability: String, EnumerableFlag {
+    case enable
+    case disable
 }

@@ -35,7 +35,7 @@ struct GlobalOptions: ParsableArguments {
     }
 
     func logger() throws -> Logger {
-        let text = logLevel ?? environment["RECEIPTVERIFY_LOG_LEVEL"] ?? "warning"
+        let text = logLevel ?? environment["RECEIPTVERIFY_LOG_LEVEL"] ?? "error"
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
             throw CommandFailure("unknown log level '\(text)'")
         }

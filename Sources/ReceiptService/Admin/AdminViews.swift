@@ -10,6 +10,13 @@ public struct AccountView: Codable, Sendable, Equatable {
     public let createdAt: Date
     public let updatedAt: Date
 
+    /// The JSON names, snake_case as in the rest of the API.
+    enum CodingKeys: String, CodingKey {
+        case id, name, email, plan, enabled
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+    }
+
     /// The view of `account`.
     public init(_ account: Account) {
         id = account.id.uuidString.lowercased()
@@ -33,6 +40,15 @@ public struct APIKeyView: Codable, Sendable, Equatable {
     public let revokedAt: Date?
     /// The whole key, present only in the answer to `key create`.
     public let key: String?
+
+    /// The JSON names, snake_case as in the rest of the API.
+    enum CodingKeys: String, CodingKey {
+        case id, prefix, label, key
+        case accountID = "account_id"
+        case createdAt = "created_at"
+        case lastUsedAt = "last_used_at"
+        case revokedAt = "revoked_at"
+    }
 
     /// The view of `key`, with its clear text only when it has just been created.
     public init(_ key: APIKey, clearText: String? = nil) {
@@ -68,6 +84,24 @@ public struct AppView: Codable, Sendable, Equatable {
     /// The result key as base64, present only with `--reveal-key`.
     public let resultKey: String?
 
+    /// The JSON names, snake_case as in the rest of the API.
+    enum CodingKeys: String, CodingKey {
+        case id, token, name, enabled
+        case accountID = "account_id"
+        case bundleIDs = "bundle_ids"
+        case allowedEnvironments = "allowed_environments"
+        case verificationMode = "verification_mode"
+        case hasSharedSecret = "has_shared_secret"
+        case appleIssuerID = "apple_issuer_id"
+        case appleKeyID = "apple_key_id"
+        case hasApplePrivateKey = "has_apple_private_key"
+        case resultCipher = "result_cipher"
+        case allowsTestData = "allows_test_data"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+        case resultKey = "result_key"
+    }
+
     /// The view of `app`, with `revealedKey` (the clear result key) only when the operator asked for it.
     public init(_ app: App, revealedKey: [UInt8]? = nil) {
         id = app.id.uuidString.lowercased()
@@ -99,6 +133,16 @@ public struct PlanView: Codable, Sendable, Equatable {
     public let includesEncryptedEndpoint: Bool
     public let monthlyPriceCents: Int
     public let overagePricePer1000Cents: Int
+
+    /// The JSON names, snake_case as in the rest of the API.
+    enum CodingKeys: String, CodingKey {
+        case name
+        case monthlyQuota = "monthly_quota"
+        case rateLimitPerSecond = "rate_limit_per_second"
+        case includesEncryptedEndpoint = "includes_encrypted_endpoint"
+        case monthlyPriceCents = "monthly_price_cents"
+        case overagePricePer1000Cents = "overage_price_per_1000_cents"
+    }
 
     /// The view of `plan`.
     public init(_ plan: Plan) {

@@ -27,6 +27,7 @@ public final class SQLiteStore: TenancyStore {
     /// Opens (creating if needed) the database file at `path`.
     public static func open(path: String, logger: Logger) async throws -> SQLiteStore {
         let script = try MigrationScript(String(decoding: PackageResources.sqlite_schema_sql, as: UTF8.self))
+        let isNew = !FileManager.default.fileExists(atPath: path)
         let threadPool = NIOThreadPool(numberOfThreads: 1)
         threadPool.start()
         let connection: SQLiteConnection
@@ -39,6 +40,8 @@ public final class SQLiteStore: TenancyStore {
             throw ServiceError(.storage, "cannot open SQLite database \(path): \(error)")
         }
         let store = SQLiteStore(connection: connection, threadPool: threadPool, script: script)
+        // The file holds key hashes and sealed secrets: readable by its owner only.
+        if isNew { _ = chmod(path, 0o600) }
         do {
             try await store.run {
                 // The timeout waits out another process's write; WAL lets readers proceed while one writer commits.

@@ -1,0 +1,88 @@
+import Foundation
+import TestSupport
+
+/// The built `receiptverify` executable, run as an operator would run it, in a scratch directory.
+struct CLI: Sendable {
+    /// The outcome of one command.
+    struct Outcome: Sendable {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+
+        /// Standard output decoded as JSON.
+        func json<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+            try JSONDecoder().decode(T.self, from: Data(stdout.utf8))
+        }
+    }
+
+    let directory: URL
+    let database: String
+    var extraEnvironment: [String: String] = [:]
+
+    /// The executable: `RECEIPTVERIFY_BIN`, or `receiptverify` beside the test bundle.
+    static var binary: URL {
+        if let path = ProcessInfo.processInfo.environment["RECEIPTVERIFY_BIN"] { return URL(fileURLWithPath: path) }
+        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("receiptverify")
+    }
+
+    /// The environment of every command: the test's, minus any RECEIPTVERIFY_ setting, plus this CLI's database.
+    var environment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("RECEIPTVERIFY_") }
+        environment["RECEIPTVERIFY_DATABASE_URL"] = database
+        environment["RECEIPTVERIFY_MASTER_KEY_FILE"] = directory.appendingPathComponent("master.key").path
+        environment.merge(extraEnvironment) { _, new in new }
+        return environment
+    }
+
+    /// Starts the executable with `arguments` in the scratch directory.
+    func start(_ arguments: [String], output: FileHandle? = nil) throws -> Process {
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.environment = environment
+        if let output {
+            process.standardOutput = output
+            process.standardError = output
+        }
+        try process.run()
+        return process
+    }
+
+    /// Runs one command to completion.
+    @discardableResult
+    func callAsFunction(_ arguments: String...) throws -> Outcome { try run(arguments) }
+
+    /// Runs one command to completion.
+    func run(_ arguments: [String]) throws -> Outcome {
+        let stdout = Pipe()
+        let stderr = Pipe()
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.environment = environment
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        let out = stdout.fileHandleForReading.readDataToEndOfFile()
+        let err = stderr.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Outcome(
+            status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
+            stderr: String(decoding: err, as: UTF8.self))
+    }
+}
+
+/// Runs `body` with a CLI over a fresh database of `kind` in a scratch directory.
+func withCLI<T: Sendable>(_ kind: StoreKind, _ body: @Sendable (CLI) async throws -> T) async throws -> T {
+    try await withTemporaryDirectory { directory in
+        switch kind {
+        case .sqlite:
+            return try await body(CLI(directory: directory, database: directory.appendingPathComponent("rv.sqlite").path))
+        case .postgres:
+            return try await TestPostgres.withDatabase { url in try await body(CLI(directory: directory, database: url)) }
+        }
+    }
+}
