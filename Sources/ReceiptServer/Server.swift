@@ -9,12 +9,15 @@ import ServiceLifecycle
 public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, logger: Logger) async throws {
     logger.info(
         "starting receiptverify",
-        metadata: ["database": "\(configuration.store.redacted)", "address": "\(configuration.hostname):\(configuration.port)"])
+        metadata: [
+            "database": "\(configuration.store.redacted)", "address": "\(configuration.hostname):\(configuration.port)",
+        ])
     switch configuration.store {
     case .sqlite(let path):
         let store = try await SQLiteStore.open(path: path, logger: logger)
         do {
-            try await serve(store: store, services: [], configuration: configuration, masterKey: masterKey, logger: logger)
+            try await serve(
+                store: store, services: [], configuration: configuration, masterKey: masterKey, logger: logger)
             try await store.close()
         } catch {
             try? await store.close()
@@ -22,7 +25,8 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
         }
     case .postgres(let url):
         let store = try PostgresStore(url: url, logger: logger)
-        try await serve(store: store, services: [store], configuration: configuration, masterKey: masterKey, logger: logger)
+        try await serve(
+            store: store, services: [store], configuration: configuration, masterKey: masterKey, logger: logger)
     }
 }
 

@@ -20,7 +20,9 @@ public struct ServerConfiguration: Sendable {
     public var store: StoreLocation
 
     /// Creates a configuration.
-    public init(hostname: String = "127.0.0.1", port: Int = 8080, store: StoreLocation = .sqlite(path: "receiptverify.sqlite")) {
+    public init(
+        hostname: String = "127.0.0.1", port: Int = 8080, store: StoreLocation = .sqlite(path: "receiptverify.sqlite")
+    ) {
         self.hostname = hostname
         self.port = port
         self.store = store

@@ -68,7 +68,8 @@ struct AccountCommand: AsyncParsableCommand {
         @OptionGroup var options: GlobalOptions
 
         func run() async throws {
-            let updated = try await options.withTenancy { [account] in try await $0.setEnabled(account: account, false) }
+            let updated = try await options.withTenancy { [account] in try await $0.setEnabled(account: account, false)
+            }
             try Output.show(AccountView(updated), json: options.json)
         }
     }

@@ -80,9 +80,11 @@ func withCLI<T: Sendable>(_ kind: StoreKind, _ body: @Sendable (CLI) async throw
     try await withTemporaryDirectory { directory in
         switch kind {
         case .sqlite:
-            return try await body(CLI(directory: directory, database: directory.appendingPathComponent("rv.sqlite").path))
+            return try await body(
+                CLI(directory: directory, database: directory.appendingPathComponent("rv.sqlite").path))
         case .postgres:
-            return try await TestPostgres.withDatabase { url in try await body(CLI(directory: directory, database: url)) }
+            return try await TestPostgres.withDatabase { url in try await body(CLI(directory: directory, database: url))
+            }
         }
     }
 }

@@ -97,6 +97,11 @@ import Testing
             }
             // Sanity check of the search itself: the public token is stored in clear.
             #expect(dump.contains(Array(app.token.utf8)))
+            if kind == .sqlite {
+                let mode =
+                    try FileManager.default.attributesOfItem(atPath: cli.database)[.posixPermissions] as? NSNumber
+                #expect(mode?.intValue == 0o600)
+            }
         }
     }
 
@@ -106,13 +111,19 @@ import Testing
             try #require(try cli("account", "create", "--name", "A", "--email", "a@example.com").status == 0)
             let failures: [([String], String)] = [
                 (["account", "create", "--name", "B", "--email", "A@Example.com"], "already exists"),
-                (["account", "create", "--name", "B", "--email", "b@example.com", "--plan", "gold"], "unknown plan 'gold'"),
+                (
+                    ["account", "create", "--name", "B", "--email", "b@example.com", "--plan", "gold"],
+                    "unknown plan 'gold'"
+                ),
                 (["account", "create", "--name", "B", "--email", "not-an-email"], "malformed email"),
                 (
                     ["app", "add", "--account", "a@example.com", "--bundle-id", "com.ok.app", "--bundle-id", "bad id"],
                     "malformed bundle ID 'bad id'"
                 ),
-                (["app", "add", "--account", "a@example.com", "--bundle-id", "com.ok.app", "--mode", "psychic"], "unknown verification mode"),
+                (
+                    ["app", "add", "--account", "a@example.com", "--bundle-id", "com.ok.app", "--mode", "psychic"],
+                    "unknown verification mode"
+                ),
                 (["app", "add", "--account", "nobody@example.com", "--bundle-id", "com.ok.app"], "unknown account"),
                 (["app", "show", "app_0000"], "unknown app 'app_0000'"),
                 (["app", "remove", "app_0000"], "unknown app"),
@@ -134,7 +145,8 @@ import Testing
             #expect(accounts.map(\.email) == ["a@example.com"])
             #expect(accounts[0].plan == "free")
             #expect(try cli("app", "list", "--json").json([AppJSON].self).isEmpty)
-            #expect(try cli("plan", "list", "--json").json([PlanJSON].self).map(\.name) == ["enterprise", "free", "pro"])
+            #expect(
+                try cli("plan", "list", "--json").json([PlanJSON].self).map(\.name) == ["enterprise", "free", "pro"])
         }
     }
 
@@ -142,7 +154,8 @@ import Testing
     func operatorsManageAccountsKeysAppsAndPlans(kind: StoreKind) async throws {
         try await withCLI(kind) { cli in
             try #require(try cli("account", "create", "--name", "A", "--email", "a@example.com").status == 0)
-            #expect(try cli("account", "set-plan", "a@example.com", "pro", "--json").json(AccountJSON.self).plan == "pro")
+            #expect(
+                try cli("account", "set-plan", "a@example.com", "pro", "--json").json(AccountJSON.self).plan == "pro")
             #expect(try cli("account", "disable", "a@example.com", "--json").json(AccountJSON.self).enabled == false)
             #expect(try cli("account", "enable", "a@example.com", "--json").json(AccountJSON.self).enabled)
             #expect(try cli("account", "show", "a@example.com", "--json").json(AccountJSON.self).plan == "pro")
@@ -151,7 +164,8 @@ import Testing
             let listed = try cli("key", "list", "--account", "a@example.com", "--json").json([KeyJSON].self)
             #expect(listed.map(\.prefix) == [key.prefix])
             #expect(listed[0].key == nil)
-            let revoked = try cli("key", "revoke", "--account", "a@example.com", key.prefix, "--json").json(KeyJSON.self)
+            let revoked = try cli("key", "revoke", "--account", "a@example.com", key.prefix, "--json").json(
+                KeyJSON.self)
             #expect(revoked.revokedAt != nil)
 
             let app = try cli(
@@ -181,7 +195,8 @@ import Testing
 
             let gold = try cli("plan", "set", "gold", "--quota", "unlimited", "--rate-limit", "20", "--json")
             #expect(try gold.json(PlanJSON.self).monthlyQuota == nil)
-            #expect(try cli("plan", "set", "free", "--quota", "2500", "--json").json(PlanJSON.self).monthlyQuota == 2500)
+            #expect(
+                try cli("plan", "set", "free", "--quota", "2500", "--json").json(PlanJSON.self).monthlyQuota == 2500)
             #expect(try cli("plan", "list", "--json").json([PlanJSON].self).count == 4)
 
             let text = try cli("app", "list")
@@ -209,11 +224,12 @@ import Testing
     func serveAnswersHealthAndStopsGracefully(kind: StoreKind) async throws {
         try await withCLI(kind) { cli in
             let port = Int.random(in: 20_000...60_000)
-            let log = try FileHandle(forWritingTo: {
-                let url = cli.directory.appendingPathComponent("serve.log")
-                FileManager.default.createFile(atPath: url.path, contents: nil)
-                return url
-            }())
+            let log = try FileHandle(
+                forWritingTo: {
+                    let url = cli.directory.appendingPathComponent("serve.log")
+                    FileManager.default.createFile(atPath: url.path, contents: nil)
+                    return url
+                }())
             let server = try cli.start(["serve", "--port", "\(port)"], output: log)
             defer { if server.isRunning { server.terminate() } }
 

@@ -59,7 +59,8 @@ public enum TestPostgres {
         let configuration: PostgresClient.Configuration
         if let socket = query["host"] {
             configuration = .init(
-                unixSocketPath: "\(socket)/.s.PGSQL.\(components.port ?? 5432)", username: components.user ?? "postgres",
+                unixSocketPath: "\(socket)/.s.PGSQL.\(components.port ?? 5432)",
+                username: components.user ?? "postgres",
                 password: components.password, database: "postgres")
         } else {
             configuration = .init(

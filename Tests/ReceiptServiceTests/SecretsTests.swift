@@ -33,7 +33,9 @@ import Testing
         #expect(try MasterKey(base64: " \(key.base64)\n").checkValue == key.checkValue)
         #expect(key.checkValue != MasterKey.generate().checkValue)
         #expect(throws: ServiceError(.invalidMasterKey)) { try MasterKey(base64: "not base64!") }
-        #expect(throws: ServiceError(.invalidMasterKey)) { try MasterKey(base64: Data(count: 16).base64EncodedString()) }
+        #expect(throws: ServiceError(.invalidMasterKey)) {
+            try MasterKey(base64: Data(count: 16).base64EncodedString())
+        }
     }
 
     @Test func theKeyFileIsCreatedOncePrivateAndReadBack() throws {

@@ -76,7 +76,8 @@ import Testing
                 AppSettings(bundleIDs: ["com.example.app"], appleIssuerID: "57246542-96fe-1a63-e053-0824d011072a"),
                 AppSettings(
                     bundleIDs: ["com.example.app"], appleIssuerID: "57246542-96fe-1a63-e053-0824d011072a",
-                    appleKeyID: "ABC", applePrivateKeyPEM: "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----"),
+                    appleKeyID: "ABC",
+                    applePrivateKeyPEM: "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----"),
             ] {
                 await #expect(throws: ServiceError(.invalidArgument)) {
                     try await tenancy.addApp(account: "a@example.com", settings: settings)
@@ -127,7 +128,9 @@ import Testing
 
             let rekeyed = try await tenancy.rotateResultKey(token: rotated.token)
             #expect(try tenancy.resultKey(of: rekeyed) != tenancy.resultKey(of: app))
-            #expect(try tenancy.resultKey(of: try await tenancy.app(token: rotated.token)) == tenancy.resultKey(of: rekeyed))
+            #expect(
+                try tenancy.resultKey(of: try await tenancy.app(token: rotated.token)) == tenancy.resultKey(of: rekeyed)
+            )
 
             _ = try await tenancy.removeApp(token: rotated.token)
             #expect(try await tenancy.apps(account: "a@example.com").isEmpty)

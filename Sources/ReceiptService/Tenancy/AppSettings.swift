@@ -71,7 +71,9 @@ public struct AppSettings: Sendable {
         var parsed = Parsed()
         if let name { parsed.name = try Validation.displayName(name, what: "app name") }
         if let bundleIDs {
-            guard !bundleIDs.isEmpty else { throw ServiceError(.invalidArgument, "an app needs at least one bundle ID") }
+            guard !bundleIDs.isEmpty else {
+                throw ServiceError(.invalidArgument, "an app needs at least one bundle ID")
+            }
             var seen = Set<BundleID>()
             parsed.bundleIDs = try bundleIDs.map { text in
                 guard let id = BundleID(text) else {

@@ -83,7 +83,9 @@ public final class PostgresStore: TenancyStore, Service {
     public func migrate() async throws {
         try await transaction { connection in
             try await self.rows("SELECT pg_advisory_xact_lock(\(Self.migrationLockKey))", on: connection)
-            for statement in self.script.preamble { try await self.rows(PostgresQuery(unsafeSQL: statement), on: connection) }
+            for statement in self.script.preamble {
+                try await self.rows(PostgresQuery(unsafeSQL: statement), on: connection)
+            }
         }
         for migration in script.migrations {
             try await transaction { connection in
@@ -304,8 +306,10 @@ public final class PostgresStore: TenancyStore, Service {
             appStoreServerCredentials: credentials,
             resultCipher: try StoredForm.enumValue(try row["result_cipher"].decode(String.self)),
             resultKey: SealedSecret(bytes: Array(try row["result_key"].decode(Data.self))),
-            allowsTestData: try row["allows_test_data"].decode(Bool.self), isEnabled: try row["enabled"].decode(Bool.self),
-            createdAt: try row["created_at"].decode(Date.self).roundedToMilliseconds, updatedAt: try row["updated_at"].decode(Date.self).roundedToMilliseconds)
+            allowsTestData: try row["allows_test_data"].decode(Bool.self),
+            isEnabled: try row["enabled"].decode(Bool.self),
+            createdAt: try row["created_at"].decode(Date.self).roundedToMilliseconds,
+            updatedAt: try row["updated_at"].decode(Date.self).roundedToMilliseconds)
     }
 
     private static func plan(_ row: PostgresRandomAccessRow) throws -> Plan {
@@ -321,7 +325,8 @@ public final class PostgresStore: TenancyStore, Service {
         Account(
             id: try row["id"].decode(UUID.self), name: try row["name"].decode(String.self),
             email: try row["email"].decode(String.self), planName: try row["plan_name"].decode(String.self),
-            isEnabled: try row["enabled"].decode(Bool.self), createdAt: try row["created_at"].decode(Date.self).roundedToMilliseconds,
+            isEnabled: try row["enabled"].decode(Bool.self),
+            createdAt: try row["created_at"].decode(Date.self).roundedToMilliseconds,
             updatedAt: try row["updated_at"].decode(Date.self).roundedToMilliseconds)
     }
 
@@ -329,8 +334,10 @@ public final class PostgresStore: TenancyStore, Service {
         APIKey(
             id: try row["id"].decode(UUID.self), accountID: try row["account_id"].decode(UUID.self),
             prefix: try row["prefix"].decode(String.self), hash: Array(try row["key_hash"].decode(Data.self)),
-            label: try row["label"].decode(String?.self), createdAt: try row["created_at"].decode(Date.self).roundedToMilliseconds,
-            lastUsedAt: try row["last_used_at"].decode(Date?.self)?.roundedToMilliseconds, revokedAt: try row["revoked_at"].decode(Date?.self)?.roundedToMilliseconds)
+            label: try row["label"].decode(String?.self),
+            createdAt: try row["created_at"].decode(Date.self).roundedToMilliseconds,
+            lastUsedAt: try row["last_used_at"].decode(Date?.self)?.roundedToMilliseconds,
+            revokedAt: try row["revoked_at"].decode(Date?.self)?.roundedToMilliseconds)
     }
 }
 

@@ -154,7 +154,8 @@ public final class SQLiteStore: TenancyStore {
                     overage_price_per_1000_cents = excluded.overage_price_per_1000_cents
                 """,
                 [
-                    .text(plan.name), plan.monthlyQuota.map { .integer($0) } ?? .null, .integer(plan.rateLimitPerSecond),
+                    .text(plan.name), plan.monthlyQuota.map { .integer($0) } ?? .null,
+                    .integer(plan.rateLimitPerSecond),
                     .bool(plan.includesEncryptedEndpoint), .integer(plan.monthlyPriceCents),
                     .integer(plan.overagePricePer1000Cents),
                 ])
@@ -192,7 +193,9 @@ public final class SQLiteStore: TenancyStore {
     }
 
     public func account(id: UUID) async throws -> Account? {
-        try await run { try await self.query("SELECT * FROM accounts WHERE id = ?", [.uuid(id)]).first.map(Self.account) }
+        try await run {
+            try await self.query("SELECT * FROM accounts WHERE id = ?", [.uuid(id)]).first.map(Self.account)
+        }
     }
 
     public func account(email: String) async throws -> Account? {
@@ -322,7 +325,8 @@ public final class SQLiteStore: TenancyStore {
     /// The columns shared by insert and update, in the order both statements list them.
     private static func appColumns(_ app: App) -> [SQLiteData] {
         [
-            .text(app.name), .text(StoredForm.environments(app.allowedEnvironments)), .text(app.verificationMode.rawValue),
+            .text(app.name), .text(StoredForm.environments(app.allowedEnvironments)),
+            .text(app.verificationMode.rawValue),
             .bytes(app.sharedSecret?.bytes), app.appStoreServerCredentials.map { .text($0.issuerID) } ?? .null,
             app.appStoreServerCredentials.map { .text($0.keyID) } ?? .null,
             .bytes(app.appStoreServerCredentials?.privateKey.bytes), .text(app.resultCipher.rawValue),
@@ -339,10 +343,12 @@ public final class SQLiteStore: TenancyStore {
         if let issuer = row.column("apple_issuer_id")?.string, let keyID = row.column("apple_key_id")?.string,
             let key = row.column("apple_private_key")?.bytes
         {
-            credentials = AppStoreServerCredentials(issuerID: issuer, keyID: keyID, privateKey: SealedSecret(bytes: key))
+            credentials = AppStoreServerCredentials(
+                issuerID: issuer, keyID: keyID, privateKey: SealedSecret(bytes: key))
         }
         return App(
-            id: id, accountID: try row.require("account_id").requireUUID(), token: try row.require("token").requireText(),
+            id: id, accountID: try row.require("account_id").requireUUID(),
+            token: try row.require("token").requireText(),
             name: try row.require("name").requireText(), bundleIDs: bundleIDs,
             allowedEnvironments: try StoredForm.environments(try row.require("allowed_environments").requireText()),
             verificationMode: try StoredForm.enumValue(try row.require("verification_mode").requireText()),
@@ -352,7 +358,8 @@ public final class SQLiteStore: TenancyStore {
             resultKey: SealedSecret(bytes: try row.require("result_key").requireBytes()),
             allowsTestData: try row.require("allows_test_data").requireBool(),
             isEnabled: try row.require("enabled").requireBool(),
-            createdAt: try row.require("created_at").requireDate(), updatedAt: try row.require("updated_at").requireDate())
+            createdAt: try row.require("created_at").requireDate(),
+            updatedAt: try row.require("updated_at").requireDate())
     }
 
     private static func plan(_ row: SQLiteRow) throws -> Plan {

@@ -31,7 +31,10 @@ struct MigrationScript: Sendable {
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
             if line.hasPrefix("-- version:") {
                 finishStatement()
-                if let done = current { migrations.append(Migration(version: done.version, description: done.description, statements: done.statements)) }
+                if let done = current {
+                    migrations.append(
+                        Migration(version: done.version, description: done.description, statements: done.statements))
+                }
                 let header = line.dropFirst("-- version:".count).drop(while: { $0 == " " })
                 let number = header.prefix(while: { $0.isNumber })
                 guard let version = Int(number), version == (migrations.last?.version ?? 0) + 1 else {
@@ -46,7 +49,10 @@ struct MigrationScript: Sendable {
             if line.hasSuffix(";") { finishStatement() }
         }
         finishStatement()
-        if let done = current { migrations.append(Migration(version: done.version, description: done.description, statements: done.statements)) }
+        if let done = current {
+            migrations.append(
+                Migration(version: done.version, description: done.description, statements: done.statements))
+        }
         self.preamble = preamble
         self.migrations = migrations
     }
