@@ -34,7 +34,9 @@ struct GlobalOptions: ParsableArguments {
         return .file(path: masterKeyFile ?? environment["RECEIPTVERIFY_MASTER_KEY_FILE"] ?? "receiptverify.key")
     }
 
+    /// The process's logger, writing to standard error so `--json` output stays clean; call once per process.
     func logger() throws -> Logger {
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
         let text = logLevel ?? environment["RECEIPTVERIFY_LOG_LEVEL"] ?? "error"
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
             throw CommandFailure("unknown log level '\(text)'")

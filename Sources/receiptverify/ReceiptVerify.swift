@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// `receiptverify`: runs the service and administers accounts, keys, apps and plans.
 @main
@@ -9,4 +10,25 @@ struct ReceiptVerify: AsyncParsableCommand {
         subcommands: [
             Serve.self, Migrate.self, AccountCommand.self, KeyCommand.self, AppCommand.self, PlanCommand.self,
         ])
+
+    /// Parses and runs a command; a usage error is one `error: …` line, like every other failure.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let exitCode as ExitCode {
+            // Already reported by the command.
+            Foundation.exit(exitCode.rawValue)
+        } catch {
+            let code = exitCode(for: error)
+            guard code != .success else { exit(withError: error) }  // --help and friends
+            let message = self.message(for: error)
+            FileHandle.standardError.write(Data("error: \(message) (see --help)\n".utf8))
+            Foundation.exit(code.rawValue)
+        }
+    }
 }

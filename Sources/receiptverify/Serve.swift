@@ -20,7 +20,6 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let environment = ProcessInfo.processInfo.environment
-            LoggingSystem.bootstrap(StreamLogHandler.standardError)
             var logger = try options.logger()
             if options.logLevel == nil, environment["RECEIPTVERIFY_LOG_LEVEL"] == nil { logger.logLevel = .info }
             guard let port = try port ?? environment["RECEIPTVERIFY_PORT"].map(parsePort) ?? 8080,

@@ -132,6 +132,8 @@ import Testing
                 (["account", "set-plan", "a@example.com", "gold"], "unknown plan"),
                 (["plan", "set", "gold", "--quota", "10"], "needs --quota and --rate-limit"),
                 (["plan", "set", "free", "--quota", "lots"], "quota must be a whole number"),
+                (["account", "create", "--name", "B"], "Missing expected argument '--email <email>'"),
+                (["app", "update", "app_0000", "--rate", "x"], "Unknown option '--rate'"),
             ]
             for (arguments, message) in failures {
                 let outcome = try cli.run(arguments)

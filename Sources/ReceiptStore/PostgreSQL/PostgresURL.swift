@@ -43,7 +43,12 @@ enum PostgresURL {
                 host: host, port: components.port ?? 5432, username: username, password: password,
                 database: database, tls: tls)
         }
-        configuration.options.maximumConnections = Int(query["pool_size"] ?? "") ?? 20
+        if let poolSize = query["pool_size"] {
+            guard let size = Int(poolSize), (1...1000).contains(size) else {
+                throw ServiceError(.invalidArgument, "database URL: pool_size must be 1-1000")
+            }
+            configuration.options.maximumConnections = size
+        }
         return configuration
     }
 }
