@@ -2,12 +2,19 @@ import Foundation
 
 /// What operators see of an account; never holds a secret.
 public struct AccountView: Codable, Sendable, Equatable {
+    /// The id, lowercase.
     public let id: String
+    /// The display name.
     public let name: String
+    /// The contact email, lowercase.
     public let email: String
+    /// The plan's name.
     public let plan: String
+    /// Whether it may be used.
     public let enabled: Bool
+    /// When it was created.
     public let createdAt: Date
+    /// When it last changed.
     public let updatedAt: Date
 
     /// The JSON names, snake_case as in the rest of the API.
@@ -31,12 +38,19 @@ public struct AccountView: Codable, Sendable, Equatable {
 
 /// What operators see of an API key: its prefix, never the key or its hash.
 public struct APIKeyView: Codable, Sendable, Equatable {
+    /// The id, lowercase.
     public let id: String
+    /// The owning account's id.
     public let accountID: String
+    /// The key's first 12 characters, stored in clear to tell keys apart.
     public let prefix: String
+    /// The operator's label, if any.
     public let label: String?
+    /// When it was created.
     public let createdAt: Date
+    /// When the key last authenticated a request.
     public let lastUsedAt: Date?
+    /// When the key was revoked.
     public let revokedAt: Date?
     /// The whole key, present only in the answer to `key create`.
     public let key: String?
@@ -65,21 +79,37 @@ public struct APIKeyView: Codable, Sendable, Equatable {
 
 /// What operators see of an app: which secrets are set, and the result key only when asked to reveal it.
 public struct AppView: Codable, Sendable, Equatable {
+    /// The id, lowercase.
     public let id: String
+    /// The owning account's id.
     public let accountID: String
+    /// The app's public token.
     public let token: String
+    /// The display name.
     public let name: String
+    /// The bundle IDs its receipts may carry.
     public let bundleIDs: [String]
+    /// The accepted environments, sorted.
     public let allowedEnvironments: [String]
+    /// `local`, `apple` or `local-then-apple`.
     public let verificationMode: String
+    /// Whether a shared secret is stored (never the secret).
     public let hasSharedSecret: Bool
+    /// The App Store Server API issuer ID, if set.
     public let appleIssuerID: String?
+    /// The App Store Server API key ID, if set.
     public let appleKeyID: String?
+    /// Whether an App Store Server API private key is stored (never the key).
     public let hasApplePrivateKey: Bool
+    /// The cipher of `/apiencrypted` results.
     public let resultCipher: String
+    /// Whether test-signed data is accepted.
     public let allowsTestData: Bool
+    /// Whether it may be used.
     public let enabled: Bool
+    /// When it was created.
     public let createdAt: Date
+    /// When it last changed.
     public let updatedAt: Date
     /// The result key as base64, present only with `--reveal-key`.
     public let resultKey: String?
@@ -126,12 +156,17 @@ public struct AppView: Codable, Sendable, Equatable {
 
 /// What operators see of a plan.
 public struct PlanView: Codable, Sendable, Equatable {
+    /// The display name.
     public let name: String
     /// Verifications per month, or nil for unlimited.
     public let monthlyQuota: Int?
+    /// Requests per second.
     public let rateLimitPerSecond: Int
+    /// Whether `/apiencrypted` is included.
     public let includesEncryptedEndpoint: Bool
+    /// Monthly base price in cents.
     public let monthlyPriceCents: Int
+    /// Price per 1,000 verifications over the quota, in cents.
     public let overagePricePer1000Cents: Int
 
     /// The JSON names, snake_case as in the rest of the API.

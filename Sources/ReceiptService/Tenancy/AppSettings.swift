@@ -142,7 +142,9 @@ public struct AppSettings: Sendable {
             else {
                 throw ServiceError(.invalidArgument, "Apple key ID must be 1-64 letters and digits")
             }
-            guard (try? P256.Signing.PrivateKey(pemRepresentation: applePrivateKeyPEM)) != nil else {
+            do {
+                _ = try P256.Signing.PrivateKey(pemRepresentation: applePrivateKeyPEM)
+            } catch {
                 throw ServiceError(.invalidArgument, "Apple private key is not a P-256 private key in PEM")
             }
             parsed.appleCredentials = .some((appleIssuerID.lowercased(), appleKeyID, applePrivateKeyPEM))
