@@ -9,7 +9,8 @@ enum Base64 {
     }()
 
     static func isURLSafeCharacter(_ byte: UInt8) -> Bool {
-        (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+        (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+            || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
             || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-")
             || byte == UInt8(ascii: "_")
     }
@@ -23,7 +24,9 @@ enum Base64 {
             repairs.append(.spacesToPlus)
         }
         if text.contains(where: { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }) {
-            text = text.map { $0 == UInt8(ascii: "-") ? UInt8(ascii: "+") : $0 == UInt8(ascii: "_") ? UInt8(ascii: "/") : $0 }
+            text = text.map {
+                $0 == UInt8(ascii: "-") ? UInt8(ascii: "+") : $0 == UInt8(ascii: "_") ? UInt8(ascii: "/") : $0
+            }
             repairs.append(.urlSafeAlphabet)
         }
         let unpadded = text.count - text.reversed().prefix(while: { $0 == UInt8(ascii: "=") }).count
@@ -66,9 +69,13 @@ enum Base64 {
 
     /// Decodes base64url without padding (JWS parts).
     static func decodeURLSafe(_ text: some Collection<UInt8>) -> [UInt8]? {
-        var standard = text.map { $0 == UInt8(ascii: "-") ? UInt8(ascii: "+") : $0 == UInt8(ascii: "_") ? UInt8(ascii: "/") : $0 }
+        var standard = text.map {
+            $0 == UInt8(ascii: "-") ? UInt8(ascii: "+") : $0 == UInt8(ascii: "_") ? UInt8(ascii: "/") : $0
+        }
         guard standard.count % 4 != 1 else { return nil }
-        if standard.count % 4 != 0 { standard.append(contentsOf: repeatElement(UInt8(ascii: "="), count: 4 - standard.count % 4)) }
+        if standard.count % 4 != 0 {
+            standard.append(contentsOf: repeatElement(UInt8(ascii: "="), count: 4 - standard.count % 4))
+        }
         return decode(standard)
     }
 }

@@ -1,0 +1,160 @@
+/// Apple's three renderings of an instant in `verifyReceipt` answers.
+///
+/// `"2020-07-14 19:36:40 Etc/GMT"`, milliseconds since 1970 as a string, and the same wall time in
+/// `America/Los_Angeles` with US daylight saving (`"2020-07-14 12:36:40 America/Los_Angeles"`). The Pacific rules are
+/// computed here rather than read from the system's time zone database: they are fixed since 2007, and this is a
+/// hot path (three dates per in-app purchase).
+public enum AppleDate {
+    /// Milliseconds since 1970 from an RFC 3339 timestamp as receipts carry it (`2020-07-14T19:36:40Z`, optionally
+    /// with fractional seconds); nil when it is not one.
+    public static func milliseconds(rfc3339 text: some Collection<UInt8>) -> Int64? {
+        let bytes = Array(text)
+        guard bytes.count >= 20, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+            bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
+            bytes.last == UInt8(ascii: "Z"),
+            let year = number(bytes[0..<4]), let month = number(bytes[5..<7]), let day = number(bytes[8..<10]),
+            let hour = number(bytes[11..<13]), let minute = number(bytes[14..<16]),
+            let second = number(bytes[17..<19]),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
+        var millis: Int64 = 0
+        if bytes.count > 20 {
+            // Fractional seconds: ".ddd…Z"
+            guard bytes[19] == UInt8(ascii: "."), bytes.count > 21 else { return nil }
+            let fraction = bytes[20..<(bytes.count - 1)]
+            guard fraction.count <= 9, let value = number(fraction) else { return nil }
+            var scaled = Int64(value)
+            for _ in fraction.count..<3 { scaled *= 10 }
+            for _ in 3..<max(3, fraction.count) { scaled /= 10 }
+            millis = scaled
+        } else if bytes[19] != UInt8(ascii: "Z") {
+            return nil
+        }
+        let days = daysFromCivil(year: Int64(year), month: Int64(month), day: Int64(day))
+        return ((days * 86_400 + Int64(hour) * 3_600 + Int64(minute) * 60 + Int64(second)) * 1_000) + millis
+    }
+
+    /// `"yyyy-MM-dd HH:mm:ss Etc/GMT"`.
+    public static func gmt(milliseconds: Int64) -> String {
+        format(seconds: floorDivide(milliseconds, 1_000)) + " Etc/GMT"
+    }
+
+    /// `"yyyy-MM-dd HH:mm:ss America/Los_Angeles"`, daylight saving applied.
+    public static func pacific(milliseconds: Int64) -> String {
+        let seconds = floorDivide(milliseconds, 1_000)
+        let offset: Int64 = isPacificDaylightTime(utcSeconds: seconds) ? -7 * 3_600 : -8 * 3_600
+        return format(seconds: seconds + offset) + " America/Los_Angeles"
+    }
+
+    /// The three members Apple writes for a date field named `name`: `name`, `name_ms`, `name_pst`.
+    public static func members(_ name: String, milliseconds: Int64) -> [(String, JSONValue)] {
+        [
+            (name, .string(gmt(milliseconds: milliseconds))), (name + "_ms", .string(String(milliseconds))),
+            (name + "_pst", .string(pacific(milliseconds: milliseconds))),
+        ]
+    }
+
+    // MARK: Calendar arithmetic (proleptic Gregorian, after Howard Hinnant's civil-from-days)
+
+    static func isPacificDaylightTime(utcSeconds: Int64) -> Bool {
+        let (year, _, _) = civil(fromDays: floorDivide(utcSeconds, 86_400))
+        let start: Int64
+        let end: Int64
+        if year >= 2007 {
+            // Second Sunday in March, 02:00 PST (10:00 UTC), to the first Sunday in November, 02:00 PDT (09:00 UTC).
+            start = nthSunday(year: year, month: 3, n: 2) * 86_400 + 10 * 3_600
+            end = nthSunday(year: year, month: 11, n: 1) * 86_400 + 9 * 3_600
+        } else if year >= 1987 {
+            // First Sunday in April to the last Sunday in October.
+            start = nthSunday(year: year, month: 4, n: 1) * 86_400 + 10 * 3_600
+            end = lastSunday(year: year, month: 10) * 86_400 + 9 * 3_600
+        } else {
+            // Last Sunday in April to the last Sunday in October (1967-1986); earlier receipts do not exist.
+            start = lastSunday(year: year, month: 4) * 86_400 + 10 * 3_600
+            end = lastSunday(year: year, month: 10) * 86_400 + 9 * 3_600
+        }
+        return utcSeconds >= start && utcSeconds < end
+    }
+
+    private static func nthSunday(year: Int64, month: Int64, n: Int64) -> Int64 {
+        let first = daysFromCivil(year: year, month: month, day: 1)
+        let weekday = weekday(days: first)  // 0 = Sunday
+        return first + (7 - weekday) % 7 + (n - 1) * 7
+    }
+
+    private static func lastSunday(year: Int64, month: Int64) -> Int64 {
+        let nextMonthFirst =
+            month == 12
+            ? daysFromCivil(year: year + 1, month: 1, day: 1) : daysFromCivil(year: year, month: month + 1, day: 1)
+        let last = nextMonthFirst - 1
+        return last - weekday(days: last)
+    }
+
+    /// 0 = Sunday … 6 = Saturday; 1970-01-01 was a Thursday.
+    private static func weekday(days: Int64) -> Int64 {
+        let value = (days + 4) % 7
+        return value < 0 ? value + 7 : value
+    }
+
+    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = floorDivide(y, 400)
+        let yearOfEra = y - era * 400
+        let monthIndex = month > 2 ? month - 3 : month + 9
+        let dayOfYear = (153 * monthIndex + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let z = days + 719_468
+        let era = floorDivide(z, 146_097)
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    private static func format(seconds: Int64) -> String {
+        let days = floorDivide(seconds, 86_400)
+        let secondOfDay = seconds - days * 86_400
+        let (year, month, day) = civil(fromDays: days)
+        var output: [UInt8] = []
+        output.reserveCapacity(19)
+        appendPadded(year, width: 4, to: &output)
+        output.append(UInt8(ascii: "-"))
+        appendPadded(month, width: 2, to: &output)
+        output.append(UInt8(ascii: "-"))
+        appendPadded(day, width: 2, to: &output)
+        output.append(UInt8(ascii: " "))
+        appendPadded(secondOfDay / 3_600, width: 2, to: &output)
+        output.append(UInt8(ascii: ":"))
+        appendPadded(secondOfDay / 60 % 60, width: 2, to: &output)
+        output.append(UInt8(ascii: ":"))
+        appendPadded(secondOfDay % 60, width: 2, to: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    private static func appendPadded(_ value: Int64, width: Int, to output: inout [UInt8]) {
+        let digits = Array(String(value).utf8)
+        for _ in digits.count..<max(width, digits.count) { output.append(UInt8(ascii: "0")) }
+        output.append(contentsOf: digits)
+    }
+
+    private static func number(_ bytes: ArraySlice<UInt8>) -> Int? {
+        var value = 0
+        for byte in bytes {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return bytes.isEmpty ? nil : value
+    }
+
+    static func floorDivide(_ lhs: Int64, _ rhs: Int64) -> Int64 {
+        let quotient = lhs / rhs
+        return (lhs % rhs != 0 && (lhs < 0) != (rhs < 0)) ? quotient - 1 : quotient
+    }
+}

@@ -1,0 +1,66 @@
+extension JSONValue {
+    /// Compact JSON text (UTF-8), keys in order, `/` not escaped.
+    public var encoded: [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(1024)
+        write(to: &output)
+        return output
+    }
+
+    /// Compact JSON text.
+    public var encodedString: String { String(decoding: encoded, as: UTF8.self) }
+
+    func write(to output: inout [UInt8]) {
+        switch self {
+        case .string(let text): JSONValue.writeString(text, to: &output)
+        case .integer(let number): output.append(contentsOf: String(number).utf8)
+        case .double(let number):
+            if number.isFinite {
+                output.append(
+                    contentsOf: (number == number.rounded() && abs(number) < 1e15
+                        ? String(Int64(number)) : String(number)).utf8)
+            } else {
+                output.append(contentsOf: "null".utf8)
+            }
+        case .bool(let flag): output.append(contentsOf: (flag ? "true" : "false").utf8)
+        case .null: output.append(contentsOf: "null".utf8)
+        case .array(let elements):
+            output.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                element.write(to: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        case .object(let object):
+            output.append(UInt8(ascii: "{"))
+            for (index, member) in object.members.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(member.key, to: &output)
+                output.append(UInt8(ascii: ":"))
+                member.value.write(to: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    static func writeString(_ text: String, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0..<0x20:
+                output.append(contentsOf: "\\u00".utf8)
+                output.append(hexDigits[Int(byte >> 4)])
+                output.append(hexDigits[Int(byte & 0x0F)])
+            default: output.append(byte)
+            }
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+}
