@@ -8,7 +8,7 @@ let strictness: [SwiftSetting] = [
 
 let package = Package(
     name: "ReceiptVerify",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "receiptverify", targets: ["receiptverify"])
     ],

@@ -9,8 +9,8 @@ import X509
 struct SignedData: Sendable {
     /// The encapsulated content: the receipt payload.
     let content: [UInt8]
-    /// The certificates carried in the container, in order (never trusted for themselves).
-    let certificates: [Certificate]
+    /// The DER of the certificates carried in the container, in order (never trusted for themselves).
+    let certificates: [[UInt8]]
     /// The one signer.
     let signer: SignerInfo
 
@@ -52,15 +52,14 @@ struct SignedData: Sendable {
         }
         content = try wrapped[0].octets(.malformedContainer, "eContent")
 
-        var certificates: [Certificate] = []
+        var certificates: [[UInt8]] = []
         if let next = fields.first, next.isContextTag(0) {
             fields.removeFirst()
             for node in try next.children(.malformedContainer, "certificates") {
-                do {
-                    certificates.append(try Certificate(derEncoded: Array(node.encodedBytes)))
-                } catch {
-                    throw ReceiptError(.malformedContainer, "a carried certificate is not DER X.509")
+                guard node.identifier == .sequence else {
+                    throw ReceiptError(.malformedContainer, "a carried certificate is not a SEQUENCE")
                 }
+                certificates.append(Array(node.encodedBytes))
             }
         }
         if let next = fields.first, next.isContextTag(1) { fields.removeFirst() }  // CRLs: unused

@@ -1,0 +1,82 @@
+import Crypto
+import Foundation
+import X509
+
+/// Verifies unified app receipts: the signer's RSA signature over the payload, then the chain to a configured
+/// anchor at the receipt's creation date, then decodes the payload.
+struct UnifiedReceiptVerifier: Sendable {
+    let chains: ChainVerifier
+
+    static let sha1 = "1.3.14.3.2.26"
+    static let sha256 = "2.16.840.1.101.3.4.2.1"
+    static let rsaEncryption = "1.2.840.113549.1.1.1"
+    static let sha1WithRSA = "1.2.840.113549.1.1.5"
+    static let sha256WithRSA = "1.2.840.113549.1.1.11"
+
+    func verify(_ bytes: [UInt8], allowTestData: Bool) throws -> (payload: ReceiptPayload, chain: ValidatedChain) {
+        let container = try SignedData(ber: bytes)
+        let signer = container.signer
+        let algorithm = try Self.signatureAlgorithm(
+            digest: signer.digestAlgorithm, signature: signer.signatureAlgorithm)
+
+        // What the signature covers: the content itself, or the signed attributes that carry its digest.
+        let signedBytes: [UInt8]
+        if let attributes = signer.signedAttributes {
+            let digest: [UInt8] =
+                signer.digestAlgorithm == Self.sha1
+                ? Array(Insecure.SHA1.hash(data: container.content)) : Array(SHA256.hash(data: container.content))
+            guard digest == attributes.messageDigest else {
+                throw ReceiptError(.digestMismatch, "the signed message digest does not match the receipt payload")
+            }
+            signedBytes = attributes.der
+        } else {
+            signedBytes = container.content
+        }
+
+        let carried = try chains.certificates(container.certificates)
+        guard let signerIndex = carried.certificates.firstIndex(where: { Self.matches($0, signer.identifier) }) else {
+            throw ReceiptError(.invalidChain, "the receipt does not carry its signer's certificate")
+        }
+        guard
+            carried.certificates[signerIndex].publicKey.isValidSignature(
+                signer.signature, for: signedBytes, signatureAlgorithm: algorithm)
+        else {
+            throw ReceiptError(.invalidSignature, "the receipt signature does not verify with its signer's key")
+        }
+
+        let payload = try ReceiptPayload(der: container.content)
+        let creationDate = Date(timeIntervalSince1970: TimeInterval(payload.creationDate) / 1_000)
+        let chain = try chains.verify(
+            leaf: signerIndex, of: carried, policy: .unifiedReceipt, at: creationDate, allowTestData: allowTestData)
+        return (payload, chain)
+    }
+
+    static func signatureAlgorithm(digest: String, signature: String) throws -> Certificate.SignatureAlgorithm {
+        switch (digest, signature) {
+        case (sha1, rsaEncryption), (sha1, sha1WithRSA): return .sha1WithRSAEncryption
+        case (sha256, rsaEncryption), (sha256, sha256WithRSA): return .sha256WithRSAEncryption
+        default:
+            throw ReceiptError(.unsupportedAlgorithm, "digest \(digest) with signature \(signature) is not accepted")
+        }
+    }
+
+    /// Whether `certificate` is the one the signer names.
+    static func matches(_ certificate: Certificate, _ identifier: SignerInfo.Identifier) -> Bool {
+        switch identifier {
+        case .issuerAndSerialNumber(let issuer, let serial):
+            return certificate.issuer == issuer
+                && withoutLeadingZeros(certificate.serialNumber.bytes) == withoutLeadingZeros(serial[...])
+        case .subjectKeyIdentifier(let identifier):
+            do {
+                return try certificate.extensions.subjectKeyIdentifier.map { Array($0.keyIdentifier) == identifier }
+                    ?? false
+            } catch {
+                return false  // a malformed extension names nothing
+            }
+        }
+    }
+
+    private static func withoutLeadingZeros(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        bytes.drop(while: { $0 == 0 })
+    }
+}

@@ -1,0 +1,32 @@
+/// Verifies every Apple format locally: unified receipts, iOS 6 transaction receipts and StoreKit 2 JWS.
+///
+/// Pure: no I/O, no clock. Each item is checked at its own signing date (a receipt's creation date, a JWS's
+/// `signedDate`), as Apple prescribes. Chain signature checks are remembered per set of certificates (bounded), so a
+/// repeat costs one signature check; validity dates are compared on every call.
+public struct ReceiptVerifier: Sendable {
+    let chains: ChainVerifier
+
+    /// Creates a verifier that trusts `anchors` only.
+    public init(anchors: TrustAnchors, cacheCapacity: Int = 1_024) {
+        chains = ChainVerifier(anchors: anchors, capacity: cacheCapacity)
+    }
+
+    /// Verifies decoded input; throws ``ReceiptError`` naming the failed check.
+    ///
+    /// - Parameter allowTestData: accept items that chain to a non-Apple anchor (Xcode StoreKit testing).
+    public func verify(_ input: ReceiptInput, allowTestData: Bool = false) throws -> VerifiedReceipt {
+        switch input.kind {
+        case .unifiedReceipt:
+            let (payload, chain) = try UnifiedReceiptVerifier(chains: chains).verify(
+                input.bytes, allowTestData: allowTestData)
+            return VerifiedReceipt(
+                kind: .unifiedReceipt, environment: chain.anchorIsApple ? payload.environment : .xcode,
+                bundleID: payload.bundleID, receipt: payload.json, signingDate: payload.creationDate,
+                isTestData: !chain.anchorIsApple)
+        case .transactionReceipt:
+            throw ReceiptError(.unknownFormat, "iOS 6 transaction receipts are not verified locally yet")
+        case .jws:
+            throw ReceiptError(.unknownFormat, "StoreKit 2 JWS are not verified locally yet")
+        }
+    }
+}
