@@ -26,7 +26,7 @@ public struct ReceiptVerifier: Sendable {
         case .transactionReceipt:
             throw ReceiptError(.unknownFormat, "iOS 6 transaction receipts are not verified locally yet")
         case .jws:
-            throw ReceiptError(.unknownFormat, "StoreKit 2 JWS are not verified locally yet")
+            return try JWSVerifier(chains: chains).verify(input.bytes, allowTestData: allowTestData)
         }
     }
 }

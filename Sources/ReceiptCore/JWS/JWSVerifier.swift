@@ -1,0 +1,59 @@
+import Foundation
+
+/// Verifies StoreKit 2 JWS: the ES256 signature by the `x5c` leaf, then the chain (three certificates to Apple Root
+/// CA - G3 with Apple's marker extensions) at the payload's `signedDate`.
+struct JWSVerifier: Sendable {
+    let chains: ChainVerifier
+
+    func verify(_ text: [UInt8], allowTestData: Bool, depth: Int = 0) throws -> VerifiedReceipt {
+        let jws = try SignedJWS(compact: text)
+        let carried = try chains.certificates(jws.certificates)
+        guard jws.isSigned(by: carried.certificates[0]) else {
+            throw ReceiptError(.invalidSignature, "the JWS signature does not verify with its x5c leaf key")
+        }
+        let payload = jws.payload
+        let kind = Self.kind(of: payload)
+
+        // A notification has no signedDate of its own: its nested items' are used, and they are verified too.
+        var signedDate = Self.milliseconds(payload["signedDate"])
+        let data = payload["data"]
+        if kind == .notification {
+            guard depth == 0 else { throw ReceiptError(.malformedJWS, "a notification cannot nest a notification") }
+            for key in ["signedTransactionInfo", "signedRenewalInfo"] {
+                guard let nested = data?[key]?.stringValue else { continue }
+                let verified = try verify(Array(nested.utf8), allowTestData: allowTestData, depth: depth + 1)
+                signedDate = signedDate ?? verified.signingDate
+            }
+        }
+        guard let signedDate else { throw ReceiptError(.malformedJWS, "the JWS payload has no signedDate") }
+
+        let chain = try chains.verify(
+            leaf: 0, of: carried, policy: .storeKit,
+            at: Date(timeIntervalSince1970: TimeInterval(signedDate) / 1_000), allowTestData: allowTestData)
+        let environmentName = (payload["environment"] ?? data?["environment"] ?? payload["receiptType"])?.stringValue
+        let environment =
+            chain.anchorIsApple
+            ? environmentName.flatMap { AppStoreEnvironment(rawValue: $0) } ?? .production : .xcode
+        return VerifiedReceipt(
+            kind: kind, environment: environment,
+            bundleID: (payload["bundleId"] ?? data?["bundleId"])?.stringValue ?? "", receipt: payload,
+            signingDate: signedDate, isTestData: !chain.anchorIsApple)
+    }
+
+    static func kind(of payload: JSONObject) -> VerifiedReceipt.Kind {
+        if payload["notificationType"] != nil { return .notification }
+        if payload["autoRenewStatus"] != nil || payload["autoRenewProductId"] != nil { return .signedRenewalInfo }
+        if payload["appTransactionId"] != nil || (payload["receiptType"] != nil && payload["transactionId"] == nil) {
+            return .appTransaction
+        }
+        return .signedTransaction
+    }
+
+    private static func milliseconds(_ value: JSONValue?) -> Int64? {
+        switch value {
+        case .integer(let number)?: return number
+        case .double(let number)? where number.isFinite && abs(number) < 1e17: return Int64(number)
+        default: return nil
+        }
+    }
+}
