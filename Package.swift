@@ -90,10 +90,23 @@ let package = Package(
             ],
             swiftSettings: strictness
         ),
+        // Builders for an in-process PKI, receipts and JWS, used by the tests and the benchmark.
+        .target(
+            name: "ReceiptTestKit",
+            dependencies: [
+                "ReceiptCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            path: "Tests/ReceiptTestKit",
+            swiftSettings: strictness
+        ),
         .testTarget(
             name: "ReceiptCoreTests",
             dependencies: [
-                "ReceiptCore",
+                "ReceiptCore", "ReceiptTestKit",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
