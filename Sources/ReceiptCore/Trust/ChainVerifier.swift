@@ -6,8 +6,8 @@ import X509
 
 /// What a chain must satisfy beyond ending at an anchor: Apple's marker extensions when the anchor is Apple's.
 struct ChainPolicy: Sendable, Hashable {
-    /// The extension Apple puts on the signing (leaf) certificate.
-    let leafMarkerOID: ASN1ObjectIdentifier
+    /// The extension Apple puts on the signing (leaf) certificate, if the format has one.
+    let leafMarkerOID: ASN1ObjectIdentifier?
     /// The extension Apple puts on the intermediate certificate.
     let intermediateMarkerOID: ASN1ObjectIdentifier?
     /// Longest chain accepted, anchor included.
@@ -149,11 +149,40 @@ final class ChainVerifier: Sendable {
         }
     }
 
+    /// Checks an iOS 6 receipt leaf: issued (and signed) by a configured anchor, every certificate valid at `date`.
+    func verifyLegacy(_ leaf: LegacyCertificate, at date: Date, allowTestData: Bool) throws -> TrustAnchors.Anchor {
+        guard leaf.signatureAlgorithm == "1.2.840.113549.1.1.5" || leaf.signatureAlgorithm == "1.2.840.113549.1.1.11"
+        else { throw ReceiptError(.unsupportedAlgorithm, "the receipt certificate's signature algorithm") }
+        let algorithm: Certificate.SignatureAlgorithm =
+            leaf.signatureAlgorithm == "1.2.840.113549.1.1.5" ? .sha1WithRSAEncryption : .sha256WithRSAEncryption
+        guard let anchor = anchors.anchors.first(where: { $0.certificate.subject == leaf.issuer }) else {
+            throw ReceiptError(.untrustedRoot, "the receipt certificate's issuer is not a configured anchor")
+        }
+        guard
+            anchor.certificate.publicKey.isValidSignature(
+                leaf.signature, for: leaf.tbsCertificate, signatureAlgorithm: algorithm)
+        else { throw ReceiptError(.invalidChain, "the receipt certificate is not signed by its issuer") }
+        if !anchor.isApple && !allowTestData {
+            throw ReceiptError(.testDataNotAllowed, "the chain ends at a test root, and test data is not allowed")
+        }
+        for (notBefore, notAfter) in [
+            (leaf.notValidBefore, leaf.notValidAfter),
+            (anchor.certificate.notValidBefore, anchor.certificate.notValidAfter),
+        ] {
+            if date < notBefore {
+                throw ReceiptError(.notYetValidAtSigningDate, "a certificate was not yet valid at the purchase date")
+            }
+            if date > notAfter {
+                throw ReceiptError(.expiredAtSigningDate, "a certificate had expired at the purchase date")
+            }
+        }
+        return anchor
+    }
+
     /// Apple's marker extensions: on the leaf, and on the certificate that issued it.
     private func checkApplePath(_ path: [Certificate], policy: ChainPolicy) throws {
-        guard path[0].extensions[oid: policy.leafMarkerOID] != nil else {
-            throw ReceiptError(
-                .missingMarkerOID, "the signing certificate lacks Apple's marker \(policy.leafMarkerOID)")
+        if let marker = policy.leafMarkerOID, path[0].extensions[oid: marker] == nil {
+            throw ReceiptError(.missingMarkerOID, "the signing certificate lacks Apple's marker \(marker)")
         }
         if let marker = policy.intermediateMarkerOID {
             guard path.count >= 3, path[1].extensions[oid: marker] != nil else {

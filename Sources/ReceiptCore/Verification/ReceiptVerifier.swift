@@ -24,7 +24,7 @@ public struct ReceiptVerifier: Sendable {
                 bundleID: payload.bundleID, receipt: payload.json, signingDate: payload.creationDate,
                 isTestData: !chain.anchorIsApple)
         case .transactionReceipt:
-            throw ReceiptError(.unknownFormat, "iOS 6 transaction receipts are not verified locally yet")
+            return try TransactionReceiptVerifier(chains: chains).verify(input.bytes, allowTestData: allowTestData)
         case .jws:
             return try JWSVerifier(chains: chains).verify(input.bytes, allowTestData: allowTestData)
         }
