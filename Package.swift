@@ -82,6 +82,7 @@ let package = Package(
         .executableTarget(
             name: "receiptverify",
             dependencies: [
+                "ReceiptCore",
                 "ReceiptService",
                 "ReceiptStore",
                 "ReceiptServer",

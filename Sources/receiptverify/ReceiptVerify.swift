@@ -8,7 +8,8 @@ struct ReceiptVerify: AsyncParsableCommand {
         commandName: "receiptverify",
         abstract: "App Store receipt verification service and its administration.",
         subcommands: [
-            Serve.self, Migrate.self, AccountCommand.self, KeyCommand.self, AppCommand.self, PlanCommand.self,
+            Serve.self, Migrate.self, VerifyCommand.self, AccountCommand.self, KeyCommand.self, AppCommand.self,
+            PlanCommand.self,
         ])
 
     /// Parses and runs a command; a usage error is one `error: …` line, like every other failure.

@@ -54,8 +54,9 @@ struct CLI: Sendable {
     @discardableResult
     func callAsFunction(_ arguments: String...) throws -> Outcome { try run(arguments) }
 
-    /// Runs one command to completion.
-    func run(_ arguments: [String]) throws -> Outcome {
+    /// Runs one command to completion, with `input` on its standard input.
+    func run(_ arguments: [String], input: Data? = nil) throws -> Outcome {
+        let stdin = Pipe()
         let stdout = Pipe()
         let stderr = Pipe()
         let process = Process()
@@ -65,7 +66,12 @@ struct CLI: Sendable {
         process.environment = environment
         process.standardOutput = stdout
         process.standardError = stderr
+        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
         try process.run()
+        if let input {
+            stdin.fileHandleForWriting.write(input)
+            try stdin.fileHandleForWriting.close()
+        }
         let out = stdout.fileHandleForReading.readDataToEndOfFile()
         let err = stderr.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
