@@ -10,7 +10,9 @@ let package = Package(
     name: "ReceiptVerify",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "receiptverify", targets: ["receiptverify"])
+        .executable(name: "receiptverify", targets: ["receiptverify"]),
+        // The pure verifier, for the fuzzing package in Fuzz/ and for embedding.
+        .library(name: "ReceiptCore", targets: ["ReceiptCore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -102,6 +104,13 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
             ],
             path: "Tests/ReceiptTestKit",
+            swiftSettings: strictness
+        ),
+        // Single-core verifier throughput: `swift run -c release ReceiptBench` (docs/performance.md).
+        .executableTarget(
+            name: "ReceiptBench",
+            dependencies: ["ReceiptCore", "ReceiptTestKit"],
+            path: "Benchmarks/ReceiptBench",
             swiftSettings: strictness
         ),
         .testTarget(

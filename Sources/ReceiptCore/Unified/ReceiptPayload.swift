@@ -1,5 +1,3 @@
-import SwiftASN1
-
 /// The signed payload of a unified app receipt, rendered as Apple's `verifyReceipt` renders it.
 ///
 /// The payload is `SET OF ReceiptAttribute ::= SEQUENCE { type INTEGER, version INTEGER, value OCTET STRING }`;
@@ -120,25 +118,22 @@ public struct ReceiptPayload: Sendable, Equatable {
         return json
     }
 
-    /// The (type, value octets) pairs of a SET OF ReceiptAttribute, in order.
+    /// The (type, value) pairs of a SET OF ReceiptAttribute, in order; each value is its own small byte array.
     private static func attributes(_ bytes: [UInt8], what: String) throws -> [(Int64, [UInt8])] {
-        let root: ASN1Node
-        do {
-            root = try BER.parse(bytes)
-        } catch {
-            throw ReceiptError(.malformedPayload, "\(what) is not BER")
+        let reader = BERReader(bytes: bytes, code: .malformedPayload)
+        let root = try reader.element(at: 0, limit: bytes.count)
+        guard root.tag == 0x31, root.end == bytes.count else {
+            throw ReceiptError(.malformedPayload, "\(what) is not a SET")
         }
-        guard root.identifier == .set else { throw ReceiptError(.malformedPayload, "\(what) is not a SET") }
-        return try root.children(.malformedPayload, what).map { attribute in
-            let fields = try attribute.children(.malformedPayload, "\(what) attribute")
-            guard attribute.identifier == .sequence, fields.count == 3, fields[2].identifier == .octetString else {
+        var attributes: [(Int64, [UInt8])] = []
+        try reader.forEachChild(of: root) { attribute in
+            let fields = try reader.children(of: attribute, depth: 1)
+            guard attribute.tag == 0x30, fields.count == 3, fields[2].tag & 0xDF == 0x04 else {
                 throw ReceiptError(.malformedPayload, "\(what) attribute is not (type, version, value)")
             }
-            return (
-                try fields[0].smallInteger(.malformedPayload, "attribute type"),
-                try fields[2].octets(.malformedPayload, "attribute value")
-            )
+            attributes.append((try reader.integer(fields[0]), Array(try reader.octets(of: fields[2], depth: 2))))
         }
+        return attributes
     }
 
     private static func string(_ value: [UInt8], type: Int64) throws -> String {

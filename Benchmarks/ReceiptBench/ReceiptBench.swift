@@ -1,0 +1,89 @@
+import Foundation
+import ReceiptCore
+import ReceiptTestKit
+
+/// Single-core throughput of the local verifier: generated receipts (1, 10, 100 in-app purchases; SHA-1 and
+/// SHA-256), generated StoreKit 2 JWS, and the real Apple fixtures when they are present.
+///
+/// Run with `swift run -c release ReceiptBench [seconds-per-case]` (release only: debug builds are 20-30x slower).
+@main
+struct ReceiptBench {
+    struct Case {
+        let name: String
+        let verifier: ReceiptVerifier
+        let input: ReceiptInput
+        let allowTestData: Bool
+    }
+
+    static func main() throws {
+        let arguments = CommandLine.arguments.dropFirst()
+        let seconds = Double(arguments.first ?? "") ?? 2
+        let filter = arguments.dropFirst().first
+        var cases: [Case] = []
+
+        let rsa = try TestPKI(TestPKI.Options(keyType: .rsa2048))
+        let rsaVerifier = ReceiptVerifier(anchors: try TrustAnchors(encoded: [rsa.rootDER]))
+        for digest in [ReceiptBuilder.Digest.sha1, .sha256] {
+            for count in [1, 10, 100] {
+                var builder = ReceiptBuilder(inAppPurchaseCount: count)
+                builder.digest = digest
+                builder.hasSignedAttributes = false  // as Apple's receipts
+                let receipt = try builder.build(signedBy: rsa)
+                cases.append(
+                    Case(
+                        name: "unified \(digest.rawValue) \(count) IAP", verifier: rsaVerifier,
+                        input: try ReceiptInput.decode(receipt.base64), allowTestData: true))
+            }
+        }
+        let p256 = try TestPKI(TestPKI.Options(keyType: .p256))
+        cases.append(
+            Case(
+                name: "JWS ES256", verifier: ReceiptVerifier(anchors: try TrustAnchors(encoded: [p256.rootDER])),
+                input: try ReceiptInput.decode(try JWSBuilder().build(signedBy: p256)), allowTestData: true))
+
+        let fixtures = URL(
+            fileURLWithPath: ProcessInfo.processInfo.environment["RECEIPTVERIFY_FIXTURES"] ?? "../shared/fixtures")
+        if FileManager.default.fileExists(atPath: fixtures.path) {
+            func read(_ path: String) throws -> String {
+                try String(contentsOf: fixtures.appendingPathComponent(path), encoding: .utf8)
+            }
+            let certificates = try ["AppleIncRootCertificate.cer", "AppleRootCA-G3.cer"].map {
+                Array(try Data(contentsOf: fixtures.appendingPathComponent("certs/\($0)")))
+            }
+            let apple = ReceiptVerifier(anchors: try TrustAnchors(encoded: certificates))
+            for (name, path) in [
+                ("Apple receipt sha1 9 IAP (revenuecat)", "receipts/revenuecat_sandbox_ios_2020.b64"),
+                ("Apple receipt sha256 4 IAP (tp_production)", "receipts/tp_production_ios_g5_2024.b64"),
+                ("Apple JWS transaction (voicerec)", "jws/apple_transaction_voicerec_sub_2022.jws"),
+            ] {
+                cases.append(
+                    Case(
+                        name: name, verifier: apple, input: try ReceiptInput.decode(try read(path)),
+                        allowTestData: false))
+            }
+        }
+
+        print("case | verifications/s (one core) | µs each")
+        print("---|---|---")
+        for benchmark in cases where filter.map({ benchmark.name.contains($0) }) ?? true {
+            // Warm up: fills the chain cache, as a steady-state server would have it.
+            for _ in 0..<200 {
+                _ = try benchmark.verifier.verify(benchmark.input, allowTestData: benchmark.allowTestData)
+            }
+            let clock = ContinuousClock()
+            let start = clock.now
+            let deadline = start.advanced(by: .milliseconds(Int(seconds * 1_000)))
+            var count = 0
+            while clock.now < deadline {
+                for _ in 0..<50 {
+                    _ = try benchmark.verifier.verify(benchmark.input, allowTestData: benchmark.allowTestData)
+                }
+                count += 50
+            }
+            let elapsed = start.duration(to: clock.now)
+            let perSecond =
+                Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            print("\(benchmark.name) | \(Int(perSecond.rounded())) | \(String(format: "%.1f", 1e6 / perSecond))")
+        }
+    }
+}

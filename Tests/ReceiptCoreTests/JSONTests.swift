@@ -1,0 +1,54 @@
+@testable import ReceiptCore
+import Testing
+
+@Suite struct JSONTests {
+    @Test func parsingKeepsOrderTypesAndEscapes() throws {
+        let text = #"{"b":1,"a":[true,false,null],"c":"x\"y\\z\u00e9\ud83d\ude00","d":-1.5e2,"e":{}}"#
+        guard case .object(let object) = try JSONParser.parse(Array(text.utf8)) else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(object.keys == ["b", "a", "c", "d", "e"])
+        #expect(object["b"] == .integer(1))
+        #expect(object["a"] == .array([.bool(true), .bool(false), .null]))
+        #expect(object["c"] == .string("x\"y\\zé😀"))
+        #expect(object["d"] == .double(-150))
+        #expect(object["e"] == .object(JSONObject()))
+    }
+
+    @Test func encodingRoundTrips() throws {
+        let value: JSONValue = .object([
+            "status": .integer(0), "text": .string("line\nbreak \"quoted\" /slash\u{01}"),
+            "list": .array([.bool(true), .null, .double(2.5)]),
+        ])
+        #expect(try JSONParser.parse(value.encoded) == value)
+        #expect(JSONValue.string("a/b").encodedString == #""a/b""#)
+    }
+
+    @Test(arguments: [
+        "", "{", "{\"a\":1,}", "[1,]", "{\"a\":1,\"a\":2}", "01", "1.", "\"\\x\"", "\"\u{01}\"", "nul", "[1] x",
+        "\"\\ud800\"", String(repeating: "[", count: 100) + String(repeating: "]", count: 100),
+    ])
+    func malformedJSONIsRejected(text: String) {
+        #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(Array(text.utf8)) }
+    }
+
+    @Test func textPlistsReadOnlyApplesShape() {
+        let members = TextPlist.dictionary(Array("{\n\t\"a-b\" = \"1\";\n\t\"c\" = \"x\\\"y\";\n}".utf8))
+        #expect(members?.map(\.key) == ["a-b", "c"])
+        #expect(members?.map(\.value) == ["1", "x\"y"])
+        #expect(TextPlist.dictionary(Array("{ \"a\" = \"1\" }".utf8)) == nil)
+        #expect(TextPlist.dictionary(Array("{ \"a\" = \"1\"; } trailing".utf8)) == nil)
+    }
+
+    @Test func theFuzzingSeamSurvivesHostileBytes() {
+        var generator = SplitMix(seed: 7)
+        for length in [0, 1, 2, 16, 300, 5_000] {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            _ = ParserFuzzing.exercise(bytes)
+        }
+        // Deep BER nesting and an absurd length must be refused, not crash.
+        _ = ParserFuzzing.exercise(Array(repeating: 0x30, count: 10_000) + [0x80])
+        _ = ParserFuzzing.exercise([0x30, 0x84, 0x7F, 0xFF, 0xFF, 0xFF, 0x00])
+    }
+}

@@ -1,0 +1,84 @@
+import Crypto
+import Foundation
+
+/// Builds compact ES256 JWS shaped like StoreKit 2 signed transactions, signed by a P-256 ``TestPKI`` leaf.
+///
+/// The header is `{"alg":…,"x5c":[leaf, intermediate, root]}`; the payload a `JWSTransaction` subset.
+/// [Apple's documentation](https://developer.apple.com/documentation/appstoreserverapi/jwstransaction)
+public struct JWSBuilder: Sendable {
+    /// A deliberate defect applied after signing.
+    public enum Tampering: String, Sendable, CaseIterable {
+        /// None: an authentic JWS.
+        case none
+        /// The payload is replaced after signing (its `bundleId` changed), the signature kept.
+        case payload
+        /// The last signature byte is flipped.
+        case signature
+    }
+
+    /// The header's `alg`; anything but `ES256` is a test of rejection (the signature is ES256 regardless).
+    public var algorithm: String = "ES256"
+    /// `transactionId`.
+    public var transactionID: String = "2000000123456789"
+    /// `originalTransactionId`.
+    public var originalTransactionID: String = "2000000123456789"
+    /// `bundleId`.
+    public var bundleID: String = "com.example.app"
+    /// `productId`.
+    public var productID: String = "com.example.app.monthly"
+    /// `environment`: `Sandbox`, `Production` or `Xcode`.
+    public var environment: String = "Sandbox"
+    /// `signedDate`, written in milliseconds since 1970: the date the verifier checks the chain at.
+    public var signedDate: Date = RFC3339.date("2023-05-09T23:20:55Z")
+    /// A defect applied after signing.
+    public var tampering: Tampering = .none
+
+    /// Creates a builder with the defaults above.
+    public init() {}
+
+    /// `signedDate` in milliseconds since 1970, as the payload carries it.
+    public var signedDateMilliseconds: Int64 { Int64((signedDate.timeIntervalSince1970 * 1_000).rounded(.down)) }
+
+    /// The payload as JSON text (keys sorted, so the output is reproducible).
+    public func payloadJSON(bundleID: String? = nil) throws -> [UInt8] {
+        let object: [String: Any] = [
+            "transactionId": transactionID, "originalTransactionId": originalTransactionID,
+            "bundleId": bundleID ?? self.bundleID, "productId": productID, "environment": environment,
+            "signedDate": signedDateMilliseconds, "purchaseDate": signedDateMilliseconds - 60_000, "quantity": 1,
+            "type": "Auto-Renewable Subscription", "inAppOwnershipType": "PURCHASED",
+        ]
+        return Array(
+            try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+    }
+
+    /// Signs with `pki`'s leaf (which must be P-256) and returns the compact JWS `header.payload.signature`.
+    public func build(signedBy pki: TestPKI) throws -> String {
+        guard case .p256(let key) = pki.leafKey else {
+            throw TestKitError("StoreKit 2 JWS are ES256-signed: use a TestPKI with keyType .p256")
+        }
+        let header: [String: Any] = [
+            "alg": algorithm, "x5c": pki.chainDER.map { Data($0).base64EncodedString() },
+        ]
+        let headerPart = Self.base64URL(
+            Array(try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys, .withoutEscapingSlashes])))
+        let payloadPart = Self.base64URL(try payloadJSON())
+        let signingInput = Array("\(headerPart).\(payloadPart)".utf8)
+        var signature = Array(try key.signature(for: SHA256.hash(data: signingInput)).rawRepresentation)
+
+        var sentPayload = payloadPart
+        switch tampering {
+        case .none: break
+        case .payload: sentPayload = Self.base64URL(try payloadJSON(bundleID: bundleID + ".evil"))
+        case .signature: signature[signature.count - 1] ^= 0x01
+        }
+        return "\(headerPart).\(sentPayload).\(Self.base64URL(signature))"
+    }
+
+    /// Base64url without padding (RFC 7515 §2).
+    public static func base64URL(_ bytes: [UInt8]) -> String {
+        var text = Data(bytes).base64EncodedString()
+        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        while text.hasSuffix("=") { text.removeLast() }
+        return text
+    }
+}
