@@ -36,14 +36,14 @@ public enum AppleDate {
 
     /// `"yyyy-MM-dd HH:mm:ss Etc/GMT"`.
     public static func gmt(milliseconds: Int64) -> String {
-        format(seconds: floorDivide(milliseconds, 1_000)) + " Etc/GMT"
+        format(seconds: floorDivide(milliseconds, 1_000), suffix: " Etc/GMT")
     }
 
     /// `"yyyy-MM-dd HH:mm:ss America/Los_Angeles"`, daylight saving applied.
     public static func pacific(milliseconds: Int64) -> String {
         let seconds = floorDivide(milliseconds, 1_000)
         let offset: Int64 = isPacificDaylightTime(utcSeconds: seconds) ? -7 * 3_600 : -8 * 3_600
-        return format(seconds: seconds + offset) + " America/Los_Angeles"
+        return format(seconds: seconds + offset, suffix: " America/Los_Angeles")
     }
 
     /// The three members Apple writes for a date field named `name`: `name`, `name_ms`, `name_pst`.
@@ -52,6 +52,13 @@ public enum AppleDate {
             (name, .string(gmt(milliseconds: milliseconds))), (name + "_ms", .string(String(milliseconds))),
             (name + "_pst", .string(pacific(milliseconds: milliseconds))),
         ]
+    }
+
+    /// Appends the three members of a date field to `object`.
+    public static func append(_ name: String, milliseconds: Int64, to object: inout JSONObject) {
+        object.append(name, .string(gmt(milliseconds: milliseconds)))
+        object.append(name + "_ms", .string(String(milliseconds)))
+        object.append(name + "_pst", .string(pacific(milliseconds: milliseconds)))
     }
 
     // MARK: Calendar arithmetic (proleptic Gregorian, after Howard Hinnant's civil-from-days)
@@ -118,31 +125,43 @@ public enum AppleDate {
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
-    private static func format(seconds: Int64) -> String {
+    private static func format(seconds: Int64, suffix: StaticString) -> String {
         let days = floorDivide(seconds, 86_400)
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = civil(fromDays: days)
-        var output: [UInt8] = []
-        output.reserveCapacity(19)
-        appendPadded(year, width: 4, to: &output)
-        output.append(UInt8(ascii: "-"))
-        appendPadded(month, width: 2, to: &output)
-        output.append(UInt8(ascii: "-"))
-        appendPadded(day, width: 2, to: &output)
-        output.append(UInt8(ascii: " "))
-        appendPadded(secondOfDay / 3_600, width: 2, to: &output)
-        output.append(UInt8(ascii: ":"))
-        appendPadded(secondOfDay / 60 % 60, width: 2, to: &output)
-        output.append(UInt8(ascii: ":"))
-        appendPadded(secondOfDay % 60, width: 2, to: &output)
-        return String(decoding: output, as: UTF8.self)
+        guard (0...9_999).contains(year) else {
+            // Outside four-digit years (never in real receipts): the slow, general path.
+            return "\(year)-\(two(month))-\(two(day)) \(two(secondOfDay / 3_600)):\(two(secondOfDay / 60 % 60)):"
+                + "\(two(secondOfDay % 60))\(suffix)"
+        }
+        let suffixCount = suffix.utf8CodeUnitCount
+        return String(unsafeUninitializedCapacity: 19 + suffixCount) { buffer in
+            func put(_ value: Int64, at index: Int, width: Int) {
+                var value = value
+                for offset in stride(from: width - 1, through: 0, by: -1) {
+                    buffer[index + offset] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
+            }
+            put(year, at: 0, width: 4)
+            buffer[4] = UInt8(ascii: "-")
+            put(month, at: 5, width: 2)
+            buffer[7] = UInt8(ascii: "-")
+            put(day, at: 8, width: 2)
+            buffer[10] = UInt8(ascii: " ")
+            put(secondOfDay / 3_600, at: 11, width: 2)
+            buffer[13] = UInt8(ascii: ":")
+            put(secondOfDay / 60 % 60, at: 14, width: 2)
+            buffer[16] = UInt8(ascii: ":")
+            put(secondOfDay % 60, at: 17, width: 2)
+            suffix.withUTF8Buffer { bytes in
+                for (index, byte) in bytes.enumerated() { buffer[19 + index] = byte }
+            }
+            return 19 + suffixCount
+        }
     }
 
-    private static func appendPadded(_ value: Int64, width: Int, to output: inout [UInt8]) {
-        let digits = Array(String(value).utf8)
-        for _ in digits.count..<max(width, digits.count) { output.append(UInt8(ascii: "0")) }
-        output.append(contentsOf: digits)
-    }
+    private static func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
 
     private static func number(_ bytes: ArraySlice<UInt8>) -> Int? {
         var value = 0

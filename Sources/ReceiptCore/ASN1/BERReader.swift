@@ -6,12 +6,17 @@ struct BERReader {
     /// One element: its tag byte and where its content lies.
     struct Element {
         let tag: UInt8
+        /// The index of the tag byte.
+        let start: Int
         let contentStart: Int
         let contentEnd: Int
         /// The index just after the element (after the end-of-contents octets for an indefinite length).
         let end: Int
 
         var isConstructed: Bool { tag & 0x20 != 0 }
+
+        /// The index of the tag byte (spelled as a call to read well at use sites).
+        func start(in _: BERReader) -> Int { start }
     }
 
     let bytes: [UInt8]
@@ -35,7 +40,8 @@ struct BERReader {
             while true {
                 guard cursor + 2 <= limit else { throw ReceiptError(code, "indefinite-length element is unterminated") }
                 if bytes[cursor] == 0 && bytes[cursor + 1] == 0 {
-                    return Element(tag: tag, contentStart: contentStart, contentEnd: cursor, end: cursor + 2)
+                    return Element(
+                        tag: tag, start: index, contentStart: contentStart, contentEnd: cursor, end: cursor + 2)
                 }
                 cursor = try element(at: cursor, limit: limit, depth: depth + 1).end
             }
@@ -52,7 +58,7 @@ struct BERReader {
             }
         }
         guard length <= limit - cursor else { throw ReceiptError(code, "ASN.1 length runs past the data") }
-        return Element(tag: tag, contentStart: cursor, contentEnd: cursor + length, end: cursor + length)
+        return Element(tag: tag, start: index, contentStart: cursor, contentEnd: cursor + length, end: cursor + length)
     }
 
     /// The children of a constructed element, in order.
@@ -85,6 +91,29 @@ struct BERReader {
         var joined: [UInt8] = []
         try forEachChild(of: element, depth: depth) { chunk in joined += try octets(of: chunk, depth: depth + 1) }
         return joined[...]
+    }
+
+    /// The dotted form of an OBJECT IDENTIFIER, or nil when the element is not a well-formed one.
+    func oid(_ element: Element) -> String? {
+        guard element.tag == 0x06, element.contentEnd > element.contentStart else { return nil }
+        var arcs: [UInt64] = []
+        var value: UInt64 = 0
+        for index in element.contentStart..<element.contentEnd {
+            let byte = bytes[index]
+            guard value < (1 << 56) else { return nil }
+            value = value << 7 | UInt64(byte & 0x7F)
+            if byte & 0x80 == 0 {
+                if arcs.isEmpty {
+                    arcs.append(value < 80 ? value / 40 : 2)
+                    arcs.append(value < 80 ? value % 40 : value - 80)
+                } else {
+                    arcs.append(value)
+                }
+                value = 0
+            }
+        }
+        guard bytes[element.contentEnd - 1] & 0x80 == 0 else { return nil }
+        return arcs.map(String.init).joined(separator: ".")
     }
 
     /// A two's-complement INTEGER of at most 8 bytes.

@@ -18,60 +18,54 @@ struct SignedData: Sendable {
     static let dataOID = "1.2.840.113549.1.7.1"
 
     init(ber bytes: [UInt8]) throws {
-        let root: ASN1Node
-        do {
-            root = try BER.parse(bytes)
-        } catch {
-            throw ReceiptError(.malformedContainer, "receipt is not BER-encoded ASN.1")
-        }
-        let contentInfo = try root.children(.malformedContainer, "ContentInfo")
-        guard root.identifier == .sequence, contentInfo.count == 2,
-            try contentInfo[0].objectIdentifier(.malformedContainer, "content type") == Self.signedDataOID,
-            contentInfo[1].isContextTag(0)
+        let reader = BERReader(bytes: bytes, code: .malformedContainer)
+        let root = try reader.element(at: 0, limit: bytes.count)
+        let contentInfo = try reader.children(of: root)
+        guard root.tag == 0x30, contentInfo.count == 2, reader.oid(contentInfo[0]) == Self.signedDataOID,
+            contentInfo[1].tag == 0xA0
         else { throw ReceiptError(.malformedContainer, "not a PKCS#7 SignedData ContentInfo") }
-        let explicit = try contentInfo[1].children(.malformedContainer, "SignedData wrapper")
-        guard explicit.count == 1, explicit[0].identifier == .sequence else {
+        let explicit = try reader.children(of: contentInfo[1], depth: 1)
+        guard explicit.count == 1, explicit[0].tag == 0x30 else {
             throw ReceiptError(.malformedContainer, "SignedData is not a SEQUENCE")
         }
-        var fields = try explicit[0].children(.malformedContainer, "SignedData")[...]
+        var fields = try reader.children(of: explicit[0], depth: 2)[...]
         guard fields.count >= 4 else { throw ReceiptError(.malformedContainer, "SignedData is too short") }
-        _ = try fields.removeFirst().smallInteger(.malformedContainer, "SignedData version")
-        guard fields.removeFirst().identifier == .set else {
+        _ = try reader.integer(fields.removeFirst())
+        guard fields.removeFirst().tag == 0x31 else {
             throw ReceiptError(.malformedContainer, "digestAlgorithms is not a SET")
         }
 
         // encapContentInfo: SEQUENCE { eContentType, [0] EXPLICIT OCTET STRING }
-        let encapsulated = try fields.removeFirst().children(.malformedContainer, "encapContentInfo")
-        guard encapsulated.count == 2,
-            try encapsulated[0].objectIdentifier(.malformedContainer, "eContentType") == Self.dataOID,
-            encapsulated[1].isContextTag(0)
-        else { throw ReceiptError(.malformedContainer, "receipt content is missing or not data") }
-        let wrapped = try encapsulated[1].children(.malformedContainer, "eContent")
-        guard wrapped.count == 1, wrapped[0].identifier == .octetString else {
+        let encapsulated = try reader.children(of: fields.removeFirst(), depth: 3)
+        guard encapsulated.count == 2, reader.oid(encapsulated[0]) == Self.dataOID, encapsulated[1].tag == 0xA0 else {
+            throw ReceiptError(.malformedContainer, "receipt content is missing or not data")
+        }
+        let wrapped = try reader.children(of: encapsulated[1], depth: 4)
+        guard wrapped.count == 1, wrapped[0].tag & 0xDF == 0x04 else {
             throw ReceiptError(.malformedContainer, "eContent is not an OCTET STRING")
         }
-        content = try wrapped[0].octets(.malformedContainer, "eContent")
+        content = Array(try reader.octets(of: wrapped[0], depth: 5))
 
         var certificates: [[UInt8]] = []
-        if let next = fields.first, next.isContextTag(0) {
+        if let next = fields.first, next.tag == 0xA0 {
             fields.removeFirst()
-            for node in try next.children(.malformedContainer, "certificates") {
-                guard node.identifier == .sequence else {
+            for certificate in try reader.children(of: next, depth: 3) {
+                guard certificate.tag == 0x30 else {
                     throw ReceiptError(.malformedContainer, "a carried certificate is not a SEQUENCE")
                 }
-                certificates.append(Array(node.encodedBytes))
+                certificates.append(Array(bytes[certificate.start(in: reader)..<certificate.end]))
             }
         }
-        if let next = fields.first, next.isContextTag(1) { fields.removeFirst() }  // CRLs: unused
-        guard let signerInfos = fields.first, signerInfos.identifier == .set else {
+        if let next = fields.first, next.tag == 0xA1 { fields.removeFirst() }  // CRLs: unused
+        guard let signerInfos = fields.first, signerInfos.tag == 0x31 else {
             throw ReceiptError(.malformedContainer, "signerInfos is missing")
         }
-        let signers = try signerInfos.children(.malformedContainer, "signerInfos")
+        let signers = try reader.children(of: signerInfos, depth: 3)
         guard signers.count == 1 else {
             throw ReceiptError(.malformedContainer, "expected one signer, found \(signers.count)")
         }
         self.certificates = certificates
-        signer = try SignerInfo(signers[0])
+        signer = try SignerInfo(reader, signers[0])
     }
 }
 
@@ -92,82 +86,86 @@ struct SignerInfo: Sendable {
 
     static let messageDigestOID = "1.2.840.113549.1.9.4"
 
-    init(_ node: ASN1Node) throws {
-        var fields = try node.children(.malformedContainer, "SignerInfo")[...]
-        guard node.identifier == .sequence, fields.count >= 5 else {
+    init(_ reader: BERReader, _ node: BERReader.Element) throws {
+        var fields = try reader.children(of: node, depth: 4)[...]
+        guard node.tag == 0x30, fields.count >= 5 else {
             throw ReceiptError(.malformedContainer, "SignerInfo is too short")
         }
-        _ = try fields.removeFirst().smallInteger(.malformedContainer, "SignerInfo version")
+        _ = try reader.integer(fields.removeFirst())
         let sid = fields.removeFirst()
-        if sid.identifier == .sequence {
-            let parts = try sid.children(.malformedContainer, "IssuerAndSerialNumber")
-            guard parts.count == 2, parts[1].identifier == .integer else {
+        if sid.tag == 0x30 {
+            let parts = try reader.children(of: sid, depth: 5)
+            guard parts.count == 2, parts[1].tag == 0x02 else {
                 throw ReceiptError(.malformedContainer, "IssuerAndSerialNumber is malformed")
             }
             let issuer: DistinguishedName
             do {
-                issuer = try DistinguishedName(derEncoded: Array(parts[0].encodedBytes))
+                issuer = try DistinguishedName(
+                    derEncoded: Array(reader.bytes[parts[0].start(in: reader)..<parts[0].end]))
             } catch {
                 throw ReceiptError(.malformedContainer, "signer issuer name is malformed")
             }
             identifier = .issuerAndSerialNumber(
-                issuer: issuer, serial: try parts[1].octets(.malformedContainer, "serial number"))
-        } else if sid.isContextTag(0) {
-            identifier = .subjectKeyIdentifier(try sid.octets(.malformedContainer, "subjectKeyIdentifier"))
+                issuer: issuer, serial: Array(reader.bytes[parts[1].contentStart..<parts[1].contentEnd]))
+        } else if sid.tag == 0x80 || sid.tag == 0xA0 {
+            identifier = .subjectKeyIdentifier(Array(try reader.octets(of: sid, depth: 5)))
         } else {
             throw ReceiptError(.malformedContainer, "signer identifier is malformed")
         }
-        digestAlgorithm = try Self.algorithm(fields.removeFirst(), "digestAlgorithm")
+        digestAlgorithm = try Self.algorithm(reader, fields.removeFirst(), "digestAlgorithm")
 
-        if let next = fields.first, next.isContextTag(0) {
+        if let next = fields.first, next.tag == 0xA0 {
             fields.removeFirst()
             var digest: [UInt8]?
-            for attribute in try next.children(.malformedContainer, "signedAttrs") {
-                let parts = try attribute.children(.malformedContainer, "signed attribute")
+            for attribute in try reader.children(of: next, depth: 5) {
+                let parts = try reader.children(of: attribute, depth: 6)
                 guard parts.count == 2 else { throw ReceiptError(.malformedContainer, "signed attribute is malformed") }
-                if try parts[0].objectIdentifier(.malformedContainer, "attribute type") == Self.messageDigestOID {
-                    let values = try parts[1].children(.malformedContainer, "messageDigest values")
-                    guard digest == nil, values.count == 1, values[0].identifier == .octetString else {
+                if reader.oid(parts[0]) == Self.messageDigestOID {
+                    let values = try reader.children(of: parts[1], depth: 7)
+                    guard digest == nil, values.count == 1, values[0].tag == 0x04 else {
                         throw ReceiptError(.malformedContainer, "messageDigest attribute is malformed")
                     }
-                    digest = try values[0].octets(.malformedContainer, "messageDigest")
+                    digest = Array(reader.bytes[values[0].contentStart..<values[0].contentEnd])
                 }
             }
             guard let digest else { throw ReceiptError(.malformedContainer, "signed attributes lack a messageDigest") }
-            signedAttributes = (try Self.derSet(reencoding: next), digest)
+            signedAttributes = (try Self.derSet(reencoding: reader, next), digest)
         } else {
             signedAttributes = nil
         }
         guard fields.count >= 2 else { throw ReceiptError(.malformedContainer, "SignerInfo lacks a signature") }
-        signatureAlgorithm = try Self.algorithm(fields.removeFirst(), "signatureAlgorithm")
+        signatureAlgorithm = try Self.algorithm(reader, fields.removeFirst(), "signatureAlgorithm")
         let signatureNode = fields.removeFirst()
-        guard signatureNode.identifier == .octetString else {
+        guard signatureNode.tag & 0xDF == 0x04 else {
             throw ReceiptError(.malformedContainer, "signature is not an OCTET STRING")
         }
-        signature = try signatureNode.octets(.malformedContainer, "signature")
+        signature = Array(try reader.octets(of: signatureNode, depth: 5))
     }
 
     /// An AlgorithmIdentifier's OID; its parameters must be absent or NULL.
-    private static func algorithm(_ node: ASN1Node, _ what: String) throws -> String {
-        let parts = try node.children(.malformedContainer, what)
-        guard node.identifier == .sequence, (1...2).contains(parts.count),
-            parts.count == 1 || parts[1].identifier == .null
+    private static func algorithm(_ reader: BERReader, _ node: BERReader.Element, _ what: String) throws -> String {
+        let parts = try reader.children(of: node, depth: 5)
+        guard node.tag == 0x30, (1...2).contains(parts.count), parts.count == 1 || parts[1].tag == 0x05,
+            let oid = reader.oid(parts[0])
         else { throw ReceiptError(.malformedContainer, "\(what) is malformed") }
-        return try parts[0].objectIdentifier(.malformedContainer, what)
+        return oid
     }
 
     /// The DER of the signed attributes with the SET tag, which is what the signature covers (RFC 5652 §5.4).
-    private static func derSet(reencoding node: ASN1Node) throws -> [UInt8] {
-        var serializer = DER.Serializer()
-        do {
-            try serializer.appendConstructedNode(identifier: .set) { inner in
-                for child in try node.children(.malformedContainer, "signedAttrs") { inner.serialize(child) }
-            }
-        } catch let error as ReceiptError {
-            throw error
-        } catch {
-            throw ReceiptError(.malformedContainer, "signed attributes cannot be re-encoded")
+    private static func derSet(reencoding reader: BERReader, _ node: BERReader.Element) throws -> [UInt8] {
+        // Each attribute keeps its own encoding; only the outer tag and length are rewritten (DER, definite).
+        var body: [UInt8] = []
+        try reader.forEachChild(of: node, depth: 5) { attribute in
+            body += reader.bytes[attribute.start(in: reader)..<attribute.end]
         }
-        return serializer.serializedBytes
+        var header: [UInt8] = [0x31]
+        if body.count < 0x80 {
+            header.append(UInt8(body.count))
+        } else {
+            let lengthBytes = withUnsafeBytes(of: UInt32(body.count).bigEndian) { Array($0) }.drop(while: { $0 == 0 })
+            header.append(0x80 | UInt8(lengthBytes.count))
+            header += lengthBytes
+        }
+        return header + body
     }
 }
