@@ -54,11 +54,25 @@ public enum AppleDate {
         ]
     }
 
+    /// The three member names of a date field: `name`, `name_ms`, `name_pst`, built once.
+    public struct Field: Sendable {
+        let name: String
+        let milliseconds: String
+        let pacific: String
+
+        /// The names for the field `name`.
+        public init(_ name: String) {
+            self.name = name
+            milliseconds = name + "_ms"
+            pacific = name + "_pst"
+        }
+    }
+
     /// Appends the three members of a date field to `object`.
-    public static func append(_ name: String, milliseconds: Int64, to object: inout JSONObject) {
-        object.append(name, .string(gmt(milliseconds: milliseconds)))
-        object.append(name + "_ms", .string(String(milliseconds)))
-        object.append(name + "_pst", .string(pacific(milliseconds: milliseconds)))
+    public static func append(_ field: Field, milliseconds: Int64, to object: inout JSONObject) {
+        object.append(field.name, .string(gmt(milliseconds: milliseconds)))
+        object.append(field.milliseconds, .string(String(milliseconds)))
+        object.append(field.pacific, .string(pacific(milliseconds: milliseconds)))
     }
 
     // MARK: Calendar arithmetic (proleptic Gregorian, after Howard Hinnant's civil-from-days)

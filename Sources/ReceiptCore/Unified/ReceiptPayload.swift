@@ -72,12 +72,12 @@ public struct ReceiptPayload: Sendable, Equatable {
         json.append("application_version", .string(applicationVersion ?? ""))
         json.append("download_id", .integer(downloadID ?? 0))
         json.append("version_external_identifier", .integer(versionExternalIdentifier ?? 0))
-        AppleDate.append("receipt_creation_date", milliseconds: creationDate, to: &json)
-        for (name, date) in [
-            ("receipt_expiration_date", expirationDate), ("original_purchase_date", originalPurchaseDate),
-            ("preorder_date", preorderDate),
+        AppleDate.append(Fields.receiptCreationDate, milliseconds: creationDate, to: &json)
+        for (field, date) in [
+            (Fields.receiptExpirationDate, expirationDate), (Fields.originalPurchaseDate, originalPurchaseDate),
+            (Fields.preorderDate, preorderDate),
         ] {
-            if let date, let date { AppleDate.append(name, milliseconds: date, to: &json) }
+            if let date, let date { AppleDate.append(field, milliseconds: date, to: &json) }
         }
         json.append("original_application_version", .string(originalApplicationVersion ?? ""))
         json.append("in_app", .array(purchases))
@@ -85,6 +85,17 @@ public struct ReceiptPayload: Sendable, Equatable {
         self.creationDate = creationDate
         self.bundleID = bundleID
         self.receiptType = receiptType ?? ""
+    }
+
+    /// The date fields' member names, built once.
+    private enum Fields {
+        static let receiptCreationDate = AppleDate.Field("receipt_creation_date")
+        static let receiptExpirationDate = AppleDate.Field("receipt_expiration_date")
+        static let originalPurchaseDate = AppleDate.Field("original_purchase_date")
+        static let preorderDate = AppleDate.Field("preorder_date")
+        static let purchaseDate = AppleDate.Field("purchase_date")
+        static let expiresDate = AppleDate.Field("expires_date")
+        static let cancellationDate = AppleDate.Field("cancellation_date")
     }
 
     /// One in-app purchase (field 17) in Apple's field order.
@@ -127,11 +138,11 @@ public struct ReceiptPayload: Sendable, Equatable {
         if let productID { json.append("product_id", .string(productID)) }
         if let transactionID { json.append("transaction_id", .string(transactionID)) }
         json.append("original_transaction_id", .string(originalTransactionID ?? ""))
-        for (name, date) in [
-            ("purchase_date", purchaseDate), ("original_purchase_date", originalPurchaseDate),
-            ("expires_date", expiresDate), ("cancellation_date", cancellationDate),
+        for (field, date) in [
+            (Fields.purchaseDate, purchaseDate), (Fields.originalPurchaseDate, originalPurchaseDate),
+            (Fields.expiresDate, expiresDate), (Fields.cancellationDate, cancellationDate),
         ] {
-            if let date, let date { AppleDate.append(name, milliseconds: date, to: &json) }
+            if let date, let date { AppleDate.append(field, milliseconds: date, to: &json) }
         }
         if let webOrderLineItemID, webOrderLineItemID != 0 {
             json.append("web_order_line_item_id", .string(String(webOrderLineItemID)))

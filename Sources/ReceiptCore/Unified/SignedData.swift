@@ -1,6 +1,3 @@
-import SwiftASN1
-import X509
-
 /// A PKCS#7 / CMS SignedData as App Store receipts use it, read with BER rules.
 ///
 /// Real receipts defeat strict CMS readers: indefinite lengths, a chunked content OCTET STRING, a bare
@@ -69,11 +66,33 @@ struct SignedData: Sendable {
     }
 }
 
+/// The issuer Name (as encoded) and serial number of a certificate, read without parsing the whole certificate.
+struct CertificateIdentity: Equatable {
+    let issuer: ArraySlice<UInt8>
+    let serial: ArraySlice<UInt8>
+
+    init(der: [UInt8]) throws {
+        let reader = BERReader(bytes: der, code: .malformedContainer)
+        let certificate = try reader.element(at: 0, limit: der.count)
+        let tbs = try reader.element(at: certificate.contentStart, limit: certificate.contentEnd, depth: 1)
+        var fields = try reader.children(of: tbs, depth: 1)[...]
+        if fields.first?.tag == 0xA0 { fields.removeFirst() }  // version
+        guard fields.count >= 3, fields[fields.startIndex].tag == 0x02 else {
+            throw ReceiptError(.malformedContainer, "a carried certificate is malformed")
+        }
+        let serial = fields[fields.startIndex]
+        let issuer = fields[fields.startIndex + 2]
+        self.serial = der[serial.contentStart..<serial.contentEnd]
+        self.issuer = der[issuer.start(in: reader)..<issuer.end]
+    }
+}
+
 /// The one SignerInfo of a receipt (RFC 5652 §5.3).
 struct SignerInfo: Sendable {
     /// How the signer names its certificate.
     enum Identifier: Sendable {
-        case issuerAndSerialNumber(issuer: DistinguishedName, serial: [UInt8])
+        /// The issuer's Name as encoded (compared byte for byte) and the serial number's INTEGER content.
+        case issuerAndSerialNumber(issuer: ArraySlice<UInt8>, serial: ArraySlice<UInt8>)
         case subjectKeyIdentifier([UInt8])
     }
 
@@ -98,15 +117,9 @@ struct SignerInfo: Sendable {
             guard parts.count == 2, parts[1].tag == 0x02 else {
                 throw ReceiptError(.malformedContainer, "IssuerAndSerialNumber is malformed")
             }
-            let issuer: DistinguishedName
-            do {
-                issuer = try DistinguishedName(
-                    derEncoded: Array(reader.bytes[parts[0].start(in: reader)..<parts[0].end]))
-            } catch {
-                throw ReceiptError(.malformedContainer, "signer issuer name is malformed")
-            }
             identifier = .issuerAndSerialNumber(
-                issuer: issuer, serial: Array(reader.bytes[parts[1].contentStart..<parts[1].contentEnd]))
+                issuer: reader.bytes[parts[0].start(in: reader)..<parts[0].end],
+                serial: reader.bytes[parts[1].contentStart..<parts[1].contentEnd])
         } else if sid.tag == 0x80 || sid.tag == 0xA0 {
             identifier = .subjectKeyIdentifier(Array(try reader.octets(of: sid, depth: 5)))
         } else {

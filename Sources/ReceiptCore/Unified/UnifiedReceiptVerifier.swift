@@ -34,9 +34,8 @@ struct UnifiedReceiptVerifier: Sendable {
         }
 
         let carried = try chains.certificates(container.certificates)
-        guard let signerIndex = carried.certificates.firstIndex(where: { Self.matches($0, signer.identifier) }) else {
-            throw ReceiptError(.invalidChain, "the receipt does not carry its signer's certificate")
-        }
+        let signerIndex = try Self.signerIndex(
+            signer.identifier, carried: container.certificates, parsed: carried.certificates)
         guard
             carried.certificates[signerIndex].publicKey.isValidSignature(
                 signer.signature, for: signedBytes, signatureAlgorithm: algorithm)
@@ -60,20 +59,34 @@ struct UnifiedReceiptVerifier: Sendable {
         }
     }
 
-    /// Whether `certificate` is the one the signer names.
-    static func matches(_ certificate: Certificate, _ identifier: SignerInfo.Identifier) -> Bool {
+    /// Which carried certificate the signer names: by issuer Name (byte for byte) and serial number, or by subject
+    /// key identifier.
+    static func signerIndex(_ identifier: SignerInfo.Identifier, carried: [[UInt8]], parsed: [Certificate]) throws
+        -> Int
+    {
+        let index: Int?
         switch identifier {
         case .issuerAndSerialNumber(let issuer, let serial):
-            return certificate.issuer == issuer
-                && withoutLeadingZeros(certificate.serialNumber.bytes) == withoutLeadingZeros(serial[...])
-        case .subjectKeyIdentifier(let identifier):
-            do {
-                return try certificate.extensions.subjectKeyIdentifier.map { Array($0.keyIdentifier) == identifier }
-                    ?? false
-            } catch {
-                return false  // a malformed extension names nothing
+            index = try carried.firstIndex { der in
+                let identity = try CertificateIdentity(der: der)
+                return identity.issuer.elementsEqual(issuer)
+                    && withoutLeadingZeros(identity.serial).elementsEqual(withoutLeadingZeros(serial))
+            }
+        case .subjectKeyIdentifier(let keyIdentifier):
+            index = parsed.firstIndex { certificate in
+                do {
+                    return try certificate.extensions.subjectKeyIdentifier.map {
+                        $0.keyIdentifier.elementsEqual(keyIdentifier)
+                    } ?? false
+                } catch {
+                    return false  // a malformed extension names nothing
+                }
             }
         }
+        guard let index else {
+            throw ReceiptError(.invalidChain, "the receipt does not carry its signer's certificate")
+        }
+        return index
     }
 
     private static func withoutLeadingZeros(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
