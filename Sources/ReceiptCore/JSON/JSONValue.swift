@@ -38,6 +38,12 @@ public struct JSONObject: Sendable, Hashable, ExpressibleByDictionaryLiteral {
     /// An empty object.
     public init() { members = [] }
 
+    /// An empty object with room for `capacity` members.
+    public init(capacity: Int) {
+        members = []
+        members.reserveCapacity(capacity)
+    }
+
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         members = []
         for (key, value) in elements { self[key] = value }

@@ -64,7 +64,7 @@ public struct ReceiptPayload: Sendable, Equatable {
         guard let created = creationDate, let creationDate = created else {
             throw ReceiptError(.malformedPayload, "receipt payload has no creation date (field 12)")
         }
-        var json = JSONObject()
+        var json = JSONObject(capacity: 24)
         json.append("receipt_type", .string(receiptType ?? ""))
         json.append("adam_id", .integer(appItemID ?? 0))
         json.append("app_item_id", .integer(appItemID ?? 0))
@@ -133,7 +133,7 @@ public struct ReceiptPayload: Sendable, Equatable {
         // Apple's defaults, as its answers show them: `original_transaction_id` and `is_trial_period` are always
         // present; `is_in_intro_offer_period` is present for subscriptions (those with an expiry date);
         // `web_order_line_item_id` is left out when zero (consumables and other non-subscriptions).
-        var json = JSONObject()
+        var json = JSONObject(capacity: 20)
         if let quantity { json.append("quantity", .string(String(quantity))) }
         if let productID { json.append("product_id", .string(productID)) }
         if let transactionID { json.append("transaction_id", .string(transactionID)) }
