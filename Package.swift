@@ -109,7 +109,11 @@ let package = Package(
         // Single-core verifier throughput: `swift run -c release ReceiptBench` (docs/performance.md).
         .executableTarget(
             name: "ReceiptBench",
-            dependencies: ["ReceiptCore", "ReceiptTestKit"],
+            dependencies: [
+                "ReceiptCore", "ReceiptTestKit",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             path: "Benchmarks/ReceiptBench",
             swiftSettings: strictness
         ),

@@ -1,3 +1,5 @@
+import Crypto
+import _CryptoExtras
 import Foundation
 import ReceiptCore
 import ReceiptTestKit
@@ -10,9 +12,17 @@ import ReceiptTestKit
 struct ReceiptBench {
     struct Case {
         let name: String
-        let verifier: ReceiptVerifier
-        let input: ReceiptInput
-        let allowTestData: Bool
+        let run: () throws -> Void
+
+        init(name: String, verifier: ReceiptVerifier, input: ReceiptInput, allowTestData: Bool) {
+            self.name = name
+            run = { _ = try verifier.verify(input, allowTestData: allowTestData) }
+        }
+
+        init(name: String, run: @escaping () throws -> Void) {
+            self.name = name
+            self.run = run
+        }
     }
 
     static func main() throws {
@@ -41,6 +51,25 @@ struct ReceiptBench {
                 name: "JWS ES256", verifier: ReceiptVerifier(anchors: try TrustAnchors(encoded: [p256.rootDER])),
                 input: try ReceiptInput.decode(try JWSBuilder().build(signedBy: p256)), allowTestData: true))
 
+        // Reference rows: one bare signature check each, the floor under every receipt and JWS.
+        let ecdsaKey = P256.Signing.PrivateKey()
+        let message = Array(repeating: UInt8(7), count: 1_024)
+        let ecdsaSignature = try ecdsaKey.signature(for: message)
+        cases.append(
+            Case(name: "reference: one P-256 ECDSA verification") {
+                guard ecdsaKey.publicKey.isValidSignature(ecdsaSignature, for: message) else { throw BenchError() }
+            })
+
+        let rsaKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let rsaSignature = try rsaKey.signature(for: SHA256.hash(data: message), padding: .insecurePKCS1v1_5)
+        cases.append(
+            Case(name: "reference: one RSA-2048 PKCS#1 v1.5 verification") {
+                guard
+                    rsaKey.publicKey.isValidSignature(
+                        rsaSignature, for: SHA256.hash(data: message), padding: .insecurePKCS1v1_5)
+                else { throw BenchError() }
+            })
+
         let fixtures = URL(
             fileURLWithPath: ProcessInfo.processInfo.environment["RECEIPTVERIFY_FIXTURES"] ?? "../shared/fixtures")
         if FileManager.default.fileExists(atPath: fixtures.path) {
@@ -68,9 +97,7 @@ struct ReceiptBench {
         let clock = ContinuousClock()
         for benchmark in cases where filter.map({ benchmark.name.contains($0) }) ?? true {
             // Warm up: fills the chain cache, as a steady-state server would have it.
-            for _ in 0..<200 {
-                _ = try benchmark.verifier.verify(benchmark.input, allowTestData: benchmark.allowTestData)
-            }
+            for _ in 0..<200 { try benchmark.run() }
             // Five rounds; the median resists a noisy neighbour on a shared machine.
             var rates: [Double] = []
             for _ in 0..<5 {
@@ -78,9 +105,7 @@ struct ReceiptBench {
                 let deadline = start.advanced(by: .milliseconds(Int(seconds * 200)))
                 var count = 0
                 while clock.now < deadline {
-                    for _ in 0..<20 {
-                        _ = try benchmark.verifier.verify(benchmark.input, allowTestData: benchmark.allowTestData)
-                    }
+                    for _ in 0..<20 { try benchmark.run() }
                     count += 20
                 }
                 let elapsed = start.duration(to: clock.now)
@@ -96,3 +121,6 @@ struct ReceiptBench {
         }
     }
 }
+
+/// A reference signature did not verify: the benchmark itself is broken.
+struct BenchError: Error {}
