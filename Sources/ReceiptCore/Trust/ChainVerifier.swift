@@ -99,14 +99,7 @@ final class ChainVerifier: Sendable {
         if !chain.anchorIsApple && !allowTestData {
             throw ReceiptError(.testDataNotAllowed, "the chain ends at a test root, and test data is not allowed")
         }
-        for (notBefore, notAfter) in chain.windows {
-            if date < notBefore {
-                throw ReceiptError(.notYetValidAtSigningDate, "a certificate was not yet valid at the signing date")
-            }
-            if date > notAfter {
-                throw ReceiptError(.expiredAtSigningDate, "a certificate had expired at the signing date")
-            }
-        }
+        try Self.check(chain.windows, at: date)
         return chain
     }
 
@@ -165,18 +158,24 @@ final class ChainVerifier: Sendable {
         if !anchor.isApple && !allowTestData {
             throw ReceiptError(.testDataNotAllowed, "the chain ends at a test root, and test data is not allowed")
         }
-        for (notBefore, notAfter) in [
-            (leaf.notValidBefore, leaf.notValidAfter),
-            (anchor.certificate.notValidBefore, anchor.certificate.notValidAfter),
-        ] {
+        try Self.check(
+            [
+                (leaf.notValidBefore, leaf.notValidAfter),
+                (anchor.certificate.notValidBefore, anchor.certificate.notValidAfter),
+            ], at: date)
+        return anchor
+    }
+
+    /// Every certificate's validity window must contain the signing date.
+    private static func check(_ windows: [(Date, Date)], at date: Date) throws {
+        for (notBefore, notAfter) in windows {
             if date < notBefore {
-                throw ReceiptError(.notYetValidAtSigningDate, "a certificate was not yet valid at the purchase date")
+                throw ReceiptError(.notYetValidAtSigningDate, "a certificate was not yet valid at the signing date")
             }
             if date > notAfter {
-                throw ReceiptError(.expiredAtSigningDate, "a certificate had expired at the purchase date")
+                throw ReceiptError(.expiredAtSigningDate, "a certificate had expired at the signing date")
             }
         }
-        return anchor
     }
 
     /// Apple's marker extensions: on the leaf, and on the certificate that issued it.
