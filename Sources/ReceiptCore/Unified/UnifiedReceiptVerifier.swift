@@ -69,8 +69,8 @@ struct UnifiedReceiptVerifier: Sendable {
         case .issuerAndSerialNumber(let issuer, let serial):
             index = try carried.firstIndex { der in
                 let identity = try CertificateIdentity(der: der)
-                return identity.issuer.elementsEqual(issuer)
-                    && withoutLeadingZeros(identity.serial).elementsEqual(withoutLeadingZeros(serial))
+                // DER INTEGERs are minimal, so equal serial numbers have equal content octets (as openssl compares).
+                return identity.serial.elementsEqual(serial) && identity.issuer.elementsEqual(issuer)
             }
         case .subjectKeyIdentifier(let keyIdentifier):
             index = parsed.firstIndex { certificate in
@@ -89,7 +89,4 @@ struct UnifiedReceiptVerifier: Sendable {
         return index
     }
 
-    private static func withoutLeadingZeros(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-        bytes.drop(while: { $0 == 0 })
-    }
 }
