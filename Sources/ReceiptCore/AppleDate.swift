@@ -46,14 +46,6 @@ public enum AppleDate {
         return format(seconds: seconds + offset, suffix: " America/Los_Angeles")
     }
 
-    /// The three members Apple writes for a date field named `name`: `name`, `name_ms`, `name_pst`.
-    public static func members(_ name: String, milliseconds: Int64) -> [(String, JSONValue)] {
-        [
-            (name, .string(gmt(milliseconds: milliseconds))), (name + "_ms", .string(String(milliseconds))),
-            (name + "_pst", .string(pacific(milliseconds: milliseconds))),
-        ]
-    }
-
     /// The three member names of a date field: `name`, `name_ms`, `name_pst`, built once.
     public struct Field: Sendable {
         let name: String
