@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.29.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.24.0"),
     ],
     targets: [
         // Pure verification core: no I/O, no clock, no logging.
@@ -45,7 +46,21 @@ let package = Package(
             dependencies: [
                 "ReceiptCore",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictness
+        ),
+        // Apple's servers over HTTP: the `verifyReceipt` client behind ReceiptService's `AppleReceiptVerifying`.
+        .target(
+            name: "AppleClients",
+            dependencies: [
+                "ReceiptCore",
+                "ReceiptService",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strictness
         ),
@@ -72,8 +87,10 @@ let package = Package(
         .target(
             name: "ReceiptServer",
             dependencies: [
+                "ReceiptCore",
                 "ReceiptService",
                 "ReceiptStore",
+                "AppleClients",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -88,6 +105,7 @@ let package = Package(
                 "ReceiptService",
                 "ReceiptStore",
                 "ReceiptServer",
+                "AppleClients",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -160,6 +178,19 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictness
+        ),
+        // End to end over real sockets: the `serve` binary, a fake Apple, both stores.
+        .testTarget(
+            name: "APITests",
+            dependencies: [
+                "ReceiptCore", "ReceiptTestKit", "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strictness
         ),

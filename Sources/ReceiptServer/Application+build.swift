@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import Logging
 import ReceiptService
@@ -10,14 +11,17 @@ public typealias ServerContext = BasicRequestContext
 /// Builds the HTTP application over a store that is already migrated and whose master key has been checked.
 ///
 /// - Parameters:
-///   - configuration: where to listen.
+///   - configuration: where to listen, body limit, authentication cache.
 ///   - tenancy: accounts, keys and apps.
+///   - verification: the local verifier and Apple client, as the apps' modes need them.
 ///   - services: long-running services the application runs beside the server (a PostgreSQL pool, …).
 ///   - logger: the application's logger.
 public func buildApplication(
-    configuration: ServerConfiguration, tenancy: TenancyService, services: [any Service] = [], logger: Logger
+    configuration: ServerConfiguration, tenancy: TenancyService, verification: VerificationService,
+    services: [any Service] = [], logger: Logger
 ) -> Application<RouterResponder<ServerContext>> {
     let router = Router(context: ServerContext.self)
+    router.add(middleware: JSONErrorMiddleware())
     router.get("/healthz") { _, _ in HealthStatus(status: "ok") }
     router.get("/readyz") { _, _ -> HealthStatus in
         do {
@@ -27,6 +31,18 @@ public func buildApplication(
             throw HTTPError(.serviceUnavailable, message: "database unavailable")
         }
         return HealthStatus(status: "ready")
+    }
+
+    let endpoint = VerificationEndpoint(
+        authenticator: Authenticator(tenancy: tenancy, cacheTTL: configuration.authenticationCacheTTL),
+        verification: verification, maximumBodySize: configuration.maximumBodySize, logger: logger)
+    for kind in [VerificationEndpoint.Kind.plain, .encrypted] {
+        router.post(RouterPath(kind.rawValue)) { request, _ in await endpoint.respond(to: request, kind: kind) }
+        for method in [HTTPRequest.Method.get, .put, .patch, .delete, .head, .options] {
+            router.on(RouterPath(kind.rawValue), method: method) { _, _ -> Response in
+                throw HTTPError(.methodNotAllowed)
+            }
+        }
     }
     return Application(
         router: router,

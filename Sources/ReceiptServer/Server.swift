@@ -1,41 +1,63 @@
+import AppleClients
 import Hummingbird
 import Logging
+import ReceiptCore
 import ReceiptService
 import ReceiptStore
 import ServiceLifecycle
 
-/// Runs the service until SIGTERM or SIGINT: opens and migrates the store, checks the master key, serves HTTP,
-/// and on a signal finishes in-flight requests before returning.
+/// Runs the service until SIGTERM or SIGINT: loads the trust anchors, opens and migrates the store, checks the master
+/// key, serves HTTP, and on a signal finishes in-flight requests before returning.
 public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, logger: Logger) async throws {
     logger.info(
         "starting receiptverify",
         metadata: [
             "database": "\(configuration.store.redacted)", "address": "\(configuration.hostname):\(configuration.port)",
         ])
-    switch configuration.store {
-    case .sqlite(let path):
-        let store = try await SQLiteStore.open(path: path, logger: logger)
-        do {
+    let verifier: ReceiptVerifier?
+    if let directory = configuration.trustAnchorDirectory {
+        verifier = ReceiptVerifier(anchors: try TrustAnchorDirectory.load(directory))
+        logger.info("trust anchors loaded", metadata: ["trust_anchors": "\(directory)"])
+    } else {
+        verifier = nil
+        logger.warning("no trust anchors: local verification answers 500 until a directory is configured")
+    }
+    let apple = VerifyReceiptClient(configuration: configuration.apple)
+    let verification = VerificationService(verifier: verifier, apple: apple)
+    do {
+        switch configuration.store {
+        case .sqlite(let path):
+            let store = try await SQLiteStore.open(path: path, logger: logger)
+            do {
+                try await serve(
+                    store: store, services: [], verification: verification, configuration: configuration,
+                    masterKey: masterKey, logger: logger)
+                try await store.close()
+            } catch {
+                try? await store.close()
+                throw error
+            }
+        case .postgres(let url):
+            let store = try PostgresStore(url: url, logger: logger)
             try await serve(
-                store: store, services: [], configuration: configuration, masterKey: masterKey, logger: logger)
-            try await store.close()
-        } catch {
-            try? await store.close()
-            throw error
+                store: store, services: [store], verification: verification, configuration: configuration,
+                masterKey: masterKey, logger: logger)
         }
-    case .postgres(let url):
-        let store = try PostgresStore(url: url, logger: logger)
-        try await serve(
-            store: store, services: [store], configuration: configuration, masterKey: masterKey, logger: logger)
+        try await apple.shutdown()
+    } catch {
+        try? await apple.shutdown()
+        throw error
     }
 }
 
 private func serve(
-    store: any TenancyStore, services: [any Service], configuration: ServerConfiguration, masterKey: MasterKey,
-    logger: Logger
+    store: any TenancyStore, services: [any Service], verification: VerificationService,
+    configuration: ServerConfiguration, masterKey: MasterKey, logger: Logger
 ) async throws {
     let tenancy = TenancyService(store: store, masterKey: masterKey)
-    var app = buildApplication(configuration: configuration, tenancy: tenancy, services: services, logger: logger)
+    var app = buildApplication(
+        configuration: configuration, tenancy: tenancy, verification: verification, services: services,
+        logger: logger)
     app.beforeServerStarts {
         try await store.migrate()
         try await tenancy.checkMasterKey()

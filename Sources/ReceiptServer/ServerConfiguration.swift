@@ -1,3 +1,4 @@
+import AppleClients
 import Logging
 import ReceiptStore
 
@@ -11,6 +12,14 @@ import ReceiptStore
 /// | `--master-key-file` / `RECEIPTVERIFY_MASTER_KEY_FILE` | `receiptverify.key` | key file, created (0600) on first run |
 /// | `RECEIPTVERIFY_MASTER_KEY` | — | the master key as base64 (32 bytes); overrides the key file |
 /// | `--log-level` / `RECEIPTVERIFY_LOG_LEVEL` | `info` | `trace` … `critical` |
+/// | `--trust-anchors` / `RECEIPTVERIFY_TRUST_ANCHORS` | `apple-roots` | directory of root certificates for local verification |
+/// | `--max-body-size` / `RECEIPTVERIFY_MAX_BODY_SIZE` | `2097152` | largest request body, in bytes (413 beyond) |
+/// | `--auth-cache-ttl` / `RECEIPTVERIFY_AUTH_CACHE_TTL` | `5` | seconds a key/app lookup is reused (0: off) |
+/// | `--apple-production-url` / `RECEIPTVERIFY_APPLE_PRODUCTION_URL` | Apple's | `verifyReceipt` production URL |
+/// | `--apple-sandbox-url` / `RECEIPTVERIFY_APPLE_SANDBOX_URL` | Apple's | `verifyReceipt` sandbox URL |
+/// | `--apple-connect-timeout` / `RECEIPTVERIFY_APPLE_CONNECT_TIMEOUT` | `3` | seconds to open a connection to Apple |
+/// | `--apple-timeout` / `RECEIPTVERIFY_APPLE_TIMEOUT` | `15` | seconds for a whole exchange with Apple, retries included |
+/// | `--apple-attempts` / `RECEIPTVERIFY_APPLE_ATTEMPTS` | `3` | attempts per environment on retryable failures |
 public struct ServerConfiguration: Sendable {
     /// The address to listen on.
     public var hostname: String
@@ -18,13 +27,27 @@ public struct ServerConfiguration: Sendable {
     public var port: Int
     /// Where tenancy data lives.
     public var store: StoreLocation
+    /// The directory of trust anchors; nil runs without local verification (apps in `local` mode get 500).
+    public var trustAnchorDirectory: String?
+    /// The largest request body accepted, in bytes.
+    public var maximumBodySize: Int
+    /// How long a successful key/app lookup is reused.
+    public var authenticationCacheTTL: Duration
+    /// How Apple's `verifyReceipt` is reached.
+    public var apple: VerifyReceiptConfiguration
 
     /// Creates a configuration.
     public init(
-        hostname: String = "127.0.0.1", port: Int = 8080, store: StoreLocation = .sqlite(path: "receiptverify.sqlite")
+        hostname: String = "127.0.0.1", port: Int = 8080, store: StoreLocation = .sqlite(path: "receiptverify.sqlite"),
+        trustAnchorDirectory: String? = nil, maximumBodySize: Int = 2 << 20,
+        authenticationCacheTTL: Duration = .seconds(5), apple: VerifyReceiptConfiguration = .init()
     ) {
         self.hostname = hostname
         self.port = port
         self.store = store
+        self.trustAnchorDirectory = trustAnchorDirectory
+        self.maximumBodySize = maximumBodySize
+        self.authenticationCacheTTL = authenticationCacheTTL
+        self.apple = apple
     }
 }

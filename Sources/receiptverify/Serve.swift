@@ -1,3 +1,4 @@
+import AppleClients
 import ArgumentParser
 import Foundation
 import Logging
@@ -12,8 +13,37 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Address to listen on. Env: RECEIPTVERIFY_HOSTNAME. Default: 127.0.0.1")
     var hostname: String?
 
-    @Option(help: "TCP port to listen on. Env: RECEIPTVERIFY_PORT. Default: 8080")
-    var port: Int?
+    @Option(help: "TCP port to listen on (0: any free port). Env: RECEIPTVERIFY_PORT. Default: 8080")
+    var port: String?
+
+    @Option(
+        help:
+            "Directory of trust anchor certificates for local verification. Env: RECEIPTVERIFY_TRUST_ANCHORS. Default: apple-roots (if present)"
+    )
+    var trustAnchors: String?
+
+    @Option(help: "Largest request body in bytes (413 beyond). Env: RECEIPTVERIFY_MAX_BODY_SIZE. Default: 2097152")
+    var maxBodySize: String?
+
+    @Option(
+        help: "Seconds an API key/app lookup is reused (0: off). Env: RECEIPTVERIFY_AUTH_CACHE_TTL. Default: 5")
+    var authCacheTTL: String?
+
+    @Option(help: "Apple's verifyReceipt production URL. Env: RECEIPTVERIFY_APPLE_PRODUCTION_URL. Default: Apple's")
+    var appleProductionURL: String?
+
+    @Option(help: "Apple's verifyReceipt sandbox URL. Env: RECEIPTVERIFY_APPLE_SANDBOX_URL. Default: Apple's")
+    var appleSandboxURL: String?
+
+    @Option(help: "Seconds to open a connection to Apple. Env: RECEIPTVERIFY_APPLE_CONNECT_TIMEOUT. Default: 3")
+    var appleConnectTimeout: String?
+
+    @Option(
+        help: "Seconds for a whole exchange with Apple, retries included. Env: RECEIPTVERIFY_APPLE_TIMEOUT. Default: 15")
+    var appleTimeout: String?
+
+    @Option(help: "Attempts per Apple environment on retryable failures. Env: RECEIPTVERIFY_APPLE_ATTEMPTS. Default: 3")
+    var appleAttempts: String?
 
     @OptionGroup var options: GlobalOptions
 
@@ -22,20 +52,44 @@ struct Serve: AsyncParsableCommand {
             let environment = ProcessInfo.processInfo.environment
             var logger = try options.logger()
             if options.logLevel == nil, environment["RECEIPTVERIFY_LOG_LEVEL"] == nil { logger.logLevel = .info }
-            guard let port = try port ?? environment["RECEIPTVERIFY_PORT"].map(parsePort) ?? 8080,
-                (0...65535).contains(port)
-            else { throw CommandFailure("port must be 0-65535") }
+            func setting(_ flag: String?, _ name: String) -> (text: String, name: String)? {
+                if let flag { return (flag, "--" + name) }
+                let variable = "RECEIPTVERIFY_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
+                return environment[variable].map { ($0, variable) }
+            }
+            func number(_ flag: String?, _ name: String, _ range: ClosedRange<Int>, default value: Int) throws -> Int {
+                guard let (text, source) = setting(flag, name) else { return value }
+                guard let number = Int(text), range.contains(number) else {
+                    throw CommandFailure("\(source) must be a whole number in \(range.lowerBound)...\(range.upperBound)")
+                }
+                return number
+            }
+            func url(_ flag: String?, _ name: String, default value: String) throws -> String {
+                guard let (text, source) = setting(flag, name) else { return value }
+                guard let parsed = URL(string: text), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil
+                else { throw CommandFailure("\(source) must be an http(s) URL") }
+                return text
+            }
+            let defaults = VerifyReceiptConfiguration()
+            let apple = VerifyReceiptConfiguration(
+                productionURL: try url(appleProductionURL, "apple-production-url", default: defaults.productionURL),
+                sandboxURL: try url(appleSandboxURL, "apple-sandbox-url", default: defaults.sandboxURL),
+                connectTimeout: .seconds(try number(appleConnectTimeout, "apple-connect-timeout", 1...300, default: 3)),
+                totalTimeout: .seconds(try number(appleTimeout, "apple-timeout", 1...600, default: 15)),
+                maximumAttempts: try number(appleAttempts, "apple-attempts", 1...10, default: 3))
+            // The default directory is optional, so a fresh machine can start; one that is asked for must load.
+            let anchors = setting(trustAnchors, "trust-anchors")?.text
+                ?? (FileManager.default.fileExists(atPath: "apple-roots") ? "apple-roots" : nil)
             let configuration = ServerConfiguration(
-                hostname: hostname ?? environment["RECEIPTVERIFY_HOSTNAME"] ?? "127.0.0.1", port: port,
-                store: options.storeLocation)
+                hostname: setting(hostname, "hostname")?.text ?? "127.0.0.1",
+                port: try number(port, "port", 0...65535, default: 8080), store: options.storeLocation,
+                trustAnchorDirectory: anchors,
+                maximumBodySize: try number(maxBodySize, "max-body-size", 1024...(64 << 20), default: 2 << 20),
+                authenticationCacheTTL: .seconds(try number(authCacheTTL, "auth-cache-ttl", 0...3600, default: 5)),
+                apple: apple)
             let (masterKey, _) = try options.masterKeySource.load()
             try await runServer(configuration: configuration, masterKey: masterKey, logger: logger)
         }
-    }
-
-    private func parsePort(_ text: String) throws -> Int? {
-        guard let port = Int(text) else { throw CommandFailure("RECEIPTVERIFY_PORT must be a number") }
-        return port
     }
 }
 

@@ -1,13 +1,15 @@
 /// A strict JSON reader (RFC 8259) that keeps object key order and tells integers from other numbers.
 ///
 /// Used on untrusted input (JWS headers and payloads): nesting is limited and every malformed byte is an error.
-enum JSONParser {
+public enum JSONParser {
     /// Deepest nesting accepted.
-    static let maximumDepth = 64
+    public static let maximumDepth = 64
 
-    struct Failure: Error {}
+    /// The text is not JSON (or nests deeper than ``maximumDepth``).
+    public struct Failure: Error, Sendable {}
 
-    static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
+    /// Parses one JSON value that must fill `bytes` (surrounding whitespace allowed).
+    public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
         var reader = Reader(bytes: Array(bytes))
         reader.skipWhitespace()
         let value = try reader.value(depth: 0)

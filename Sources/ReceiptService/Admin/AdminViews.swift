@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptCore
 
 /// What operators see of an account; never holds a secret.
 public struct AccountView: Codable, Sendable, Equatable {

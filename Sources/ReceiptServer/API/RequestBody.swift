@@ -1,0 +1,162 @@
+import Foundation
+import ReceiptCore
+import ReceiptService
+
+/// Reads a `/api` body, form-urlencoded or JSON, into a ``VerificationRequest``.
+///
+/// Apple's spellings (`receipt-data`, `exclude-old-transactions`) are accepted beside ours, so a client written
+/// for `verifyReceipt` can switch by changing the URL and adding its credentials.
+enum RequestBody {
+    /// The body's media type.
+    enum Format {
+        case form
+        case json
+    }
+
+    /// Why a body could not be read; `field` names the culprit for the log.
+    struct Unreadable: Error {
+        let reason: String
+    }
+
+    /// The format named by a `Content-Type` header, or nil when it is neither form nor JSON.
+    static func format(contentType: String?) -> Format? {
+        guard let contentType else { return nil }
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        switch mediaType {
+        case "application/json": return .json
+        case "application/x-www-form-urlencoded": return .form
+        default: return nil
+        }
+    }
+
+    /// The request the body holds.
+    static func decode(_ bytes: some Collection<UInt8>, as format: Format) throws(Unreadable) -> VerificationRequest {
+        let fields: [String: Field]
+        switch format {
+        case .form: fields = try formFields(bytes)
+        case .json: fields = try jsonFields(bytes)
+        }
+        var request = VerificationRequest()
+        request.apiKey = try fields.text("apikey")
+        request.token = try fields.text("token")
+        request.receipt = try fields.text("receipt", "receipt-data", limit: nil)
+        request.password = try fields.text("password")
+        request.excludeOldTransactions = try fields.flag("exclude_old_transactions", "exclude-old-transactions")
+        request.transactionID = try fields.text("transaction_id")
+        request.productID = try fields.text("product_id")
+        request.nonce = try fields.text("nonce", limit: VerificationRequest.maximumNonceLength)
+        return request
+    }
+
+    /// One field's value: form fields are always text; JSON ones keep their type.
+    enum Field {
+        case text(String)
+        case json(JSONValue)
+    }
+
+    private static func jsonFields(_ bytes: some Collection<UInt8>) throws(Unreadable) -> [String: Field] {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(bytes)
+        } catch {
+            throw Unreadable(reason: "the body is not JSON")
+        }
+        guard case .object(let object) = value else { throw Unreadable(reason: "the JSON body is not an object") }
+        var fields: [String: Field] = [:]
+        for member in object.members {
+            guard fields.updateValue(.json(member.value), forKey: member.key) == nil else {
+                throw Unreadable(reason: "field '\(printable(member.key))' is given twice")
+            }
+        }
+        return fields
+    }
+
+    private static func formFields(_ bytes: some Collection<UInt8>) throws(Unreadable) -> [String: Field] {
+        var fields: [String: Field] = [:]
+        for pair in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+            let key = try percentDecoded(parts[0])
+            let value = parts.count > 1 ? try percentDecoded(parts[1]) : ""
+            guard fields.updateValue(.text(value), forKey: key) == nil else {
+                throw Unreadable(reason: "field '\(printable(key))' is given twice")
+            }
+        }
+        return fields
+    }
+
+    /// `application/x-www-form-urlencoded` decoding: `+` is a space, `%XX` a byte; the result must be UTF-8.
+    private static func percentDecoded(_ bytes: some Collection<UInt8>) throws(Unreadable) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var iterator = bytes.makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+"): output.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    throw Unreadable(reason: "malformed percent-encoding")
+                }
+                output.append(high << 4 | low)
+            default: output.append(byte)
+            }
+        }
+        guard let text = String(validating: output, as: UTF8.self) else {
+            throw Unreadable(reason: "a form field is not UTF-8")
+        }
+        return text
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    /// A field name fit for a log line: printable ASCII, at most 40 characters.
+    static func printable(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.prefix(40).map { $0.isASCII && $0.value >= 0x20 ? $0 : "?" }))
+    }
+}
+
+extension [String: RequestBody.Field] {
+    /// The text of the first of `names` present; numbers are accepted as text (ids sent as JSON numbers).
+    fileprivate func text(
+        _ names: String..., limit: Int? = VerificationRequest.maximumFieldLength
+    ) throws(RequestBody.Unreadable) -> String? {
+        guard let name = names.first(where: { self[$0] != nil }), let field = self[name] else { return nil }
+        let text: String
+        switch field {
+        case .text(let value), .json(.string(let value)): text = value
+        case .json(.integer(let number)): text = String(number)
+        case .json(.null): return nil
+        case .json: throw RequestBody.Unreadable(reason: "field '\(name)' must be a string")
+        }
+        if let limit, text.utf8.count > limit {
+            throw RequestBody.Unreadable(reason: "field '\(name)' is longer than \(limit) bytes")
+        }
+        return text
+    }
+
+    /// The boolean of the first of `names` present: JSON `true`/`false`, or `true`/`false`/`1`/`0` as text.
+    fileprivate func flag(_ names: String...) throws(RequestBody.Unreadable) -> Bool {
+        guard let name = names.first(where: { self[$0] != nil }), let field = self[name] else { return false }
+        switch field {
+        case .json(.bool(let value)): return value
+        case .json(.null): return false
+        case .json(.integer(let number)) where number == 0 || number == 1: return number == 1
+        case .text(let value), .json(.string(let value)):
+            switch value.lowercased() {
+            case "true", "1": return true
+            case "false", "0", "": return false
+            default: break
+            }
+        default: break
+        }
+        throw RequestBody.Unreadable(reason: "field '\(name)' must be true or false")
+    }
+}

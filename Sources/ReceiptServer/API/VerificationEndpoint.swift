@@ -1,0 +1,172 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import ReceiptCore
+import ReceiptService
+
+/// `POST /api` and `POST /apiencrypted`: read the body, authenticate, check the plan, verify, answer.
+///
+/// Every answer is JSON with `status`, `description` and `request_id` (a successful `/apiencrypted` answer is that
+/// JSON sealed with the app's key). One info line per request is logged, never with the receipt, key or secrets.
+struct VerificationEndpoint: Sendable {
+    /// Which route.
+    enum Kind: String, Sendable {
+        case plain = "/api"
+        case encrypted = "/apiencrypted"
+    }
+
+    let authenticator: Authenticator
+    let verification: VerificationService
+    let maximumBodySize: Int
+    let logger: Logger
+
+    func respond(to request: Request, kind: Kind) async -> Response {
+        let started = ContinuousClock.now
+        let requestID = RequestID.generate()
+        var token: String?
+        var nonce: String?
+        var outcome: VerificationOutcome
+        var sealed: String?
+        do {
+            let parsed = try await read(request)
+            token = parsed.token
+            nonce = parsed.nonce
+            let caller = try await authenticator.authenticate(
+                apiKey: try bearerOrField(request, parsed.apiKey), token: parsed.token, logger: logger)
+            if kind == .encrypted, !caller.plan.includesEncryptedEndpoint {
+                throw ServiceError(.notInPlan, "plan '\(caller.plan.name)' does not include /apiencrypted")
+            }
+            var requestLogger = logger
+            requestLogger[metadataKey: "request_id"] = "\(requestID)"
+            outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
+            outcome.body["request_id"] = .string(requestID)
+            if kind == .encrypted, outcome.isValid {
+                sealed = try ResultSealing.seal(JSONValue.object(outcome.body).encoded, for: caller)
+            }
+        } catch {
+            outcome = Self.outcome(for: error)
+            if let nonce { outcome.body["nonce"] = .string(nonce) }
+            outcome.body["request_id"] = .string(requestID)
+        }
+        let response = Self.response(outcome, sealed: sealed, requestID: requestID)
+        log(outcome, request: request, kind: kind, token: token, requestID: requestID, started: started)
+        return response
+    }
+
+    private func read(_ request: Request) async throws -> VerificationRequest {
+        guard let format = RequestBody.format(contentType: request.headers[.contentType]) else {
+            throw HTTPFailure(status: ResponseStatus.unsupportedMediaType, reason: "unsupported content type")
+        }
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > maximumBodySize {
+            throw HTTPFailure(status: ResponseStatus.payloadTooLarge, reason: "Content-Length \(length)")
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: maximumBodySize)
+        } catch is NIOTooManyBytesError {
+            throw HTTPFailure(status: ResponseStatus.payloadTooLarge, reason: "body over \(maximumBodySize) bytes")
+        }
+        do {
+            return try RequestBody.decode(body.readableBytesView, as: format)
+        } catch {
+            throw HTTPFailure(status: ResponseStatus.badRequest, reason: error.reason)
+        }
+    }
+
+    /// The API key from `Authorization: Bearer …` or the `apikey` field; both present and different is refused.
+    private func bearerOrField(_ request: Request, _ field: String?) throws -> String? {
+        guard let header = request.headers[.authorization] else { return field }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw ServiceError(.unauthorized, "Authorization header is not a bearer token")
+        }
+        let bearer = parts[1].trimmingCharacters(in: .whitespaces)
+        if let field, field != bearer { throw ServiceError(.unauthorized, "apikey and bearer token differ") }
+        return bearer
+    }
+
+    /// The answer for a failure outside verification, through one exhaustive mapping of error codes.
+    static func outcome(for error: any Error) -> VerificationOutcome {
+        switch error {
+        case let failure as HTTPFailure:
+            return .failure(failure.status, detail: failure.reason)
+        case let error as ServiceError:
+            switch error.code {
+            case .unauthorized: return .failure(ResponseStatus.unauthorized, detail: error.reason)
+            case .notInPlan: return .failure(ResponseStatus.paymentRequired, detail: error.reason)
+            case .appleUnavailable:
+                return .failure(ResponseStatus.internalError, retryable: true, detail: error.reason)
+            case .storage: return .failure(ResponseStatus.internalError, retryable: true, detail: error.reason)
+            case .invalidArgument, .duplicateEmail, .unknownPlan, .unknownAccount, .unknownApp, .unknownKey,
+                .wrongMasterKey, .invalidMasterKey, .corruptSecret, .notConfigured:
+                return .failure(ResponseStatus.internalError, detail: "\(error.code.rawValue): \(error.reason)")
+            }
+        default:
+            return .failure(ResponseStatus.internalError, detail: "\(error)")
+        }
+    }
+
+    static func response(_ outcome: VerificationOutcome, sealed: String?, requestID: String) -> Response {
+        var headers = HTTPFields()
+        headers[RequestID.header] = requestID
+        headers[.cacheControl] = "no-store"
+        let bytes: [UInt8]
+        if let sealed {
+            headers[.contentType] = "text/plain; charset=utf-8"
+            bytes = Array(sealed.utf8)
+        } else {
+            headers[.contentType] = "application/json"
+            bytes = JSONValue.object(outcome.body).encoded
+        }
+        if outcome.status == ResponseStatus.methodNotAllowed { headers[.allow] = "POST" }
+        if outcome.status == ResponseStatus.unauthorized { headers[.wwwAuthenticate] = "Bearer" }
+        return Response(
+            status: .init(code: ResponseStatus.httpStatus(of: outcome.status)), headers: headers,
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    private func log(
+        _ outcome: VerificationOutcome, request: Request, kind: Kind, token: String?, requestID: String,
+        started: ContinuousClock.Instant
+    ) {
+        let elapsed = started.duration(to: .now)
+        let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+        var metadata: Logger.Metadata = [
+            "request_id": "\(requestID)", "http.route": "\(kind.rawValue)",
+            "http.status": "\(ResponseStatus.httpStatus(of: outcome.status))", "status": "\(outcome.status)",
+            "app.token": "\(token.map(RequestBody.printable) ?? "-")",
+            "latency_ms": "\(Double(microseconds) / 1000)", "verification.source": "\(outcome.source.rawValue)",
+        ]
+        if let detail = outcome.detail { metadata["reason"] = "\(detail)" }
+        if ResponseStatus.httpStatus(of: outcome.status) >= 500 {
+            logger.error("request failed", metadata: metadata)
+        } else {
+            logger.info("request", metadata: metadata)
+        }
+    }
+}
+
+/// A failure of the HTTP exchange itself (method, media type, size, unreadable body).
+struct HTTPFailure: Error {
+    let status: Int
+    let reason: String
+}
+
+/// Request ids: 96 random bits as hex, sent back in `X-Request-ID` and the body, and logged.
+enum RequestID {
+    static let header = HTTPField.Name("X-Request-ID")!
+
+    static func generate() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(24)
+        for _ in 0..<3 {
+            let word = generator.next()
+            for shift in stride(from: 28, through: 0, by: -4) { text.append(digits[Int((word >> UInt64(shift)) & 0xf)]) }
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}

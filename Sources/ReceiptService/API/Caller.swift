@@ -1,0 +1,18 @@
+import Foundation
+
+/// An authenticated caller of `/api`: the account, its plan, the key it used and the app it named, with the app's
+/// secrets opened. Only ``Authenticator`` makes one, so holding a `Caller` proves authentication passed.
+public struct Caller: Sendable {
+    /// The account that owns the API key and the app.
+    public let account: Account
+    /// The account's plan.
+    public let plan: Plan
+    /// The id of the API key that authenticated the request.
+    public let apiKeyID: UUID
+    /// The app named by `token`.
+    public let app: App
+    /// The app's 256-bit key for `/apiencrypted`.
+    let resultKey: [UInt8]
+    /// The app's shared secret for Apple's `verifyReceipt`, if it has one.
+    let sharedSecret: String?
+}

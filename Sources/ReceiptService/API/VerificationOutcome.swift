@@ -1,0 +1,45 @@
+import ReceiptCore
+
+/// The answer to one verification: its `status` and the JSON body a client reads, plus what the log needs.
+public struct VerificationOutcome: Sendable {
+    /// Where the verdict came from.
+    public enum Source: String, Sendable {
+        /// Our own verifier.
+        case local
+        /// Apple's `verifyReceipt`.
+        case apple
+        /// Neither: the request was refused before verification.
+        case none
+    }
+
+    /// Our `status` (0, one of Apple's codes, or an HTTP-like code).
+    public var status: Int
+    /// The answer, `request_id` not yet added.
+    public var body: JSONObject
+    /// Where the verdict came from.
+    public var source: Source
+    /// Why it failed, for the log only (never in the body).
+    public var detail: String?
+
+    /// Creates an outcome.
+    public init(status: Int, body: JSONObject, source: Source, detail: String? = nil) {
+        self.status = status
+        self.body = body
+        self.source = source
+        self.detail = detail
+    }
+
+    /// A failure answer: `status`, its fixed `description`, and `retryable: true` when a retry may succeed.
+    public static func failure(
+        _ status: Int, source: Source = .none, retryable: Bool = false, detail: String? = nil
+    ) -> VerificationOutcome {
+        var body = JSONObject(capacity: 4)
+        body.append("status", .integer(Int64(status)))
+        body.append("description", .string(ResponseStatus.description(of: status)))
+        if retryable { body.append("retryable", .bool(true)) }
+        return VerificationOutcome(status: status, body: body, source: source, detail: detail)
+    }
+
+    /// Whether the receipt was found valid.
+    public var isValid: Bool { status == 0 }
+}

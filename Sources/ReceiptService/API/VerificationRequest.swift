@@ -1,0 +1,42 @@
+/// What a client sent to `/api` or `/apiencrypted`, after the HTTP layer decoded the form or JSON body.
+///
+/// Field names follow DESIGN.md §2; the HTTP layer also accepts Apple's spellings (`receipt-data`, …).
+public struct VerificationRequest: Sendable, Equatable {
+    /// The account's API key (`apikey`, or `Authorization: Bearer …`).
+    public var apiKey: String?
+    /// The app's token.
+    public var token: String?
+    /// The receipt or JWS as the device produced it (base64 text, possibly damaged in transit).
+    public var receipt: String?
+    /// A shared secret for Apple's `verifyReceipt`, overriding the app's stored one.
+    public var password: String?
+    /// Apple's `exclude-old-transactions`: only the latest transaction of each subscription.
+    public var excludeOldTransactions: Bool
+    /// A transaction the receipt must hold (403 if it does not).
+    public var transactionID: String?
+    /// A product the receipt must hold (403 if it does not).
+    public var productID: String?
+    /// Echoed inside the answer, so a client can detect a replayed response.
+    public var nonce: String?
+
+    /// Creates a request; every field defaults to "not sent".
+    public init(
+        apiKey: String? = nil, token: String? = nil, receipt: String? = nil, password: String? = nil,
+        excludeOldTransactions: Bool = false, transactionID: String? = nil, productID: String? = nil,
+        nonce: String? = nil
+    ) {
+        self.apiKey = apiKey
+        self.token = token
+        self.receipt = receipt
+        self.password = password
+        self.excludeOldTransactions = excludeOldTransactions
+        self.transactionID = transactionID
+        self.productID = productID
+        self.nonce = nonce
+    }
+
+    /// The longest `nonce` accepted, in bytes.
+    public static let maximumNonceLength = 256
+    /// The longest `apikey`, `token`, `password`, `transaction_id` or `product_id` accepted, in bytes.
+    public static let maximumFieldLength = 256
+}

@@ -1,0 +1,145 @@
+import Foundation
+import Logging
+import ReceiptCore
+
+/// The decision from "a request of an authenticated caller" to an answer: decode the receipt, verify it locally or
+/// with Apple as the app's mode says, apply the app's checks, and shape the answer as Apple's `verifyReceipt` would.
+public struct VerificationService: Sendable {
+    /// The local verifier; nil when the operator configured no trust anchors.
+    public let verifier: ReceiptVerifier?
+    /// Apple's `verifyReceipt`; nil when the server runs without it.
+    public let apple: (any AppleReceiptVerifying)?
+
+    /// Creates the service.
+    public init(verifier: ReceiptVerifier?, apple: (any AppleReceiptVerifying)?) {
+        self.verifier = verifier
+        self.apple = apple
+    }
+
+    /// Verifies the request's receipt for `caller`; every outcome, failures included, is an answer.
+    public func verify(_ request: VerificationRequest, for caller: Caller, logger: Logger) async -> VerificationOutcome {
+        var outcome = await decide(request, for: caller, logger: logger)
+        if let nonce = request.nonce { outcome.body["nonce"] = .string(nonce) }
+        return outcome
+    }
+
+    private func decide(_ request: VerificationRequest, for caller: Caller, logger: Logger) async
+        -> VerificationOutcome
+    {
+        guard let text = request.receipt, !text.isEmpty else {
+            return .failure(VerificationStatus.malformed.rawValue, detail: "no receipt")
+        }
+        let input: ReceiptInput
+        do {
+            input = try ReceiptInput.decode(text)
+        } catch let error as ReceiptError {
+            return .failure(VerificationStatus(error).rawValue, detail: error.description)
+        } catch {
+            return .failure(ResponseStatus.internalError, detail: "receipt decoding: \(error)")
+        }
+
+        let useApple: Bool
+        switch (input.kind, caller.app.verificationMode) {
+        case (.jws, _), (_, .local): useApple = false
+        case (_, .apple): useApple = true
+        case (_, .localThenApple): useApple = verifier == nil
+        }
+        var outcome: VerificationOutcome
+        if useApple {
+            outcome = await verifyWithApple(input, request: request, caller: caller, logger: logger)
+        } else {
+            outcome = verifyLocally(input, request: request, caller: caller)
+            if caller.app.verificationMode == .localThenApple, outcome.detail?.hasPrefix(Self.noLocalVerdict) == true {
+                logger.debug("no local verdict; asking Apple", metadata: ["reason": "\(outcome.detail ?? "")"])
+                outcome = await verifyWithApple(input, request: request, caller: caller, logger: logger)
+            }
+        }
+        if outcome.isValid, !input.repairs.isEmpty {
+            outcome.body["repairs"] = .array(input.repairs.map { .string($0.rawValue) })
+        }
+        return outcome
+    }
+
+    /// The log prefix of a local failure that is not a verdict (missing anchors), so `local-then-apple` asks Apple.
+    private static let noLocalVerdict = "no local verdict"
+
+    // MARK: Local
+
+    private func verifyLocally(_ input: ReceiptInput, request: VerificationRequest, caller: Caller)
+        -> VerificationOutcome
+    {
+        guard let verifier else {
+            return .failure(
+                ResponseStatus.internalError, source: .local,
+                detail: "\(Self.noLocalVerdict): no trust anchors are configured")
+        }
+        let verified: VerifiedReceipt
+        do {
+            verified = try verifier.verify(input, allowTestData: caller.app.allowsTestData)
+        } catch let error as ReceiptError {
+            let prefix = error.code == .untrustedRoot ? "\(Self.noLocalVerdict): " : ""
+            return .failure(VerificationStatus(error).rawValue, source: .local, detail: prefix + error.description)
+        } catch {
+            return .failure(ResponseStatus.internalError, source: .local, detail: "local verification: \(error)")
+        }
+        if let rejection = TenantChecks.check(
+            bundleID: verified.bundleID, environment: verified.environment, isTestData: verified.isTestData,
+            items: TenantChecks.items(in: verified.receipt, latest: []), request: request, app: caller.app)
+        {
+            return .failure(ResponseStatus.rejected, source: .local, detail: rejection)
+        }
+        var body = verified.response
+        if verified.kind == .unifiedReceipt {
+            let latest = LatestReceiptInfo.subscriptions(
+                in: verified.receipt, excludingOld: request.excludeOldTransactions)
+            if !latest.isEmpty {
+                body.append("latest_receipt_info", .array(latest))
+                body.append("latest_receipt", .string(Data(input.bytes).base64EncodedString()))
+            }
+        }
+        return VerificationOutcome(status: 0, body: body, source: .local)
+    }
+
+    // MARK: Apple
+
+    private func verifyWithApple(
+        _ input: ReceiptInput, request: VerificationRequest, caller: Caller, logger: Logger
+    ) async -> VerificationOutcome {
+        guard let apple else {
+            return .failure(ResponseStatus.internalError, source: .apple, detail: "no Apple client is configured")
+        }
+        let answer: AppleReceiptAnswer
+        do {
+            answer = try await apple.verifyReceipt(
+                Data(input.bytes).base64EncodedString(), password: request.password ?? caller.sharedSecret,
+                excludeOldTransactions: request.excludeOldTransactions, logger: logger)
+        } catch let error as ServiceError {
+            return .failure(ResponseStatus.internalError, source: .apple, retryable: true, detail: error.description)
+        } catch {
+            return .failure(ResponseStatus.internalError, source: .apple, retryable: true, detail: "Apple: \(error)")
+        }
+        var body = answer.body
+        if answer.status == 0 {
+            let receipt = answer.body["receipt"]
+            let bundleID = receipt?["bundle_id"]?.stringValue ?? receipt?["bid"]?.stringValue ?? ""
+            let environment =
+                answer.body["environment"]?.stringValue.flatMap(AppStoreEnvironment.init(rawValue:))
+                ?? answer.answeredBy
+            let receiptObject: JSONObject
+            if case .object(let object)? = receipt { receiptObject = object } else { receiptObject = JSONObject() }
+            if let rejection = TenantChecks.check(
+                bundleID: bundleID, environment: environment, isTestData: false,
+                items: TenantChecks.items(in: receiptObject, latest: answer.body["latest_receipt_info"]?.arrayValue ?? []),
+                request: request, app: caller.app)
+            {
+                return .failure(ResponseStatus.rejected, source: .apple, detail: rejection)
+            }
+        }
+        // Apple's answer passes through unchanged; we add our fields after Apple's.
+        body["description"] = .string(ResponseStatus.description(of: answer.status))
+        if answer.isRetryable { body["retryable"] = .bool(true) }
+        return VerificationOutcome(
+            status: answer.status, body: body, source: .apple,
+            detail: answer.status == 0 ? nil : "Apple answered \(answer.status)")
+    }
+}
