@@ -138,7 +138,7 @@ let package = Package(
         .testTarget(
             name: "ReceiptCoreTests",
             dependencies: [
-                "ReceiptCore", "ReceiptTestKit",
+                "ReceiptCore", "ReceiptTestKit", "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -191,6 +191,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strictness
         ),

@@ -31,6 +31,17 @@ if [ -z "$PG_BIN" ]; then
     PG_BIN=$(find_pg_bin)
 fi
 
+# The encrypted-endpoint tests decrypt with independent tools: the openssl command and Python's cryptography.
+if ! command -v openssl >/dev/null 2>&1; then
+    [ "$(id -u)" -eq 0 ] || { log "openssl is missing; install it"; exit 1; }
+    log "installing openssl"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null
+fi
+if ! python3 -c 'import cryptography' >/dev/null 2>&1; then
+    log "installing Python's cryptography"
+    python3 -m pip install --quiet cryptography
+fi
+
 # The cluster runs as a non-root user: initdb refuses root.
 PG_DIR=$(mktemp -d /tmp/receiptverify-pg.XXXXXX)
 if [ "$(id -u)" -eq 0 ]; then

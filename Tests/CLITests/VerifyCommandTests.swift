@@ -5,13 +5,8 @@ import Testing
 /// `receiptverify verify` and `deploy/fetch-apple-roots.sh`, run as an operator runs them.
 @Suite struct VerifyCommandTests {
     static var fixtures: URL? {
-        let environment = ProcessInfo.processInfo.environment
-        let path =
-            environment["RECEIPTVERIFY_FIXTURES"]
-            ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../../shared/fixtures").standardized.path
-        if FileManager.default.fileExists(atPath: path) { return URL(fileURLWithPath: path) }
-        if environment["CI"] != nil { Issue.record("fixtures folder \(path) is missing under CI") }
+        if let directory = SharedFixtures.directory { return directory }
+        if SharedFixtures.isCI { Issue.record("fixtures folder \(SharedFixtures.path) is missing under CI") }
         return nil
     }
 

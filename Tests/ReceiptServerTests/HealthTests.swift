@@ -18,7 +18,10 @@ import Testing
         let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         try await StoreLocation.sqlite(path: path).withStore(logger: logger) { store in
             let tenancy = TenancyService(store: store, masterKey: MasterKey.generate())
-            try await body(buildApplication(configuration: ServerConfiguration(), tenancy: tenancy, logger: logger))
+            try await body(
+                buildApplication(
+                    configuration: ServerConfiguration(), tenancy: tenancy,
+                    verification: VerificationService(verifier: nil, apple: nil), logger: logger))
         }
     }
 

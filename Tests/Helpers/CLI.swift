@@ -1,33 +1,39 @@
 import Foundation
-import TestSupport
 
 /// The built `receiptverify` executable, run as an operator would run it, in a scratch directory.
-struct CLI: Sendable {
+public struct CLI: Sendable {
     /// The outcome of one command.
-    struct Outcome: Sendable {
-        let status: Int32
-        let stdout: String
-        let stderr: String
+    public struct Outcome: Sendable {
+        public let status: Int32
+        public let stdout: String
+        public let stderr: String
 
         /// Standard output decoded as JSON.
-        func json<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+        public func json<T: Decodable>(_ type: T.Type = T.self) throws -> T {
             try JSONDecoder().decode(T.self, from: Data(stdout.utf8))
         }
     }
 
-    let directory: URL
-    let database: String
-    var extraEnvironment: [String: String] = [:]
+    public let directory: URL
+    public let database: String
+    public var extraEnvironment: [String: String] = [:]
+
+    /// A CLI over `database`, run in `directory`.
+    public init(directory: URL, database: String, extraEnvironment: [String: String] = [:]) {
+        self.directory = directory
+        self.database = database
+        self.extraEnvironment = extraEnvironment
+    }
 
     /// The executable: `RECEIPTVERIFY_BIN`, or `receiptverify` beside the test bundle.
-    static var binary: URL {
+    public static var binary: URL {
         if let path = ProcessInfo.processInfo.environment["RECEIPTVERIFY_BIN"] { return URL(fileURLWithPath: path) }
         return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
             .appendingPathComponent("receiptverify")
     }
 
     /// The environment of every command: the test's, minus any RECEIPTVERIFY_ setting, plus this CLI's database.
-    var environment: [String: String] {
+    public var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("RECEIPTVERIFY_") }
         environment["RECEIPTVERIFY_DATABASE_URL"] = database
         environment["RECEIPTVERIFY_MASTER_KEY_FILE"] = directory.appendingPathComponent("master.key").path
@@ -36,7 +42,7 @@ struct CLI: Sendable {
     }
 
     /// Starts the executable with `arguments` in the scratch directory.
-    func start(_ arguments: [String], output: FileHandle? = nil) throws -> Process {
+    public func start(_ arguments: [String], output: FileHandle? = nil) throws -> Process {
         let process = Process()
         process.executableURL = Self.binary
         process.arguments = arguments
@@ -52,10 +58,10 @@ struct CLI: Sendable {
 
     /// Runs one command to completion.
     @discardableResult
-    func callAsFunction(_ arguments: String...) throws -> Outcome { try run(arguments) }
+    public func callAsFunction(_ arguments: String...) throws -> Outcome { try run(arguments) }
 
     /// Runs one command to completion, with `input` on its standard input.
-    func run(_ arguments: [String], input: Data? = nil) throws -> Outcome {
+    public func run(_ arguments: [String], input: Data? = nil) throws -> Outcome {
         let stdin = Pipe()
         let stdout = Pipe()
         let stderr = Pipe()
@@ -82,7 +88,7 @@ struct CLI: Sendable {
 }
 
 /// Runs `body` with a CLI over a fresh database of `kind` in a scratch directory.
-func withCLI<T: Sendable>(_ kind: StoreKind, _ body: @Sendable (CLI) async throws -> T) async throws -> T {
+public func withCLI<T: Sendable>(_ kind: StoreKind, _ body: @Sendable (CLI) async throws -> T) async throws -> T {
     try await withTemporaryDirectory { directory in
         switch kind {
         case .sqlite:

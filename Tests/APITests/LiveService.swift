@@ -1,0 +1,236 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import ReceiptCore
+import ReceiptTestKit
+import TestSupport
+import Testing
+
+/// The real `receiptverify serve` process on a free loopback port, over a fresh database, with a fake Apple, and an
+/// HTTP client to call it: what a customer's backend sees.
+struct LiveService: Sendable {
+    let cli: CLI
+    let baseURL: String
+    let apple: FakeApple
+    let http: HTTPClient
+    /// The receipt test PKI (RSA) and the JWS test PKI (P-256), whose roots are trust anchors of the service.
+    let pki: TestPKI
+    let jwsPKI: TestPKI
+    let log: URL
+    /// The `serve` process id, for signals.
+    let processID: Int32
+
+    /// One answer.
+    struct Answer: Sendable {
+        let httpStatus: Int
+        let headers: [(String, String)]
+        let body: [UInt8]
+
+        func header(_ name: String) -> String? {
+            headers.first { $0.0.lowercased() == name.lowercased() }?.1
+        }
+
+        /// The body as a JSON object.
+        func json() throws -> JSONObject {
+            guard case .object(let object) = try JSONParser.parse(body) else { throw SetupError("not an object") }
+            return object
+        }
+
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    /// POSTs `body` with a content type; `headers` are added.
+    func post(
+        _ path: String, body: String, contentType: String = "application/x-www-form-urlencoded",
+        headers: [(String, String)] = [], method: HTTPMethod = .POST
+    ) async throws -> Answer {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = method
+        request.headers.add(name: "Content-Type", value: contentType)
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if method == .POST { request.body = .bytes(ByteBuffer(string: body)) }
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 16 << 20)
+        return Answer(
+            httpStatus: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
+            body: Array(bytes.readableBytesView))
+    }
+
+    /// POSTs a form body in chunks, without a Content-Length (chunked transfer encoding).
+    func postStreamed(_ path: String = "/api", chunks: [String]) async throws -> Answer {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        let (stream, continuation) = AsyncStream.makeStream(of: ByteBuffer.self)
+        for chunk in chunks { continuation.yield(ByteBuffer(string: chunk)) }
+        continuation.finish()
+        request.body = .stream(stream, length: .unknown)
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 16 << 20)
+        return Answer(
+            httpStatus: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
+            body: Array(bytes.readableBytesView))
+    }
+
+    /// POSTs form fields, each percent-encoded.
+    func post(_ path: String = "/api", form fields: [(String, String)], headers: [(String, String)] = [])
+        async throws -> Answer
+    {
+        try await post(path, body: Self.form(fields), headers: headers)
+    }
+
+    /// POSTs a JSON object.
+    func post(_ path: String = "/api", json object: JSONObject, headers: [(String, String)] = []) async throws -> Answer {
+        try await post(path, body: JSONValue.object(object).encodedString, contentType: "application/json", headers: headers)
+    }
+
+    static func form(_ fields: [(String, String)]) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed)!)" }
+            .joined(separator: "&")
+    }
+
+    /// A tenant made with the CLI: its API key, app token and result key.
+    struct Tenant: Sendable {
+        let email: String
+        let apiKey: String
+        let token: String
+        let resultKey: [UInt8]
+    }
+
+    /// Creates an account on `plan` with one key and one app (`appArguments` are `app add` flags).
+    func tenant(plan: String = "pro", appArguments: [String] = []) throws -> Tenant {
+        let email = "t\(UInt32.random(in: 0...UInt32.max))@example.com"
+        try cli.expectSuccess(["account", "create", "--name", "Tenant", "--email", email, "--plan", plan])
+        let key = try cli.expectSuccess(["key", "create", "--account", email, "--json"]).jsonObject()
+        let app = try cli.expectSuccess(
+            ["app", "add", "--account", email, "--json"]
+                + (appArguments.contains("--bundle-id") ? [] : ["--bundle-id", "com.example.app"]) + appArguments
+        ).jsonObject()
+        let token = try #require(app["token"]?.stringValue)
+        let revealed = try cli.expectSuccess(["app", "show", token, "--reveal-key", "--json"]).jsonObject()
+        let resultKey = try #require(Data(base64Encoded: revealed["result_key"]?.stringValue ?? ""))
+        return Tenant(
+            email: email, apiKey: try #require(key["key"]?.stringValue), token: token, resultKey: Array(resultKey))
+    }
+
+    /// A receipt with `count` in-app purchases for `bundleID`, signed by the test PKI.
+    func receipt(count: Int = 10, bundleID: String = "com.example.app", tampering: ReceiptBuilder.Tampering = .none)
+        throws -> String
+    {
+        var builder = ReceiptBuilder(inAppPurchaseCount: count)
+        builder.bundleID = bundleID
+        builder.tampering = tampering
+        return try builder.build(signedBy: pki).base64
+    }
+
+    /// The service's log so far.
+    var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+}
+
+/// A failure of the test set-up itself.
+struct SetupError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension CLI {
+    /// Runs a command that must succeed.
+    @discardableResult
+    func expectSuccess(_ arguments: [String]) throws -> CLI.Outcome {
+        let outcome = try run(arguments)
+        guard outcome.status == 0 else {
+            throw SetupError("receiptverify \(arguments.joined(separator: " ")) failed: \(outcome.stderr)")
+        }
+        return outcome
+    }
+}
+
+extension CLI.Outcome {
+    /// Standard output as a JSON object.
+    func jsonObject() throws -> JSONObject {
+        guard case .object(let object) = try JSONParser.parse(Array(stdout.utf8)) else {
+            throw SetupError("not a JSON object: \(stdout)")
+        }
+        return object
+    }
+}
+
+/// Anchors written for the service: the two test roots, plus Apple's roots (not the iTunes Store intermediate, so
+/// an iOS 6 receipt has no local verdict) when the fixtures are present.
+private func writeAnchors(to directory: URL, pki: TestPKI, jwsPKI: TestPKI) throws {
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    try Data(pki.rootDER).write(to: directory.appendingPathComponent("test-root.cer"))
+    try Data(jwsPKI.rootDER).write(to: directory.appendingPathComponent("test-root-p256.cer"))
+    if let fixtures = SharedFixtures.directory {
+        for name in ["AppleIncRootCertificate.cer", "AppleRootCA-G3.cer"] {
+            try FileManager.default.copyItem(
+                at: fixtures.appendingPathComponent("certs/\(name)"), to: directory.appendingPathComponent(name))
+        }
+    }
+}
+
+/// Shared test PKIs: generating RSA keys is slow, and every test may use the same ones.
+private let sharedPKI = Result { try TestPKI() }
+private let sharedJWSPKI = Result { try TestPKI(.init(keyType: .p256, name: "ReceiptTestKit P-256")) }
+
+/// Runs `body` against a live service over a fresh database of `kind`; `serveArguments` are added to `serve`.
+/// Stops the service with SIGTERM afterwards and expects a clean exit.
+func withLiveService<T: Sendable>(
+    _ kind: StoreKind, serveArguments: [String] = [], _ body: @Sendable (LiveService) async throws -> T
+) async throws -> T {
+    try await withCLI(kind) { cli in
+        try await FakeApple.run { apple, appleURL in
+            let pki = try sharedPKI.get()
+            let jwsPKI = try sharedJWSPKI.get()
+            let anchors = cli.directory.appendingPathComponent("anchors")
+            try writeAnchors(to: anchors, pki: pki, jwsPKI: jwsPKI)
+            try cli.expectSuccess(["migrate"])
+            let log = cli.directory.appendingPathComponent("serve.log")
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            let output = try FileHandle(forWritingTo: log)
+            let server = try cli.start(
+                [
+                    "serve", "--port", "0", "--trust-anchors", anchors.path, "--auth-cache-ttl", "0",
+                    "--apple-production-url", "\(appleURL)/production/verifyReceipt",
+                    "--apple-sandbox-url", "\(appleURL)/sandbox/verifyReceipt",
+                    "--apple-timeout", "3", "--apple-connect-timeout", "1",
+                ] + serveArguments, output: output)
+            defer { if server.isRunning { server.terminate() } }
+            let port = try await listeningPort(in: log, of: server)
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            let service = LiveService(
+                cli: cli, baseURL: "http://127.0.0.1:\(port)", apple: apple, http: http, pki: pki, jwsPKI: jwsPKI,
+                log: log, processID: server.processIdentifier)
+            do {
+                let result = try await body(service)
+                try await http.shutdown()
+                if server.isRunning { server.terminate() }
+                server.waitUntilExit()
+                #expect(server.terminationStatus == 0, "serve exited with \(server.terminationStatus)")
+                return result
+            } catch {
+                try? await http.shutdown()
+                Issue.record("service log:\n\(service.logText)")
+                throw error
+            }
+        }
+    }
+}
+
+/// Waits for Hummingbird's "listening on 127.0.0.1:PORT" line.
+private func listeningPort(in log: URL, of server: Process) async throws -> Int {
+    let marker = "listening on 127.0.0.1:"
+    for _ in 0..<600 {
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        if let range = text.range(of: marker) {
+            let digits = text[range.upperBound...].prefix { $0.isNumber }
+            if let port = Int(digits) { return port }
+        }
+        guard server.isRunning else { throw SetupError("serve exited: \(text)") }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    throw SetupError("serve did not start listening")
+}
