@@ -27,6 +27,10 @@ struct ReceiptBench {
 
     static func main() throws {
         let arguments = CommandLine.arguments.dropFirst()
+        if arguments.first == "write-load-fixture", let directory = arguments.dropFirst().first {
+            try writeLoadFixture(to: directory)
+            return
+        }
         let seconds = Double(arguments.first ?? "") ?? 2
         let filter = arguments.dropFirst().first
         var cases: [Case] = []
@@ -119,6 +123,20 @@ struct ReceiptBench {
                 "\(benchmark.name) | \(Int(median.rounded())) | \(Int(rates[4].rounded())) | "
                     + String(format: "%.1f", 1e6 / median))
         }
+    }
+
+    /// Writes what `scripts/loadtest.sh` needs: a test root (`anchors/test-root.cer`) and a receipt it signed with
+    /// 10 in-app purchases, SHA-1 and no signed attributes as Apple's (`receipt.b64`).
+    static func writeLoadFixture(to directory: String) throws {
+        let pki = try TestPKI(TestPKI.Options(keyType: .rsa2048))
+        var builder = ReceiptBuilder(inAppPurchaseCount: 10)
+        builder.digest = .sha1
+        builder.hasSignedAttributes = false
+        let receipt = try builder.build(signedBy: pki)
+        let anchors = URL(fileURLWithPath: directory).appendingPathComponent("anchors")
+        try FileManager.default.createDirectory(at: anchors, withIntermediateDirectories: true)
+        try Data(pki.rootDER).write(to: anchors.appendingPathComponent("test-root.cer"))
+        try Data(receipt.base64.utf8).write(to: URL(fileURLWithPath: directory).appendingPathComponent("receipt.b64"))
     }
 }
 

@@ -8,7 +8,7 @@ import ReceiptService
 /// for `verifyReceipt` can switch by changing the URL and adding its credentials.
 enum RequestBody {
     /// The body's media type.
-    enum Format {
+    enum Format: Sendable {
         case form
         case json
     }
