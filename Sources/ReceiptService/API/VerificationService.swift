@@ -48,10 +48,19 @@ public struct VerificationService: Sendable {
         if useApple {
             outcome = await verifyWithApple(input, request: request, caller: caller, logger: logger)
         } else {
-            outcome = verifyLocally(input, request: request, caller: caller)
-            if caller.app.verificationMode == .localThenApple, outcome.detail?.hasPrefix(Self.noLocalVerdict) == true {
-                logger.debug("no local verdict; asking Apple", metadata: ["reason": "\(outcome.detail ?? "")"])
+            switch verifyLocally(input, request: request, caller: caller) {
+            case .verdict(let verdict):
+                outcome = verdict
+            case .noVerdict(let reason) where caller.app.verificationMode == .localThenApple:
+                logger.debug("no local verdict; asking Apple", metadata: ["reason": "\(reason)"])
                 outcome = await verifyWithApple(input, request: request, caller: caller, logger: logger)
+            case .noVerdict(let reason):
+                // Without anchors the server cannot judge: that is our failure, not the receipt's. A receipt whose
+                // chain ends at no configured root is, for an app that trusts only local verification, not authentic.
+                outcome =
+                    verifier == nil
+                    ? .failure(ResponseStatus.internalError, source: .local, detail: reason)
+                    : .failure(VerificationStatus.notAuthentic.rawValue, source: .local, detail: reason)
             }
         }
         if outcome.isValid, !input.repairs.isEmpty {
@@ -60,33 +69,35 @@ public struct VerificationService: Sendable {
         return outcome
     }
 
-    /// The log prefix of a local failure that is not a verdict (missing anchors), so `local-then-apple` asks Apple.
-    private static let noLocalVerdict = "no local verdict"
+    /// What local verification concluded.
+    private enum LocalResult {
+        /// An answer: valid, malformed, not authentic, or failing the app's checks.
+        case verdict(VerificationOutcome)
+        /// No anchors, or the chain ends at no configured root (an iOS 6 receipt without its intermediate): the
+        /// receipt could not be judged here, which `local-then-apple` hands to Apple.
+        case noVerdict(String)
+    }
 
     // MARK: Local
 
-    private func verifyLocally(_ input: ReceiptInput, request: VerificationRequest, caller: Caller)
-        -> VerificationOutcome
-    {
-        guard let verifier else {
-            return .failure(
-                ResponseStatus.internalError, source: .local,
-                detail: "\(Self.noLocalVerdict): no trust anchors are configured")
-        }
+    private func verifyLocally(_ input: ReceiptInput, request: VerificationRequest, caller: Caller) -> LocalResult {
+        guard let verifier else { return .noVerdict("no trust anchors are configured") }
         let verified: VerifiedReceipt
         do {
             verified = try verifier.verify(input, allowTestData: caller.app.allowsTestData)
+        } catch let error as ReceiptError where error.code == .untrustedRoot {
+            return .noVerdict(error.description)
         } catch let error as ReceiptError {
-            let prefix = error.code == .untrustedRoot ? "\(Self.noLocalVerdict): " : ""
-            return .failure(VerificationStatus(error).rawValue, source: .local, detail: prefix + error.description)
+            return .verdict(.failure(VerificationStatus(error).rawValue, source: .local, detail: error.description))
         } catch {
-            return .failure(ResponseStatus.internalError, source: .local, detail: "local verification: \(error)")
+            return .verdict(
+                .failure(ResponseStatus.internalError, source: .local, detail: "local verification: \(error)"))
         }
         if let rejection = TenantChecks.check(
             bundleID: verified.bundleID, environment: verified.environment, isTestData: verified.isTestData,
             items: TenantChecks.items(in: verified.receipt, latest: []), request: request, app: caller.app)
         {
-            return .failure(ResponseStatus.rejected, source: .local, detail: rejection)
+            return .verdict(.failure(ResponseStatus.rejected, source: .local, detail: rejection))
         }
         var body = verified.response
         if verified.kind == .unifiedReceipt {
@@ -97,7 +108,7 @@ public struct VerificationService: Sendable {
                 body.append("latest_receipt", .string(Data(input.bytes).base64EncodedString()))
             }
         }
-        return VerificationOutcome(status: 0, body: body, source: .local)
+        return .verdict(VerificationOutcome(status: 0, body: body, source: .local))
     }
 
     // MARK: Apple
