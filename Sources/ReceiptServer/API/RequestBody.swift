@@ -21,10 +21,8 @@ enum RequestBody {
     /// The format named by a `Content-Type` header, or nil when it is neither form nor JSON.
     static func format(contentType: String?) -> Format? {
         guard let contentType else { return nil }
-        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
-        }
-        switch mediaType {
+        let mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
+        switch String(decoding: mediaType, as: UTF8.self).lowercased().trimmingCharacters(in: .whitespaces) {
         case "application/json": return .json
         case "application/x-www-form-urlencoded": return .form
         default: return nil
@@ -73,36 +71,50 @@ enum RequestBody {
         return fields
     }
 
-    private static func formFields(_ bytes: some Collection<UInt8>) throws(Unreadable) -> [String: Field] {
+    private static func formFields(_ body: some Collection<UInt8>) throws(Unreadable) -> [String: Field] {
+        // One contiguous copy, then index arithmetic: generic slicing of a ByteBufferView costs more than the
+        // verification itself on a receipt-sized body.
+        let bytes = Array(body)
         var fields: [String: Field] = [:]
-        for pair in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
-            let key = try percentDecoded(parts[0])
-            let value = parts.count > 1 ? try percentDecoded(parts[1]) : ""
-            guard fields.updateValue(.text(value), forKey: key) == nil else {
-                throw Unreadable(reason: "field '\(printable(key))' is given twice")
+        var start = 0
+        while start <= bytes.count {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.count
+            if end > start {
+                let equals = bytes[start..<end].firstIndex(of: UInt8(ascii: "=")) ?? end
+                let key = try percentDecoded(bytes, start..<equals)
+                let value = equals < end ? try percentDecoded(bytes, (equals + 1)..<end) : ""
+                guard fields.updateValue(.text(value), forKey: key) == nil else {
+                    throw Unreadable(reason: "field '\(printable(key))' is given twice")
+                }
             }
+            start = end + 1
         }
         return fields
     }
 
     /// `application/x-www-form-urlencoded` decoding: `+` is a space, `%XX` a byte; the result must be UTF-8.
-    private static func percentDecoded(_ bytes: some Collection<UInt8>) throws(Unreadable) -> String {
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count)
-        var iterator = bytes.makeIterator()
-        while let byte = iterator.next() {
+    private static func percentDecoded(_ bytes: [UInt8], _ range: Range<Int>) throws(Unreadable) -> String {
+        var output = [UInt8](repeating: 0, count: range.count)
+        var count = 0
+        var index = range.lowerBound
+        while index < range.upperBound {
+            let byte = bytes[index]
             switch byte {
-            case UInt8(ascii: "+"): output.append(UInt8(ascii: " "))
+            case UInt8(ascii: "+"):
+                output[count] = UInt8(ascii: " ")
             case UInt8(ascii: "%"):
-                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                    throw Unreadable(reason: "malformed percent-encoding")
-                }
-                output.append(high << 4 | low)
-            default: output.append(byte)
+                guard index + 2 < range.upperBound, let high = hexValue(bytes[index + 1]),
+                    let low = hexValue(bytes[index + 2])
+                else { throw Unreadable(reason: "malformed percent-encoding") }
+                output[count] = high << 4 | low
+                index += 2
+            default:
+                output[count] = byte
             }
+            count += 1
+            index += 1
         }
-        guard let text = String(validating: output, as: UTF8.self) else {
+        guard let text = String(validating: output[..<count], as: UTF8.self) else {
             throw Unreadable(reason: "a form field is not UTF-8")
         }
         return text

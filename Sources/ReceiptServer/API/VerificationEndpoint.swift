@@ -39,7 +39,8 @@ struct VerificationEndpoint: Sendable {
                 throw ServiceError(.notInPlan, "plan '\(caller.plan.name)' does not include /apiencrypted")
             }
             var requestLogger = logger
-            requestLogger[metadataKey: "request_id"] = "\(requestID)"
+            // Only debug lines come from below here; the metadata copy is not free at thousands per second.
+            if logger.logLevel <= .debug { requestLogger[metadataKey: "request_id"] = "\(requestID)" }
             outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
             outcome.body["request_id"] = .string(requestID)
             if kind == .encrypted, outcome.isValid {

@@ -38,6 +38,7 @@ public enum ResponseStatus {
         case unsupportedMediaType: return "The body must be application/json or application/x-www-form-urlencoded"
         case tooManyRequests: return "Too many requests; slow down or raise the plan's limits"
         case internalError: return "The receipt could not be verified right now"
+        case 503: return "The service is not ready"
         // Apple's verifyReceipt codes, in Apple's words.
         case 21000: return "The request to the App Store was not made using the HTTP POST request method"
         case 21001: return "This status code is no longer sent by the App Store"
