@@ -196,7 +196,9 @@ func withLiveService<T: Sendable>(
                     "serve", "--port", "0", "--trust-anchors", anchors.path, "--auth-cache-ttl", "0",
                     "--apple-production-url", "\(appleURL)/production/verifyReceipt",
                     "--apple-sandbox-url", "\(appleURL)/sandbox/verifyReceipt",
-                    "--apple-timeout", "3", "--apple-connect-timeout", "1",
+                    // Generous: the fake Apple answers from this test process, whose cooperative threads other
+                    // suites keep busy with CPU-bound work while they run in parallel.
+                    "--apple-timeout", "10", "--apple-connect-timeout", "2",
                 ] + serveArguments, output: output)
             defer { if server.isRunning { server.terminate() } }
             let port = try await listeningPort(in: log, of: server)
