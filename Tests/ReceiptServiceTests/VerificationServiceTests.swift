@@ -136,3 +136,17 @@ import Testing
         #expect(gcm.prefix(16) != again.prefix(16))
     }
 }
+
+extension VerificationServiceTests {
+    @Test func aJWSIsNeverSentToAppleEvenWithoutAnchors() async throws {
+        let apple = RecordingApple(.success(Self.appleAnswer(bundleID: "com.example.app")))
+        let service = VerificationService(verifier: nil, apple: apple)
+        let jws = "eyJhbGciOiJFUzI1NiJ9.eyJidW5kbGVJZCI6ImNvbS5leGFtcGxlLmFwcCJ9.c2ln"
+        for mode in VerificationMode.allCases {
+            let outcome = await service.verify(
+                VerificationRequest(receipt: jws), for: try Self.caller(mode: mode), logger: Self.logger)
+            #expect(outcome.status == 500, "\(mode)")
+        }
+        #expect(apple.calls.withLock { $0 }.isEmpty)
+    }
+}

@@ -51,12 +51,13 @@ public struct VerificationService: Sendable {
             switch verifyLocally(input, request: request, caller: caller) {
             case .verdict(let verdict):
                 outcome = verdict
-            case .noVerdict(let reason) where caller.app.verificationMode == .localThenApple:
+            case .noVerdict(let reason) where caller.app.verificationMode == .localThenApple && input.kind != .jws:
                 logger.debug("no local verdict; asking Apple", metadata: ["reason": "\(reason)"])
                 outcome = await verifyWithApple(input, request: request, caller: caller, logger: logger)
             case .noVerdict(let reason):
                 // Without anchors the server cannot judge: that is our failure, not the receipt's. A receipt whose
                 // chain ends at no configured root is, for an app that trusts only local verification, not authentic.
+                // (Apple's verifyReceipt takes no StoreKit 2 JWS, so those stay here in every mode.)
                 outcome =
                     verifier == nil
                     ? .failure(ResponseStatus.internalError, source: .local, detail: reason)
