@@ -222,6 +222,23 @@ import Testing
         }
     }
 
+    @Test func serveRefusesBadSettings() async throws {
+        try await withCLI(.sqlite) { cli in
+            let cases: [([String], String)] = [
+                (["--trust-anchors", "/nonexistent/anchors"], "cannot read the trust anchor directory /nonexistent/anchors"),
+                (["--max-body-size", "12"], "--max-body-size must be a whole number"),
+                (["--apple-production-url", "ftp://example.com"], "--apple-production-url must be an http(s) URL"),
+                (["--apple-attempts", "x"], "--apple-attempts must be a whole number"),
+                (["--port", "70000"], "--port must be a whole number"),
+            ]
+            for (arguments, message) in cases {
+                let outcome = try cli.run(["serve"] + arguments)
+                #expect(outcome.status == 1, "\(arguments)")
+                #expect(outcome.stderr.contains("error: \(message)"), "\(outcome.stderr)")
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.available)
     func serveAnswersHealthAndStopsGracefully(kind: StoreKind) async throws {
         try await withCLI(kind) { cli in
