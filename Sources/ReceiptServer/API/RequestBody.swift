@@ -13,7 +13,7 @@ enum RequestBody {
         case json
     }
 
-    /// Why a body could not be read; `field` names the culprit for the log.
+    /// Why a body could not be read; the reason (naming the field, never its value) goes to the log.
     struct Unreadable: Error {
         let reason: String
     }
