@@ -41,7 +41,7 @@ struct VerifyCommand: AsyncParsableCommand {
         do {
             let input = try ReceiptInput.decode(text.1)
             response = try verifier.verify(input, allowTestData: allowTestData).response
-            if !input.repairs.isEmpty { response.append("repairs", .array(input.repairs.map { .string($0.rawValue) })) }
+            if let repairs = input.repairsValue { response.append("repairs", repairs) }
             valid = true
         } catch let error as ReceiptError {
             response = error.response

@@ -38,6 +38,11 @@ public struct ReceiptInput: Sendable, Equatable {
         self.repairs = repairs
     }
 
+    /// The repairs as the answer's `repairs` array, or nil when the text was clean.
+    public var repairsValue: JSONValue? {
+        repairs.isEmpty ? nil : .array(repairs.map { .string($0.rawValue) })
+    }
+
     /// The longest receipt text accepted (1 MiB base64 decodes to 768 KiB; real receipts are a few KiB to ~100 KiB).
     public static let maximumTextLength = 1 << 20
 

@@ -10,8 +10,7 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as HTTPError {
-            let status = Int(error.status.code)
-            var outcome = VerificationOutcome.failure(status == 404 ? ResponseStatus.notFound : status)
+            var outcome = VerificationOutcome.failure(Int(error.status.code))
             let requestID = RequestID.generate()
             outcome.body["request_id"] = .string(requestID)
             return VerificationEndpoint.response(outcome, sealed: nil, requestID: requestID)

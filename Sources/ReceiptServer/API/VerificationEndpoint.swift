@@ -159,15 +159,5 @@ struct HTTPFailure: Error {
 enum RequestID {
     static let header = HTTPField.Name("X-Request-ID")!
 
-    static func generate() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(24)
-        for _ in 0..<3 {
-            let word = generator.next()
-            for shift in stride(from: 28, through: 0, by: -4) { text.append(digits[Int((word >> UInt64(shift)) & 0xf)]) }
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
+    static func generate() -> String { Hex.encode(SecureRandom.bytes(12)) }
 }

@@ -17,9 +17,7 @@ public enum ResultSealing {
     /// The sealed form of `plaintext` under a 32-byte `key`, as base64 text.
     public static func seal(_ plaintext: [UInt8], key: [UInt8], cipher: ResultCipher) throws -> String {
         let symmetricKey = SymmetricKey(data: key)
-        var iv = [UInt8](repeating: 0, count: 16)
-        var generator = SystemRandomNumberGenerator()
-        for index in iv.indices { iv[index] = UInt8.random(in: .min ... .max, using: &generator) }
+        let iv = SecureRandom.bytes(16)
         var output = iv
         switch cipher {
         case .aes256CBC:

@@ -5,11 +5,11 @@ enum TenantChecks {
     /// Why the receipt fails the app's checks (for the log), or nil when it passes.
     ///
     /// - Parameters:
-    ///   - items: the objects that may carry transactions: the receipt itself (iOS 6 receipts and JWS payloads carry
-    ///     one), its `in_app` entries and `latest_receipt_info`.
+    ///   - receipt: the receipt object (iOS 6 receipts and JWS payloads carry one transaction themselves).
+    ///   - latest: `latest_receipt_info` entries, searched with the receipt's `in_app` ones.
     static func check(
-        bundleID: String, environment: AppStoreEnvironment, isTestData: Bool, items: [JSONObject],
-        request: VerificationRequest, app: App
+        bundleID: String, environment: AppStoreEnvironment, isTestData: Bool, receipt: JSONObject,
+        latest: [JSONValue] = [], request: VerificationRequest, app: App
     ) -> String? {
         guard app.bundleIDs.contains(where: { $0.value == bundleID }) else {
             return "bundle ID '\(bundleID)' is not one of the app's"
@@ -19,7 +19,7 @@ enum TenantChecks {
             return "environment \(environment.rawValue) is not allowed for the app"
         }
         if request.transactionID != nil || request.productID != nil {
-            let held = items.contains { item in
+            let held = items(in: receipt, latest: latest).contains { item in
                 matches(item, keys: transactionKeys, request.transactionID)
                     && matches(item, keys: productKeys, request.productID)
             }
@@ -33,7 +33,7 @@ enum TenantChecks {
     }
 
     /// The receipt object, its `in_app` entries and the given `latest_receipt_info` entries.
-    static func items(in receipt: JSONObject, latest: [JSONValue]) -> [JSONObject] {
+    private static func items(in receipt: JSONObject, latest: [JSONValue]) -> [JSONObject] {
         var items = [receipt]
         for value in (receipt["in_app"]?.arrayValue ?? []) + latest {
             if case .object(let object) = value { items.append(object) }

@@ -38,14 +38,9 @@ public struct VerificationService: Sendable {
             return .failure(ResponseStatus.internalError, detail: "receipt decoding: \(error)")
         }
 
-        let useApple: Bool
-        switch (input.kind, caller.app.verificationMode) {
-        case (.jws, _), (_, .local): useApple = false
-        case (_, .apple): useApple = true
-        case (_, .localThenApple): useApple = verifier == nil
-        }
+        // Apple's verifyReceipt takes no StoreKit 2 JWS; `local-then-apple` starts locally and falls back below.
         var outcome: VerificationOutcome
-        if useApple {
+        if caller.app.verificationMode == .apple, input.kind != .jws {
             outcome = await verifyWithApple(input, request: request, caller: caller, logger: logger)
         } else {
             switch verifyLocally(input, request: request, caller: caller) {
@@ -64,9 +59,7 @@ public struct VerificationService: Sendable {
                     : .failure(VerificationStatus.notAuthentic.rawValue, source: .local, detail: reason)
             }
         }
-        if outcome.isValid, !input.repairs.isEmpty {
-            outcome.body["repairs"] = .array(input.repairs.map { .string($0.rawValue) })
-        }
+        if outcome.isValid, let repairs = input.repairsValue { outcome.body["repairs"] = repairs }
         return outcome
     }
 
@@ -96,7 +89,7 @@ public struct VerificationService: Sendable {
         }
         if let rejection = TenantChecks.check(
             bundleID: verified.bundleID, environment: verified.environment, isTestData: verified.isTestData,
-            items: TenantChecks.items(in: verified.receipt, latest: []), request: request, app: caller.app)
+            receipt: verified.receipt, request: request, app: caller.app)
         {
             return .verdict(.failure(ResponseStatus.rejected, source: .local, detail: rejection))
         }
@@ -140,7 +133,7 @@ public struct VerificationService: Sendable {
             if case .object(let object)? = receipt { receiptObject = object } else { receiptObject = JSONObject() }
             if let rejection = TenantChecks.check(
                 bundleID: bundleID, environment: environment, isTestData: false,
-                items: TenantChecks.items(in: receiptObject, latest: answer.body["latest_receipt_info"]?.arrayValue ?? []),
+                receipt: receiptObject, latest: answer.body["latest_receipt_info"]?.arrayValue ?? [],
                 request: request, app: caller.app)
             {
                 return .failure(ResponseStatus.rejected, source: .apple, detail: rejection)

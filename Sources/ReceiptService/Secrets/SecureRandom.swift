@@ -1,18 +1,18 @@
 /// Cryptographically secure random bytes from the system generator.
-enum SecureRandom {
+public enum SecureRandom {
     /// `count` random bytes.
-    static func bytes(_ count: Int) -> [UInt8] {
+    public static func bytes(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
         return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
     }
 }
 
 /// Lowercase hexadecimal text.
-enum Hex {
+public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
     /// The bytes as lowercase hex.
-    static func encode(_ bytes: some Sequence<UInt8>) -> String {
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
         var out: [UInt8] = []
         for byte in bytes {
             out.append(digits[Int(byte >> 4)])
