@@ -50,11 +50,7 @@ struct LiveService: Sendable {
         request.headers.add(name: "Content-Type", value: contentType)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if method == .POST { request.body = .bytes(ByteBuffer(string: body)) }
-        let response = try await http.execute(request, timeout: .seconds(30))
-        let bytes = try await response.body.collect(upTo: 16 << 20)
-        return Answer(
-            httpStatus: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
-            body: Array(bytes.readableBytesView))
+        return try await send(request)
     }
 
     /// POSTs a form body in chunks, without a Content-Length (chunked transfer encoding).
@@ -66,6 +62,10 @@ struct LiveService: Sendable {
         for chunk in chunks { continuation.yield(ByteBuffer(string: chunk)) }
         continuation.finish()
         request.body = .stream(stream, length: .unknown)
+        return try await send(request)
+    }
+
+    private func send(_ request: HTTPClientRequest) async throws -> Answer {
         let response = try await http.execute(request, timeout: .seconds(30))
         let bytes = try await response.body.collect(upTo: 16 << 20)
         return Answer(
