@@ -1,6 +1,6 @@
 import Foundation
 
-/// Durable storage of plans, accounts, API keys and apps.
+/// Durable storage of plans, accounts, API keys, apps and usage counters.
 ///
 /// Every method is atomic: it either completes or leaves the database unchanged. Implementations map their
 /// constraint violations to ``ServiceError`` codes (`duplicateEmail`, `unknownPlan`, `unknownAccount`) and
@@ -51,4 +51,16 @@ public protocol TenancyStore: Sendable {
     func apps(accountID: UUID?) async throws -> [App]
     /// The app with this token, if any.
     func app(token: String) async throws -> App?
+
+    /// The account's standing for a call in `month`: enabled flag, current plan and the month's flushed billable
+    /// calls, in one read; nil when the account does not exist.
+    func standing(accountID: UUID, month: UsageMonth) async throws -> AccountStanding?
+    /// Adds the counts to the daily counters and to the accounts' monthly totals, in one transaction: all of them
+    /// or none. Keys are written in sorted order, so concurrent writers from several servers cannot deadlock.
+    func addUsage(_ counts: [UsageKey: Int]) async throws
+    /// The daily counters of `month`, optionally of one account and one app, ordered by day, account, app,
+    /// endpoint and outcome.
+    func usage(month: UsageMonth, accountID: UUID?, appID: UUID?) async throws -> [UsageRecord]
+    /// Every account's billable calls in `month`, for accounts that made any.
+    func monthlyCalls(month: UsageMonth) async throws -> [UUID: Int]
 }

@@ -274,6 +274,83 @@ public final class PostgresStore: TenancyStore, Service {
         }
     }
 
+    public func standing(accountID: UUID, month: UsageMonth) async throws -> AccountStanding? {
+        try await run {
+            guard
+                let row = try await rows(
+                    """
+                    SELECT a.enabled AS account_enabled, p.*, COALESCE(m.calls, 0) AS month_calls
+                    FROM accounts a JOIN plans p ON p.name = a.plan_name
+                    LEFT JOIN usage_monthly m ON m.account_id = a.id AND m.month = \(month.description)
+                    WHERE a.id = \(accountID)
+                    """
+                ).first
+            else { return nil }
+            return AccountStanding(
+                isEnabled: try row["account_enabled"].decode(Bool.self), plan: try Self.plan(row),
+                monthCalls: try row["month_calls"].decode(Int.self))
+        }
+    }
+
+    public func addUsage(_ counts: [UsageKey: Int]) async throws {
+        let batch = UsageBatch(counts)
+        guard !batch.daily.isEmpty else { return }
+        try await transaction { connection in
+            for (key, calls) in batch.daily {
+                try await self.rows(
+                    """
+                    INSERT INTO usage_daily (account_id, day, app_id, endpoint, outcome, calls)
+                    VALUES (\(key.accountID), \(key.day.description), \(key.appID), \(key.endpoint.rawValue),
+                        \(key.outcome.rawValue), \(calls))
+                    ON CONFLICT (account_id, day, app_id, endpoint, outcome)
+                    DO UPDATE SET calls = usage_daily.calls + excluded.calls
+                    """, on: connection)
+            }
+            for (key, calls) in batch.monthly {
+                try await self.rows(
+                    """
+                    INSERT INTO usage_monthly (account_id, month, calls)
+                    VALUES (\(key.accountID), \(key.month.description), \(calls))
+                    ON CONFLICT (account_id, month) DO UPDATE SET calls = usage_monthly.calls + excluded.calls
+                    """, on: connection)
+            }
+        }
+    }
+
+    public func usage(month: UsageMonth, accountID: UUID?, appID: UUID?) async throws -> [UsageRecord] {
+        var query: PostgresQuery = "SELECT * FROM usage_daily WHERE day >= \("\(month)-01") AND day < \("\(month.next)-01")"
+        if let accountID {
+            query.binds.append(accountID)
+            query.sql += " AND account_id = $\(query.binds.count)"
+        }
+        if let appID {
+            query.binds.append(appID)
+            query.sql += " AND app_id = $\(query.binds.count)"
+        }
+        query.sql += " ORDER BY day, account_id, app_id, endpoint, outcome"
+        return try await run {
+            try await rows(query).map { row in
+                UsageRecord(
+                    key: UsageKey(
+                        accountID: try row["account_id"].decode(UUID.self), appID: try row["app_id"].decode(UUID.self),
+                        endpoint: try StoredForm.enumValue(try row["endpoint"].decode(String.self)),
+                        outcome: try StoredForm.enumValue(try row["outcome"].decode(String.self)),
+                        day: try StoredForm.day(try row["day"].decode(String.self))),
+                    calls: try row["calls"].decode(Int.self))
+            }
+        }
+    }
+
+    public func monthlyCalls(month: UsageMonth) async throws -> [UUID: Int] {
+        try await run {
+            var calls: [UUID: Int] = [:]
+            for row in try await rows("SELECT account_id, calls FROM usage_monthly WHERE month = \(month.description)") {
+                calls[try row["account_id"].decode(UUID.self)] = try row["calls"].decode(Int.self)
+            }
+            return calls
+        }
+    }
+
     // MARK: Rows
 
     private func insertBundleIDs(of app: App, on connection: PostgresConnection) async throws {

@@ -83,3 +83,24 @@ CREATE TABLE app_bundle_ids (
     PRIMARY KEY (app_id, position),
     UNIQUE (app_id, bundle_id)
 );
+
+-- version: 2 metering: billable calls per account, app, endpoint, outcome and UTC day, and per account and month
+-- No foreign keys: counts outlive a deleted app, and a flush must never fail on a row the CLI just removed.
+-- usage_monthly is kept equal to the sum of usage_daily by the same transaction, so a quota check reads one row.
+CREATE TABLE usage_daily (
+    account_id UUID NOT NULL,
+    day TEXT NOT NULL CHECK (day ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$'),   -- UTC, YYYY-MM-DD
+    app_id UUID NOT NULL,
+    endpoint TEXT NOT NULL CHECK (endpoint IN ('api', 'apiencrypted')),
+    outcome TEXT NOT NULL CHECK (outcome IN ('valid', 'apple_code', 'rejected')),
+    calls BIGINT NOT NULL CHECK (calls > 0),
+    PRIMARY KEY (account_id, day, app_id, endpoint, outcome)
+);
+CREATE INDEX usage_daily_day_idx ON usage_daily (day);
+
+CREATE TABLE usage_monthly (
+    account_id UUID NOT NULL,
+    month TEXT NOT NULL CHECK (month ~ '^[0-9]{4}-[0-9]{2}$'),         -- UTC, YYYY-MM
+    calls BIGINT NOT NULL CHECK (calls > 0),
+    PRIMARY KEY (account_id, month)
+);

@@ -312,6 +312,77 @@ public final class SQLiteStore: TenancyStore {
         }
     }
 
+    public func standing(accountID: UUID, month: UsageMonth) async throws -> AccountStanding? {
+        try await run {
+            let rows = try await self.query(
+                """
+                SELECT a.enabled AS account_enabled, p.*, COALESCE(m.calls, 0) AS month_calls
+                FROM accounts a JOIN plans p ON p.name = a.plan_name
+                LEFT JOIN usage_monthly m ON m.account_id = a.id AND m.month = ?
+                WHERE a.id = ?
+                """, [.text(month.description), .uuid(accountID)])
+            guard let row = rows.first else { return nil }
+            return AccountStanding(
+                isEnabled: try row.require("account_enabled").requireBool(), plan: try Self.plan(row),
+                monthCalls: try row.require("month_calls").requireInt())
+        }
+    }
+
+    public func addUsage(_ counts: [UsageKey: Int]) async throws {
+        guard !counts.isEmpty else { return }
+        try await transaction {
+            let batch = UsageBatch(counts)
+            for (key, calls) in batch.daily {
+                _ = try await self.query(
+                    """
+                    INSERT INTO usage_daily (account_id, day, app_id, endpoint, outcome, calls) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (account_id, day, app_id, endpoint, outcome)
+                    DO UPDATE SET calls = usage_daily.calls + excluded.calls
+                    """,
+                    [
+                        .uuid(key.accountID), .text(key.day.description), .uuid(key.appID),
+                        .text(key.endpoint.rawValue), .text(key.outcome.rawValue), .integer(calls),
+                    ])
+            }
+            for (key, calls) in batch.monthly {
+                _ = try await self.query(
+                    """
+                    INSERT INTO usage_monthly (account_id, month, calls) VALUES (?, ?, ?)
+                    ON CONFLICT (account_id, month) DO UPDATE SET calls = usage_monthly.calls + excluded.calls
+                    """, [.uuid(key.accountID), .text(key.month.description), .integer(calls)])
+            }
+        }
+    }
+
+    public func usage(month: UsageMonth, accountID: UUID?, appID: UUID?) async throws -> [UsageRecord] {
+        try await run {
+            var sql = "SELECT * FROM usage_daily WHERE day >= ? AND day < ?"
+            var binds: [SQLiteData] = [.text("\(month)-01"), .text("\(month.next)-01")]
+            if let accountID {
+                sql += " AND account_id = ?"
+                binds.append(.uuid(accountID))
+            }
+            if let appID {
+                sql += " AND app_id = ?"
+                binds.append(.uuid(appID))
+            }
+            sql += " ORDER BY day, account_id, app_id, endpoint, outcome"
+            return try await self.query(sql, binds).map(Self.usageRecord)
+        }
+    }
+
+    public func monthlyCalls(month: UsageMonth) async throws -> [UUID: Int] {
+        try await run {
+            var calls: [UUID: Int] = [:]
+            for row in try await self.query(
+                "SELECT account_id, calls FROM usage_monthly WHERE month = ?", [.text(month.description)])
+            {
+                calls[try row.require("account_id").requireUUID()] = try row.require("calls").requireInt()
+            }
+            return calls
+        }
+    }
+
     // MARK: Rows
 
     private func insertBundleIDs(of app: App) async throws {
@@ -370,6 +441,16 @@ public final class SQLiteStore: TenancyStore {
             includesEncryptedEndpoint: try row.require("includes_encrypted_endpoint").requireBool(),
             monthlyPriceCents: try row.require("monthly_price_cents").requireInt(),
             overagePricePer1000Cents: try row.require("overage_price_per_1000_cents").requireInt())
+    }
+
+    private static func usageRecord(_ row: SQLiteRow) throws -> UsageRecord {
+        UsageRecord(
+            key: UsageKey(
+                accountID: try row.require("account_id").requireUUID(), appID: try row.require("app_id").requireUUID(),
+                endpoint: try StoredForm.enumValue(try row.require("endpoint").requireText()),
+                outcome: try StoredForm.enumValue(try row.require("outcome").requireText()),
+                day: try StoredForm.day(try row.require("day").requireText())),
+            calls: try row.require("calls").requireInt())
     }
 
     private static func account(_ row: SQLiteRow) throws -> Account {

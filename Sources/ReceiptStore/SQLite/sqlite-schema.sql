@@ -78,3 +78,22 @@ CREATE TABLE app_bundle_ids (
     PRIMARY KEY (app_id, position),
     UNIQUE (app_id, bundle_id)
 );
+
+-- version: 2 metering: billable calls per account, app, endpoint, outcome and UTC day, and per account and month
+CREATE TABLE usage_daily (
+    account_id TEXT NOT NULL,
+    day TEXT NOT NULL,                                                 -- UTC, YYYY-MM-DD
+    app_id TEXT NOT NULL,
+    endpoint TEXT NOT NULL CHECK (endpoint IN ('api', 'apiencrypted')),
+    outcome TEXT NOT NULL CHECK (outcome IN ('valid', 'apple_code', 'rejected')),
+    calls INTEGER NOT NULL CHECK (calls > 0),
+    PRIMARY KEY (account_id, day, app_id, endpoint, outcome)
+);
+CREATE INDEX usage_daily_day_idx ON usage_daily (day);
+
+CREATE TABLE usage_monthly (
+    account_id TEXT NOT NULL,
+    month TEXT NOT NULL,                                               -- UTC, YYYY-MM
+    calls INTEGER NOT NULL CHECK (calls > 0),
+    PRIMARY KEY (account_id, month)
+);

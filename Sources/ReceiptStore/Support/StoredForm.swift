@@ -29,6 +29,11 @@ enum StoredForm {
         return value
     }
 
+    static func day(_ text: String) throws -> UsageDay {
+        guard let day = UsageDay(text) else { throw corrupt("stored day '\(text)' is not YYYY-MM-DD") }
+        return day
+    }
+
     static func millis(_ date: Date) -> Int { Int((date.timeIntervalSince1970 * 1000).rounded()) }
     static func date(millis: Int) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
 

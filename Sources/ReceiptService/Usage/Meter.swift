@@ -1,0 +1,146 @@
+import Foundation
+import Synchronization
+
+/// This server's billable-call counts: counted in memory, written to the store in batches by ``flush(to:)``, and
+/// reserved against the monthly quota so that one server never lets an account past it.
+///
+/// A quota decision adds three things: the month's calls the store holds (every server's flushed counts), this
+/// server's counts the store does not hold yet, and calls admitted here that are still running. The second needs
+/// care around a flush: a store read that overlaps a flush cannot tell whether the flushed counts are in it, so
+/// ``beginRead(_:)``/``readWasClean(_:)`` let the caller detect that and read again, and the count assumed to be
+/// in the store is always the lower bound (the total committed when the read began), so a decision errs towards
+/// refusing, never towards letting a call past the quota.
+public final class Meter: Sendable {
+    /// One account's month: the unit a quota is counted in.
+    public struct AccountMonth: Sendable, Hashable {
+        /// The account.
+        public let accountID: UUID
+        /// The UTC month.
+        public let month: UsageMonth
+
+        /// Creates one.
+        public init(accountID: UUID, month: UsageMonth) {
+            self.accountID = accountID
+            self.month = month
+        }
+    }
+
+    /// Where a store read started, for ``readWasClean(_:)`` and ``reserve(_:stored:since:quota:)``.
+    public struct ReadMark: Sendable {
+        let flushesStarted: UInt64
+        let flushInProgress: Bool
+        /// This server's counts of the account's month known to be committed when the read began.
+        let committed: Int
+    }
+
+    private struct Totals {
+        /// Billable calls counted here (flushed or not).
+        var counted = 0
+        /// Of those, the ones a flush has committed.
+        var committed = 0
+        /// Calls admitted and still running.
+        var reserved = 0
+    }
+
+    private struct State {
+        var pending: [UsageKey: Int] = [:]
+        var flushing: [UsageKey: Int] = [:]
+        var flushInProgress = false
+        var flushesStarted: UInt64 = 0
+        var totals: [AccountMonth: Totals] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// Creates an empty meter.
+    public init() {}
+
+    /// Marks the start of a read of the account's month from the store.
+    public func beginRead(_ accountMonth: AccountMonth) -> ReadMark {
+        state.withLock { state in
+            ReadMark(
+                flushesStarted: state.flushesStarted, flushInProgress: state.flushInProgress,
+                committed: state.totals[accountMonth]?.committed ?? 0)
+        }
+    }
+
+    /// Whether no flush ran while the read marked by `mark` was in flight, so the store's count includes exactly
+    /// this server's counts committed before it.
+    public func readWasClean(_ mark: ReadMark) -> Bool {
+        guard !mark.flushInProgress else { return false }
+        return state.withLock { $0.flushesStarted == mark.flushesStarted && !$0.flushInProgress }
+    }
+
+    /// Reserves one call against `quota` (nil: unlimited) and returns true, or returns false when the account's
+    /// month is used up: `stored` calls in the store as read after `mark`, plus this server's counts not committed
+    /// by then, plus calls still running.
+    public func reserve(_ accountMonth: AccountMonth, stored: Int, since mark: ReadMark, quota: Int?) -> Bool {
+        state.withLock { state in
+            var totals = state.totals[accountMonth] ?? Totals()
+            if let quota {
+                let unstored = totals.counted - mark.committed
+                guard stored + unstored + totals.reserved < quota else { return false }
+            }
+            totals.reserved += 1
+            state.totals[accountMonth] = totals
+            return true
+        }
+    }
+
+    /// Ends a reservation: counts the call under `key` when it was billable, or just releases it.
+    public func settle(_ accountMonth: AccountMonth, counting key: UsageKey?) {
+        state.withLock { state in
+            var totals = state.totals[accountMonth] ?? Totals()
+            totals.reserved = max(0, totals.reserved - 1)
+            if let key {
+                totals.counted += 1
+                state.pending[key, default: 0] += 1
+            }
+            state.totals[accountMonth] = totals
+        }
+    }
+
+    /// Counts that no flush has taken yet.
+    public var unflushedCalls: Int { state.withLock { $0.pending.values.reduce(0, +) } }
+
+    /// Writes everything counted so far with one ``TenancyStore/addUsage(_:)``; on failure the counts stay here for
+    /// the next flush. Returns how many calls were written; a call while another flush runs writes nothing.
+    @discardableResult
+    public func flush(to store: any TenancyStore, now: Date) async throws -> Int {
+        let taken: [UsageKey: Int]? = state.withLock { state in
+            guard !state.flushInProgress else { return nil }
+            state.flushInProgress = true
+            state.flushesStarted += 1
+            state.flushing = state.pending
+            state.pending = [:]
+            return state.flushing
+        }
+        guard let batch = taken else { return 0 }
+        do {
+            try await store.addUsage(batch)
+        } catch {
+            state.withLock { state in
+                for (key, calls) in state.flushing { state.pending[key, default: 0] += calls }
+                state.flushing = [:]
+                state.flushInProgress = false
+            }
+            throw error
+        }
+        let currentMonth = UsageMonth(containing: now)
+        return state.withLock { state in
+            var written = 0
+            for (key, calls) in state.flushing {
+                state.totals[AccountMonth(accountID: key.accountID, month: key.day.usageMonth), default: Totals()]
+                    .committed += calls
+                written += calls
+            }
+            state.flushing = [:]
+            state.flushInProgress = false
+            // Past months are settled in the store; forget them once nothing of theirs is running or unwritten.
+            state.totals = state.totals.filter { entry in
+                entry.key.month >= currentMonth || entry.value.reserved > 0 || entry.value.counted > entry.value.committed
+            }
+            return written
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import ReceiptService
+import ReceiptStore
+import TestSupport
+import Testing
+
+/// Usage counters in both stores, and the meter that fills them, including several meters on one database.
+@Suite struct UsageStoreTests {
+    static let november = UsageMonth(year: 2026, month: 11)!
+    static let lastDayOfOctober = UsageDay("2026-10-31")!
+    static let firstOfNovember = UsageDay("2026-11-01")!
+    static let lastOfNovember = UsageDay("2026-11-30")!
+
+    static func key(
+        _ account: UUID, _ app: UUID, _ day: UsageDay, _ outcome: UsageOutcome = .valid,
+        _ endpoint: UsageEndpoint = .api
+    ) -> UsageKey {
+        UsageKey(accountID: account, appID: app, endpoint: endpoint, outcome: outcome, day: day)
+    }
+
+    @Test(arguments: StoreKind.available)
+    func countersAddUpPerDayAndPerMonth(kind: StoreKind) async throws {
+        try await withTestStore(kind) { store, _ in
+            let account = StoreContractTests.account(plan: "pro")
+            let other = StoreContractTests.account(email: "other@example.com")
+            try await store.insertAccount(account)
+            try await store.insertAccount(other)
+            let (app, app2) = (UUID(), UUID())
+
+            try await store.addUsage([:])
+            try await store.addUsage([
+                Self.key(account.id, app, Self.firstOfNovember): 3,
+                Self.key(account.id, app, Self.firstOfNovember, .rejected): 1,
+                Self.key(account.id, app2, Self.lastOfNovember, .appleCode, .apiEncrypted): 2,
+                Self.key(account.id, app, Self.lastDayOfOctober): 5,
+                Self.key(other.id, app, Self.firstOfNovember): 7,
+            ])
+            try await store.addUsage([Self.key(account.id, app, Self.firstOfNovember): 4])
+
+            let november = try await store.usage(month: Self.november, accountID: account.id, appID: nil)
+            #expect(
+                november == [
+                    UsageRecord(key: Self.key(account.id, app, Self.firstOfNovember, .rejected), calls: 1),
+                    UsageRecord(key: Self.key(account.id, app, Self.firstOfNovember), calls: 7),
+                    UsageRecord(
+                        key: Self.key(account.id, app2, Self.lastOfNovember, .appleCode, .apiEncrypted), calls: 2),
+                ])
+            #expect(try await store.usage(month: Self.november, accountID: account.id, appID: app2).count == 1)
+            #expect(try await store.usage(month: Self.november, accountID: nil, appID: nil).count == 4)
+            #expect(
+                try await store.usage(month: UsageMonth(year: 2026, month: 10)!, accountID: nil, appID: nil)
+                    == [UsageRecord(key: Self.key(account.id, app, Self.lastDayOfOctober), calls: 5)])
+
+            #expect(try await store.monthlyCalls(month: Self.november) == [account.id: 10, other.id: 7])
+            let standing = try #require(try await store.standing(accountID: account.id, month: Self.november))
+            #expect(standing == AccountStanding(isEnabled: true, plan: Plan.seeded[1], monthCalls: 10))
+            #expect(try await store.standing(accountID: other.id, month: UsageMonth(year: 2027, month: 1)!)?.monthCalls == 0)
+            #expect(try await store.standing(accountID: UUID(), month: Self.november) == nil)
+        }
+    }
+
+    @Test("two meters flushing into one database at once count every call exactly", arguments: StoreKind.available)
+    func concurrentMetersAreExact(kind: StoreKind) async throws {
+        try await withTestStore(kind) { store, _ in
+            let account = StoreContractTests.account()
+            try await store.insertAccount(account)
+            let apps = [UUID(), UUID(), UUID()]
+            let now = Self.firstOfNovember.usageMonth.start
+            let month = Meter.AccountMonth(accountID: account.id, month: Self.november)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        let meter = Meter()
+                        for round in 0..<20 {
+                            // The same keys from both meters, in different orders: a deadlock would fail the test.
+                            for (index, app) in apps.enumerated() where (index + round) % 3 != 0 {
+                                let mark = meter.beginRead(month)
+                                #expect(meter.reserve(month, stored: 0, since: mark, quota: nil))
+                                meter.settle(month, counting: Self.key(account.id, app, Self.firstOfNovember))
+                            }
+                            try await meter.flush(to: store, now: now)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            // 20 rounds × 2 of 3 apps × 2 meters.
+            #expect(try await store.monthlyCalls(month: Self.november) == [account.id: 80])
+            let rows = try await store.usage(month: Self.november, accountID: account.id, appID: nil)
+            #expect(rows.reduce(0) { $0 + $1.calls } == 80)
+        }
+    }
+
+    @Test("a meter never lets an account past its quota, counting what it has not flushed yet")
+    func meterReservesAgainstTheQuota() async throws {
+        try await withTestStore(.sqlite) { store, _ in
+            let account = StoreContractTests.account()
+            try await store.insertAccount(account)
+            let month = Meter.AccountMonth(accountID: account.id, month: Self.november)
+            let key = Self.key(account.id, UUID(), Self.firstOfNovember)
+            // Another server already flushed 2 of the quota of 5.
+            try await store.addUsage([key: 2])
+            let meter = Meter()
+            func admit() async throws -> Bool {
+                let mark = meter.beginRead(month)
+                let stored = try await store.standing(accountID: account.id, month: Self.november)?.monthCalls ?? -1
+                #expect(meter.readWasClean(mark))
+                return meter.reserve(month, stored: stored, since: mark, quota: 5)
+            }
+            // Two running at once take two places; a third fits; the fourth does not.
+            #expect(try await admit())
+            #expect(try await admit())
+            #expect(try await admit())
+            #expect(try await !admit())
+            // One of the running calls ends without a verdict: its place is free again.
+            meter.settle(month, counting: nil)
+            meter.settle(month, counting: key)
+            meter.settle(month, counting: key)
+            #expect(try await admit())
+            meter.settle(month, counting: key)
+            #expect(try await !admit())
+            // After a flush the store holds them all and the decision is the same.
+            #expect(try await meter.flush(to: store, now: Self.firstOfNovember.usageMonth.start) == 3)
+            #expect(try await store.monthlyCalls(month: Self.november) == [account.id: 5])
+            #expect(try await !admit())
+            #expect(meter.unflushedCalls == 0)
+        }
+    }
+}
