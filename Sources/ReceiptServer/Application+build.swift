@@ -14,7 +14,8 @@ public typealias ServerContext = BasicRequestContext
 ///   - configuration: where to listen, body limit, authentication cache.
 ///   - tenancy: accounts, keys and apps.
 ///   - verification: the local verifier and Apple client, as the apps' modes need them.
-///   - services: long-running services the application runs beside the server (a PostgreSQL pool, …).
+///   - services: long-running services the application runs beside the server (a PostgreSQL pool, …); the usage
+///     flusher is added after them.
 ///   - logger: the application's logger.
 public func buildApplication(
     configuration: ServerConfiguration, tenancy: TenancyService, verification: VerificationService,
@@ -33,8 +34,9 @@ public func buildApplication(
         return HealthStatus(status: "ready")
     }
 
+    let gate = UsageGate(store: tenancy.store)
     let endpoint = VerificationEndpoint(
-        authenticator: Authenticator(tenancy: tenancy, cacheTTL: configuration.authenticationCacheTTL),
+        authenticator: Authenticator(tenancy: tenancy, cacheTTL: configuration.authenticationCacheTTL), gate: gate,
         verification: verification, maximumBodySize: configuration.maximumBodySize, logger: logger)
     for kind in [VerificationEndpoint.Kind.plain, .encrypted] {
         router.post(RouterPath(kind.rawValue)) { request, _ in await endpoint.respond(to: request, kind: kind) }
@@ -47,7 +49,11 @@ public func buildApplication(
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
-        services: services,
+        // Services stop in reverse order after the server has finished its requests: the flusher writes the last
+        // counts before the store's pool (first in `services`) closes.
+        services: services + [
+            UsageFlusher(meter: gate.meter, store: tenancy.store, interval: configuration.usageFlushInterval, logger: logger)
+        ],
         logger: logger)
 }
 

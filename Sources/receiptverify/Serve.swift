@@ -29,6 +29,12 @@ struct Serve: AsyncParsableCommand {
         help: "Seconds an API key/app lookup is reused (0: off). Env: RECEIPTVERIFY_AUTH_CACHE_TTL. Default: 5")
     var authCacheTTL: String?
 
+    @Option(
+        help:
+            "Milliseconds usage counts wait in memory before they are written. Env: RECEIPTVERIFY_USAGE_FLUSH_INTERVAL_MS. Default: 1000"
+    )
+    var usageFlushIntervalMs: String?
+
     @Option(help: "Apple's verifyReceipt production URL. Env: RECEIPTVERIFY_APPLE_PRODUCTION_URL. Default: Apple's")
     var appleProductionURL: String?
 
@@ -86,6 +92,8 @@ struct Serve: AsyncParsableCommand {
                 trustAnchorDirectory: anchors,
                 maximumBodySize: try number(maxBodySize, "max-body-size", 1024...(64 << 20), default: 2 << 20),
                 authenticationCacheTTL: .seconds(try number(authCacheTTL, "auth-cache-ttl", 0...3600, default: 5)),
+                usageFlushInterval: .milliseconds(
+                    try number(usageFlushIntervalMs, "usage-flush-interval-ms", 10...60_000, default: 1000)),
                 apple: apple)
             let (masterKey, _) = try options.masterKeySource.load()
             try await runServer(configuration: configuration, masterKey: masterKey, logger: logger)

@@ -20,6 +20,23 @@ struct LiveService: Sendable {
     let log: URL
     /// The `serve` process id, for signals.
     let processID: Int32
+    /// The trust anchor directory and the fake Apple's URL the service was started with, for more servers.
+    let anchors: URL
+    let appleURL: String
+
+    /// Starts another `serve` process over the same database, anchors and fake Apple.
+    func startServer(arguments: [String] = [], logName: String) async throws -> ServeProcess {
+        try await ServeProcess.start(cli: cli, anchors: anchors, appleURL: appleURL, arguments: arguments, logName: logName)
+    }
+
+    /// POSTs form fields to another server.
+    func post(to server: ServeProcess, _ path: String = "/api", form fields: [(String, String)]) async throws -> Answer {
+        var request = HTTPClientRequest(url: server.baseURL + path)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(ByteBuffer(string: Self.form(fields)))
+        return try await send(request)
+    }
 
     /// One answer.
     struct Answer: Sendable {
@@ -160,7 +177,7 @@ extension CLI.Outcome {
 
 /// Anchors written for the service: the two test roots, plus Apple's roots (not the iTunes Store intermediate, so
 /// an iOS 6 receipt has no local verdict) when the fixtures are present.
-private func writeAnchors(to directory: URL, pki: TestPKI, jwsPKI: TestPKI) throws {
+func writeAnchors(to directory: URL, pki: TestPKI, jwsPKI: TestPKI) throws {
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     try Data(pki.rootDER).write(to: directory.appendingPathComponent("test-root.cer"))
     try Data(jwsPKI.rootDER).write(to: directory.appendingPathComponent("test-root-p256.cer"))
@@ -173,8 +190,8 @@ private func writeAnchors(to directory: URL, pki: TestPKI, jwsPKI: TestPKI) thro
 }
 
 /// Shared test PKIs: generating RSA keys is slow, and every test may use the same ones.
-private let sharedPKI = Result { try TestPKI() }
-private let sharedJWSPKI = Result { try TestPKI(.init(keyType: .p256, name: "ReceiptTestKit P-256")) }
+let sharedPKI = Result { try TestPKI() }
+let sharedJWSPKI = Result { try TestPKI(.init(keyType: .p256, name: "ReceiptTestKit P-256")) }
 
 /// Runs `body` against a live service over a fresh database of `kind`; `serveArguments` are added to `serve`.
 /// Stops the service with SIGTERM afterwards and expects a clean exit.
@@ -188,24 +205,16 @@ func withLiveService<T: Sendable>(
             let anchors = cli.directory.appendingPathComponent("anchors")
             try writeAnchors(to: anchors, pki: pki, jwsPKI: jwsPKI)
             try cli.expectSuccess(["migrate"])
-            let log = cli.directory.appendingPathComponent("serve.log")
-            FileManager.default.createFile(atPath: log.path, contents: nil)
-            let output = try FileHandle(forWritingTo: log)
-            let server = try cli.start(
-                [
-                    "serve", "--port", "0", "--trust-anchors", anchors.path, "--auth-cache-ttl", "0",
-                    "--apple-production-url", "\(appleURL)/production/verifyReceipt",
-                    "--apple-sandbox-url", "\(appleURL)/sandbox/verifyReceipt",
-                    // Generous: the fake Apple answers from this test process, whose cooperative threads other
-                    // suites keep busy with CPU-bound work while they run in parallel.
-                    "--apple-timeout", "10", "--apple-connect-timeout", "2",
-                ] + serveArguments, output: output)
+            let serve = try await ServeProcess.start(
+                cli: cli, anchors: anchors, appleURL: appleURL, arguments: serveArguments, logName: "serve.log")
+            let server = serve.process
+            let log = serve.log
             defer { if server.isRunning { server.terminate() } }
-            let port = try await listeningPort(in: log, of: server)
+            let port = serve.port
             let http = HTTPClient(eventLoopGroupProvider: .singleton)
             let service = LiveService(
                 cli: cli, baseURL: "http://127.0.0.1:\(port)", apple: apple, http: http, pki: pki, jwsPKI: jwsPKI,
-                log: log, processID: server.processIdentifier)
+                log: log, processID: server.processIdentifier, anchors: anchors, appleURL: appleURL)
             do {
                 let result = try await body(service)
                 try await http.shutdown()
@@ -219,6 +228,48 @@ func withLiveService<T: Sendable>(
                 throw error
             }
         }
+    }
+}
+
+/// One `receiptverify serve` process of a test, its port and its log file.
+struct ServeProcess: Sendable {
+    let process: Process
+    let port: Int
+    let log: URL
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+    var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// Starts `serve` on a free port over the CLI's database, with the test anchors and the fake Apple; waits until
+    /// it listens. `arguments` are added last (a repeated option takes the last value).
+    static func start(cli: CLI, anchors: URL, appleURL: String, arguments: [String], logName: String) async throws
+        -> ServeProcess
+    {
+        let log = cli.directory.appendingPathComponent(logName)
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let output = try FileHandle(forWritingTo: log)
+        let server = try cli.start(
+            [
+                "serve", "--port", "0", "--trust-anchors", anchors.path, "--auth-cache-ttl", "0",
+                "--apple-production-url", "\(appleURL)/production/verifyReceipt",
+                "--apple-sandbox-url", "\(appleURL)/sandbox/verifyReceipt",
+                // Generous: the fake Apple answers from this test process, whose cooperative threads other
+                // suites keep busy with CPU-bound work while they run in parallel.
+                "--apple-timeout", "10", "--apple-connect-timeout", "2",
+            ] + arguments, output: output)
+        do {
+            return ServeProcess(process: server, port: try await listeningPort(in: log, of: server), log: log)
+        } catch {
+            if server.isRunning { server.terminate() }
+            throw error
+        }
+    }
+
+    /// SIGTERM, then waits for the exit; returns the exit status.
+    func stop() -> Int32 {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return process.terminationStatus
     }
 }
 

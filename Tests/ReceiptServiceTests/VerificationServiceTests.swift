@@ -37,7 +37,7 @@ import Testing
             id: app.accountID, name: "a", email: "a@example.com", planName: "pro", isEnabled: true, createdAt: now,
             updatedAt: now)
         return Caller(
-            account: account, plan: Plan.seeded[1], apiKeyID: UUID(), app: app,
+            account: account, apiKeyID: UUID(), app: app,
             resultKey: Array(repeating: 7, count: 32), sharedSecret: "secret")
     }
 

@@ -6,7 +6,8 @@ import NIOCore
 import ReceiptCore
 import ReceiptService
 
-/// `POST /api` and `POST /apiencrypted`: read the body, authenticate, check the plan, verify, answer.
+/// `POST /api` and `POST /apiencrypted`: read the body, authenticate, admit the call under the account's plan
+/// (endpoint, rate limit, monthly quota), verify, count the call if it was billable, answer.
 ///
 /// Every answer is JSON with `status`, `description` and `request_id` (a successful `/apiencrypted` answer is that
 /// JSON sealed with the app's key). One info line per request is logged, never with the receipt, key or secrets.
@@ -15,9 +16,17 @@ struct VerificationEndpoint: Sendable {
     enum Kind: String, Sendable {
         case plain = "/api"
         case encrypted = "/apiencrypted"
+
+        var usageEndpoint: UsageEndpoint {
+            switch self {
+            case .plain: .api
+            case .encrypted: .apiEncrypted
+            }
+        }
     }
 
     let authenticator: Authenticator
+    let gate: UsageGate
     let verification: VerificationService
     let maximumBodySize: Int
     let logger: Logger
@@ -35,9 +44,14 @@ struct VerificationEndpoint: Sendable {
             nonce = parsed.nonce
             let caller = try await authenticator.authenticate(
                 apiKey: try bearerOrField(request, parsed.apiKey), token: parsed.token, logger: logger)
-            if kind == .encrypted, !caller.plan.includesEncryptedEndpoint {
-                throw ServiceError(.notInPlan, "plan '\(caller.plan.name)' does not include /apiencrypted")
+            let ticket: UsageGate.Ticket
+            switch try await gate.admit(caller, to: kind.usageEndpoint) {
+            case .admitted(let admitted): ticket = admitted
+            case .refused(let refusal): throw refusal
             }
+            // Whatever happens from here, the reservation is settled: counted if the answer is a verdict.
+            var billedStatus: Int?
+            defer { gate.settle(ticket, status: billedStatus) }
             var requestLogger = logger
             // Only debug lines come from below here; the metadata copy is not free at thousands per second.
             if logger.logLevel <= .debug { requestLogger[metadataKey: "request_id"] = "\(requestID)" }
@@ -46,6 +60,7 @@ struct VerificationEndpoint: Sendable {
             if kind == .encrypted, outcome.isValid {
                 sealed = try ResultSealing.seal(JSONValue.object(outcome.body).encoded, for: caller)
             }
+            billedStatus = outcome.status
         } catch {
             outcome = Self.outcome(for: error)
             if let nonce { outcome.body["nonce"] = .string(nonce) }
@@ -93,6 +108,8 @@ struct VerificationEndpoint: Sendable {
         switch error {
         case let failure as HTTPFailure:
             return .failure(failure.status, detail: failure.reason)
+        case let refusal as UsageGate.Refusal:
+            return outcome(for: refusal)
         case let error as ServiceError:
             switch error.code {
             case .unauthorized: return .failure(ResponseStatus.unauthorized, detail: error.reason)
@@ -109,6 +126,41 @@ struct VerificationEndpoint: Sendable {
         }
     }
 
+    /// The answer to a call the plan refused: 401, 402, or 429 with `retry_after` (seconds) and, for the quota,
+    /// `quota_resets_at`; the description names the limit.
+    static func outcome(for refusal: UsageGate.Refusal) -> VerificationOutcome {
+        switch refusal {
+        case .accountDisabled:
+            return .failure(ResponseStatus.unauthorized, detail: "the account is disabled")
+        case .notInPlan(let plan):
+            return .failure(ResponseStatus.paymentRequired, detail: "plan '\(plan)' does not include /apiencrypted")
+        case .rateLimited(let plan, let perSecond, let wait):
+            let seconds = Self.wholeSeconds(wait)
+            var outcome = VerificationOutcome.failure(
+                ResponseStatus.tooManyRequests, detail: "rate limit of plan '\(plan)' (\(perSecond)/s)")
+            outcome.body["description"] = .string(
+                "Rate limit reached: plan '\(plan)' allows \(perSecond) requests per second; retry after \(seconds) s")
+            outcome.body["retry_after"] = .integer(Int64(seconds))
+            return outcome
+        case .quotaExhausted(let plan, let quota, let resetsAt):
+            let seconds = Self.wholeSeconds(.seconds(resetsAt.timeIntervalSinceNow))
+            let reset = UsageDay(containing: resetsAt).description + "T00:00:00Z"
+            var outcome = VerificationOutcome.failure(
+                ResponseStatus.tooManyRequests, detail: "monthly quota of plan '\(plan)' (\(quota)) used up")
+            outcome.body["description"] = .string(
+                "Monthly quota reached: plan '\(plan)' includes \(quota) verifications a month; it resets at \(reset)")
+            outcome.body["retry_after"] = .integer(Int64(seconds))
+            outcome.body["quota_resets_at"] = .string(reset)
+            return outcome
+        }
+    }
+
+    /// A wait in whole seconds, rounded up and at least 1, as `Retry-After` wants it.
+    static func wholeSeconds(_ duration: Duration) -> Int {
+        let components = duration.components
+        return max(1, Int(components.seconds) + (components.attoseconds > 0 ? 1 : 0))
+    }
+
     static func response(_ outcome: VerificationOutcome, sealed: String?, requestID: String) -> Response {
         var headers = HTTPFields()
         headers[RequestID.header] = requestID
@@ -123,6 +175,7 @@ struct VerificationEndpoint: Sendable {
         }
         if outcome.status == ResponseStatus.methodNotAllowed { headers[.allow] = "POST" }
         if outcome.status == ResponseStatus.unauthorized { headers[.wwwAuthenticate] = "Bearer" }
+        if case .integer(let seconds)? = outcome.body["retry_after"] { headers[.retryAfter] = "\(seconds)" }
         return Response(
             status: .init(code: ResponseStatus.httpStatus(of: outcome.status)), headers: headers,
             body: .init(byteBuffer: ByteBuffer(bytes: bytes)))

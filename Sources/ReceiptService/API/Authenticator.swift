@@ -7,8 +7,9 @@ import Synchronization
 /// so an answer never tells which part was wrong.
 ///
 /// Successful lookups are remembered for ``cacheTTL`` (keyed by the SHA-256 of the presented key, never its clear
-/// text), so a busy app costs no database round trip per request. Changes made with the CLI (a revoked key, a
-/// disabled account or app, a new plan) therefore take effect within that time on every server instance.
+/// text), so a busy app costs no database round trip here. Changes made with the CLI to keys and apps (a revoked
+/// key, a disabled app) therefore take effect within that time on every server instance; the account's enabled
+/// flag and plan are read again for every call by ``UsageGate``.
 public final class Authenticator: Sendable {
     /// How long a successful lookup is reused; zero turns the cache off.
     public let cacheTTL: Duration
@@ -22,7 +23,6 @@ public final class Authenticator: Sendable {
     private struct KeyEntry: Sendable {
         let keyID: UUID
         let account: Account
-        let plan: Plan
         let expires: ContinuousClock.Instant
     }
 
@@ -52,7 +52,7 @@ public final class Authenticator: Sendable {
         guard app.app.accountID == key.account.id else { throw Self.refusal("the app belongs to another account") }
         guard app.app.isEnabled else { throw Self.refusal("the app is disabled") }
         return Caller(
-            account: key.account, plan: key.plan, apiKeyID: key.keyID, app: app.app, resultKey: app.resultKey,
+            account: key.account, apiKeyID: key.keyID, app: app.app, resultKey: app.resultKey,
             sharedSecret: app.sharedSecret)
     }
 
@@ -71,16 +71,13 @@ public final class Authenticator: Sendable {
         guard let account = try await tenancy.store.account(id: key.accountID), account.isEnabled else {
             throw Self.refusal("the account is disabled")
         }
-        guard let plan = try await tenancy.store.plan(named: account.planName) else {
-            throw ServiceError(.storage, "account \(account.id) has plan '\(account.planName)', which does not exist")
-        }
         // Last use is recorded once per cache period: a write per request would cost more than the verification.
         do {
             try await tenancy.store.recordAPIKeyUse(id: key.id, at: tenancy.now())
         } catch {
             logger.warning("could not record API key use", metadata: ["key.id": "\(key.id)", "error": "\(error)"])
         }
-        let entry = KeyEntry(keyID: key.id, account: account, plan: plan, expires: now.advanced(by: cacheTTL))
+        let entry = KeyEntry(keyID: key.id, account: account, expires: now.advanced(by: cacheTTL))
         if cacheTTL > .zero { store(entry, at: digest, in: keys) }
         return entry
     }

@@ -1,12 +1,11 @@
 import Foundation
 
-/// An authenticated caller of `/api`: the account, its plan, the key it used and the app it named, with the app's
-/// secrets opened. Only ``Authenticator`` makes one, so holding a `Caller` proves authentication passed.
+/// An authenticated caller of `/api`: the account, the key it used and the app it named, with the app's secrets
+/// opened. Only ``Authenticator`` makes one, so holding a `Caller` proves authentication passed. The account's plan
+/// is not here: ``UsageGate`` reads it fresh for every call.
 public struct Caller: Sendable {
     /// The account that owns the API key and the app.
     public let account: Account
-    /// The account's plan.
-    public let plan: Plan
     /// The id of the API key that authenticated the request.
     public let apiKeyID: UUID
     /// The app named by `token`.
