@@ -196,7 +196,9 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["TestSupport"],
+            dependencies: [
+                "TestSupport", "ReceiptService", "ReceiptStore", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictness
         ),
     ]

@@ -190,3 +190,43 @@ public struct PlanView: Codable, Sendable, Equatable {
         overagePricePer1000Cents = plan.overagePricePer1000Cents
     }
 }
+
+/// What operators see of one daily usage counter, with the account's email and the app's token resolved.
+public struct UsageView: Codable, Sendable, Equatable {
+    /// The UTC day, `YYYY-MM-DD`.
+    public let day: String
+    /// The account's id, lowercase.
+    public let accountID: String
+    /// The account's email, or nil if the account no longer exists.
+    public let email: String?
+    /// The app's id, lowercase.
+    public let appID: String
+    /// The app's token, or nil if the app was removed since.
+    public let appToken: String?
+    /// `api` or `apiencrypted`.
+    public let endpoint: String
+    /// `valid`, `apple_code` or `rejected`.
+    public let outcome: String
+    /// Billable calls.
+    public let calls: Int
+
+    /// The JSON names, snake_case as in the rest of the API.
+    enum CodingKeys: String, CodingKey {
+        case day, email, endpoint, outcome, calls
+        case accountID = "account_id"
+        case appID = "app_id"
+        case appToken = "app_token"
+    }
+
+    /// The view of `record`, naming its account and app from the given lists.
+    public init(_ record: UsageRecord, accounts: [UUID: Account], apps: [UUID: App]) {
+        day = record.key.day.description
+        accountID = record.key.accountID.uuidString.lowercased()
+        email = accounts[record.key.accountID]?.email
+        appID = record.key.appID.uuidString.lowercased()
+        appToken = apps[record.key.appID]?.token
+        endpoint = record.key.endpoint.rawValue
+        outcome = record.key.outcome.rawValue
+        calls = record.calls
+    }
+}
