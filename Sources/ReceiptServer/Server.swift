@@ -38,7 +38,7 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
                 throw error
             }
         case .postgres(let url):
-            let store = try PostgresStore(url: url, logger: logger)
+            let store = try PostgresStore(url: url, logger: logger, listensForChanges: true)
             try await serve(
                 store: store, services: [store], verification: verification, configuration: configuration,
                 masterKey: masterKey, logger: logger)

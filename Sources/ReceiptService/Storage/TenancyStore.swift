@@ -52,6 +52,11 @@ public protocol TenancyStore: Sendable {
     /// The app with this token, if any.
     func app(token: String) async throws -> App?
 
+    /// A value that changes whenever accounts or plans may have changed, in this process or another, taken without
+    /// a round trip to the database so it can be checked on every request; nil while changes cannot be observed, and
+    /// then nothing read from the store may be reused.
+    func changeMarker() -> Int?
+
     /// The account's standing for a call in `month`: enabled flag, current plan and the month's flushed billable
     /// calls, in one read; nil when the account does not exist.
     func standing(accountID: UUID, month: UsageMonth) async throws -> AccountStanding?

@@ -1,10 +1,14 @@
 import Foundation
+import Synchronization
 
 /// What a plan allows, enforced call by call: the account's current standing, the endpoint gate, the rate limit and
 /// the monthly quota before a verification, and the metering after it.
 ///
-/// Every call reads the account's standing from the store (one indexed read that joins the account, its plan and the
-/// month's flushed count), so a plan or account change made with the CLI applies to the next call on every server.
+/// The account's standing (enabled flag, plan, the month's flushed count) comes from one indexed read of the store.
+/// A read is reused only while the store's ``TenancyStore/changeMarker()`` is unchanged (SQLite: the database files'
+/// metadata, which every commit changes; PostgreSQL: a `LISTEN` on the channel every CLI change notifies) and for at
+/// most ``standingMaxAge``, which bounds how old other servers' counts may be. So a plan or account change made with
+/// the CLI applies to the next call on every server, and a busy account costs no database round trip per call.
 public struct UsageGate: Sendable {
     /// The store the standing is read from and the meter flushes to.
     public let store: any TenancyStore
@@ -14,6 +18,10 @@ public struct UsageGate: Sendable {
     public let rateLimiter: RateLimiter
     /// The wall clock, for days and months (UTC).
     public let now: @Sendable () -> Date
+    /// How long a standing read may be reused while the store reports no change.
+    public let standingMaxAge: Duration
+
+    private let cache: StandingCache
 
     /// Store reads that overlapped a flush are retried this many times before the conservative count is used.
     static let cleanReadAttempts = 3
@@ -21,12 +29,14 @@ public struct UsageGate: Sendable {
     /// Creates a gate.
     public init(
         store: any TenancyStore, meter: Meter = Meter(), rateLimiter: RateLimiter = RateLimiter(),
-        now: @escaping @Sendable () -> Date = { Date() }
+        standingMaxAge: Duration = .seconds(1), now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store
         self.meter = meter
         self.rateLimiter = rateLimiter
+        self.standingMaxAge = standingMaxAge
         self.now = now
+        self.cache = StandingCache()
     }
 
     /// A call let through: settle it with ``settle(_:status:)`` whatever happens next.
@@ -63,10 +73,7 @@ public struct UsageGate: Sendable {
         let date = now()
         let day = UsageDay(containing: date)
         let accountMonth = Meter.AccountMonth(accountID: caller.account.id, month: day.usageMonth)
-        var (standing, mark) = try await read(accountMonth)
-        for _ in 1..<Self.cleanReadAttempts where !meter.readWasClean(mark) {
-            (standing, mark) = try await read(accountMonth)
-        }
+        let (standing, mark) = try await standing(of: accountMonth)
         guard let standing, standing.isEnabled else { return .refused(.accountDisabled) }
         let plan = standing.plan
         if endpoint == .apiEncrypted, !plan.includesEncryptedEndpoint {
@@ -96,9 +103,60 @@ public struct UsageGate: Sendable {
         meter.settle(ticket.accountMonth, counting: key)
     }
 
+    /// The account's standing, reused from an earlier read when nothing can have changed since.
+    ///
+    /// A reused read keeps its ``Meter/ReadMark``: the counts it holds are still exactly the ones committed before it,
+    /// so the meter's arithmetic stays exact. Only reads that no flush overlapped are kept.
+    private func standing(of accountMonth: Meter.AccountMonth) async throws -> (AccountStanding?, Meter.ReadMark) {
+        // Taken before the read: a change committed while it runs moves the marker, so the read is not reused.
+        let marker = store.changeMarker()
+        let instant = ContinuousClock.now
+        if let marker, let cached = cache.entry(for: accountMonth, marker: marker, notBefore: instant - standingMaxAge) {
+            return (cached.standing, cached.mark)
+        }
+        var (standing, mark) = try await read(accountMonth)
+        for _ in 1..<Self.cleanReadAttempts where !meter.readWasClean(mark) {
+            (standing, mark) = try await read(accountMonth)
+        }
+        if let marker, let standing, meter.readWasClean(mark) {
+            cache.store(
+                StandingCache.Entry(standing: standing, mark: mark, marker: marker, readAt: instant), for: accountMonth)
+        }
+        return (standing, mark)
+    }
+
     private func read(_ accountMonth: Meter.AccountMonth) async throws -> (AccountStanding?, Meter.ReadMark) {
         let mark = meter.beginRead(accountMonth)
         let standing = try await store.standing(accountID: accountMonth.accountID, month: accountMonth.month)
         return (standing, mark)
+    }
+}
+
+/// Standing reads by account and month, each with the store's change marker it was read under.
+private final class StandingCache: Sendable {
+    struct Entry: Sendable {
+        let standing: AccountStanding
+        let mark: Meter.ReadMark
+        let marker: Int
+        let readAt: ContinuousClock.Instant
+    }
+
+    /// Entries kept at most; the cache is emptied when it would grow beyond this.
+    static let capacity = 100_000
+
+    private let entries = Mutex<[Meter.AccountMonth: Entry]>([:])
+
+    func entry(for key: Meter.AccountMonth, marker: Int, notBefore: ContinuousClock.Instant) -> Entry? {
+        entries.withLock { entries in
+            guard let entry = entries[key], entry.marker == marker, entry.readAt >= notBefore else { return nil }
+            return entry
+        }
+    }
+
+    func store(_ entry: Entry, for key: Meter.AccountMonth) {
+        entries.withLock { entries in
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries[key] = entry
+        }
     }
 }

@@ -4,6 +4,7 @@ import PostgresNIO
 import ReceiptCore
 import ReceiptService
 import ServiceLifecycle
+import Synchronization
 
 /// The ``TenancyStore`` on PostgreSQL: pooled, async, safe with many servers on one database.
 ///
@@ -14,16 +15,63 @@ public final class PostgresStore: TenancyStore, Service {
     private let logger: Logger
     private let script: MigrationScript
 
-    /// Creates a store for the database at `url` (`postgres://user:password@host:port/database?sslmode=…`).
-    public init(url: String, logger: Logger) throws {
+    /// Whether ``run()`` keeps a connection listening for changes (a server does; a one-off CLI command need not).
+    private let listensForChanges: Bool
+
+    /// Creates a store for the database at `url` (`postgres://user:password@host:port/database?sslmode=…`);
+    /// `listensForChanges` makes ``changeMarker()`` work, at the cost of one pooled connection.
+    public init(url: String, logger: Logger, listensForChanges: Bool = false) throws {
+        self.listensForChanges = listensForChanges
         self.client = PostgresClient(configuration: try PostgresURL.configuration(from: url), backgroundLogger: logger)
         self.logger = logger
         self.script = try MigrationScript(String(decoding: PackageResources.schema_sql, as: UTF8.self))
     }
 
-    /// Runs the connection pool until the task is cancelled.
+    /// Runs the connection pool until the task is cancelled, and listens for changes made by other processes.
     public func run() async throws {
-        await client.run()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.client.run() }
+            if listensForChanges { group.addTask { await self.listenForChanges() } }
+            // The pool ends on cancellation or graceful shutdown; the listener goes with it.
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    // MARK: Change notifications
+
+    /// The channel every change to accounts, plans, keys and apps is announced on (`pg_notify`, sent on commit).
+    static let changeChannel = "receiptverify_changes"
+
+    /// Notifications received, and whether a connection is listening now.
+    private let changes = Mutex<(count: Int, listening: Bool)>((0, false))
+
+    /// Counts notifications on ``changeChannel`` while a connection listens; nil (reuse nothing) while none does,
+    /// so a lost connection can never leave a server trusting a stale cache.
+    public func changeMarker() -> Int? {
+        changes.withLock { $0.listening ? $0.count : nil }
+    }
+
+    private func listenForChanges() async {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: Self.changeChannel) { notifications in
+                        self.changes.withLock { $0 = ($0.count + 1, true) }
+                        for try await _ in notifications { self.changes.withLock { $0.count += 1 } }
+                    }
+                }
+            } catch {
+                if !Task.isCancelled { logger.warning("not listening for changes", metadata: ["error": "\(error)"]) }
+            }
+            changes.withLock { $0 = ($0.count + 1, false) }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
+        }
+    }
+
+    /// Announces a change to listening servers; in a transaction it is delivered when the transaction commits.
+    private func announceChange(on connection: PostgresConnection? = nil) async throws {
+        try await rows("SELECT pg_notify(\(Self.changeChannel), '')", on: connection)
     }
 
     // MARK: Running statements
@@ -137,6 +185,7 @@ public final class PostgresStore: TenancyStore, Service {
                     monthly_price_cents = excluded.monthly_price_cents,
                     overage_price_per_1000_cents = excluded.overage_price_per_1000_cents
                 """)
+            try await announceChange()
         }
     }
 
@@ -153,13 +202,15 @@ public final class PostgresStore: TenancyStore, Service {
 
     public func updateAccount(_ account: Account) async throws -> Bool {
         try await run {
-            !(try await rows(
+            let updated = !(try await rows(
                 """
                 UPDATE accounts SET name = \(account.name), plan_name = \(account.planName),
                     enabled = \(account.isEnabled), updated_at = \(account.updatedAt)
                 WHERE id = \(account.id) RETURNING id
                 """
             ).isEmpty)
+            try await announceChange()
+            return updated
         }
     }
 

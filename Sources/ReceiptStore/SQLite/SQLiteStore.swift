@@ -6,6 +6,14 @@ import ReceiptCore
 import ReceiptService
 import SQLiteNIO
 
+// `stat` for the change marker; its timestamp fields are declared in the C headers CoreFoundation exposes.
+#if canImport(Glibc)
+    import CoreFoundation
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The ``TenancyStore`` on an SQLite file: the zero set-up default.
 ///
 /// One connection, in WAL mode with a busy timeout so the CLI and a running server can share the file. Every
@@ -17,11 +25,14 @@ public final class SQLiteStore: TenancyStore {
     private let threadPool: NIOThreadPool
     private let lock = AsyncLock()
     private let script: MigrationScript
+    /// The database's write-ahead log, whose metadata ``changeMarker()`` reads.
+    private let walPath: String
 
-    private init(connection: SQLiteConnection, threadPool: NIOThreadPool, script: MigrationScript) {
+    private init(connection: SQLiteConnection, threadPool: NIOThreadPool, script: MigrationScript, path: String) {
         self.connection = connection
         self.threadPool = threadPool
         self.script = script
+        self.walPath = path + "-wal"
     }
 
     /// Opens (creating if needed) the database file at `path`.
@@ -39,7 +50,7 @@ public final class SQLiteStore: TenancyStore {
             try? await threadPool.shutdownGracefully()
             throw ServiceError(.storage, "cannot open SQLite database \(path): \(error)")
         }
-        let store = SQLiteStore(connection: connection, threadPool: threadPool, script: script)
+        let store = SQLiteStore(connection: connection, threadPool: threadPool, script: script, path: path)
         // The file holds key hashes and sealed secrets: readable by its owner only.
         if isNew { _ = chmod(path, 0o600) }
         do {
@@ -310,6 +321,27 @@ public final class SQLiteStore: TenancyStore {
             }
             return try await self.app(row)
         }
+    }
+
+    /// The size, times and inode of the write-ahead log: in WAL mode every commit, from this process or another (the
+    /// CLI), appends to the log, or rewrites it from the start after a checkpoint; either changes its size or its
+    /// modification time. One `stat`, no query; nil when the log cannot be read (nothing is then reused).
+    public func changeMarker() -> Int? {
+        var info = stat()
+        guard stat(walPath, &info) == 0 else { return nil }
+        var hasher = Hasher()
+        hasher.combine(info.st_ino)
+        hasher.combine(info.st_size)
+        #if os(Linux)
+            hasher.combine(info.st_mtim.tv_sec)
+            hasher.combine(info.st_mtim.tv_nsec)
+            hasher.combine(info.st_ctim.tv_nsec)
+        #else
+            hasher.combine(info.st_mtimespec.tv_sec)
+            hasher.combine(info.st_mtimespec.tv_nsec)
+            hasher.combine(info.st_ctimespec.tv_nsec)
+        #endif
+        return hasher.finalize()
     }
 
     public func standing(accountID: UUID, month: UsageMonth) async throws -> AccountStanding? {
