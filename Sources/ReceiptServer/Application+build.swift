@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 import ReceiptService
 import ReceiptStore
 import ServiceLifecycle
@@ -48,6 +49,9 @@ public func buildApplication(
     }
     return Application(
         router: router,
+        // Closes connections that send nothing for the timeout, between requests or in the middle of one, so idle or
+        // stalled clients cannot hold connections (and their buffers) open.
+        server: .http1(configuration: .init(idleTimeout: configuration.idleTimeout.map { TimeAmount($0) })),
         configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
         // Services stop in reverse order after the server has finished its requests: the flusher writes the last
         // counts before the store's pool (first in `services`) closes.

@@ -15,6 +15,7 @@ import ReceiptStore
 /// | `--trust-anchors` / `RECEIPTVERIFY_TRUST_ANCHORS` | `apple-roots` | directory of root certificates for local verification |
 /// | `--max-body-size` / `RECEIPTVERIFY_MAX_BODY_SIZE` | `2097152` | largest request body, in bytes (413 beyond) |
 /// | `--auth-cache-ttl` / `RECEIPTVERIFY_AUTH_CACHE_TTL` | `5` | seconds a key/app lookup is reused (0: off) |
+/// | `--idle-timeout` / `RECEIPTVERIFY_IDLE_TIMEOUT` | `30` | seconds a connection may stay silent (between requests, or mid-request) before it is closed; 0: never |
 /// | `--usage-flush-interval-ms` / `RECEIPTVERIFY_USAGE_FLUSH_INTERVAL_MS` | `1000` | how long usage counts wait in memory before they are written |
 /// | `--apple-production-url` / `RECEIPTVERIFY_APPLE_PRODUCTION_URL` | Apple's | `verifyReceipt` production URL |
 /// | `--apple-sandbox-url` / `RECEIPTVERIFY_APPLE_SANDBOX_URL` | Apple's | `verifyReceipt` sandbox URL |
@@ -34,6 +35,8 @@ public struct ServerConfiguration: Sendable {
     public var maximumBodySize: Int
     /// How long a successful key/app lookup is reused.
     public var authenticationCacheTTL: Duration
+    /// How long a connection may send nothing before the server closes it; nil keeps idle connections open.
+    public var idleTimeout: Duration?
     /// How long billable-call counts wait in memory before a flush writes them (what a crash can lose).
     public var usageFlushInterval: Duration
     /// How Apple's `verifyReceipt` is reached.
@@ -43,7 +46,8 @@ public struct ServerConfiguration: Sendable {
     public init(
         hostname: String = "127.0.0.1", port: Int = 8080, store: StoreLocation = .sqlite(path: "receiptverify.sqlite"),
         trustAnchorDirectory: String? = nil, maximumBodySize: Int = 2 << 20,
-        authenticationCacheTTL: Duration = .seconds(5), usageFlushInterval: Duration = .seconds(1),
+        authenticationCacheTTL: Duration = .seconds(5), idleTimeout: Duration? = .seconds(30),
+        usageFlushInterval: Duration = .seconds(1),
         apple: VerifyReceiptConfiguration = .init()
     ) {
         self.hostname = hostname
@@ -52,6 +56,7 @@ public struct ServerConfiguration: Sendable {
         self.trustAnchorDirectory = trustAnchorDirectory
         self.maximumBodySize = maximumBodySize
         self.authenticationCacheTTL = authenticationCacheTTL
+        self.idleTimeout = idleTimeout
         self.usageFlushInterval = usageFlushInterval
         self.apple = apple
     }

@@ -31,6 +31,12 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "Seconds a connection may send nothing before it is closed (0: never). Env: RECEIPTVERIFY_IDLE_TIMEOUT. Default: 30"
+    )
+    var idleTimeout: String?
+
+    @Option(
+        help:
             "Milliseconds usage counts wait in memory before they are written. Env: RECEIPTVERIFY_USAGE_FLUSH_INTERVAL_MS. Default: 1000"
     )
     var usageFlushIntervalMs: String?
@@ -92,6 +98,7 @@ struct Serve: AsyncParsableCommand {
                 trustAnchorDirectory: anchors,
                 maximumBodySize: try number(maxBodySize, "max-body-size", 1024...(64 << 20), default: 2 << 20),
                 authenticationCacheTTL: .seconds(try number(authCacheTTL, "auth-cache-ttl", 0...3600, default: 5)),
+                idleTimeout: try number(idleTimeout, "idle-timeout", 0...3600, default: 30).nonZeroSeconds,
                 usageFlushInterval: .milliseconds(
                     try number(usageFlushIntervalMs, "usage-flush-interval-ms", 10...60_000, default: 1000)),
                 apple: apple)
@@ -111,4 +118,9 @@ struct Migrate: AsyncParsableCommand {
         try await options.withTenancy { _ in }
         if !options.json { print("database is up to date") } else { print(#"{"status":"ok"}"#) }
     }
+}
+
+extension Int {
+    /// This many seconds, or nil for 0 ("never").
+    fileprivate var nonZeroSeconds: Duration? { self == 0 ? nil : .seconds(self) }
 }

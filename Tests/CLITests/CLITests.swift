@@ -230,6 +230,9 @@ import Testing
                 (["--apple-production-url", "ftp://example.com"], "--apple-production-url must be an http(s) URL"),
                 (["--apple-attempts", "x"], "--apple-attempts must be a whole number"),
                 (["--port", "70000"], "--port must be a whole number"),
+                (["--idle-timeout", "3601"], "--idle-timeout must be a whole number in 0...3600"),
+                (["--usage-flush-interval-ms", "5"], "--usage-flush-interval-ms must be a whole number in 10...60000"),
+                (["--auth-cache-ttl", "1h"], "--auth-cache-ttl must be a whole number"),
             ]
             for (arguments, message) in cases {
                 let outcome = try cli.run(["serve"] + arguments)
