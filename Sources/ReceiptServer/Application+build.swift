@@ -56,7 +56,8 @@ public func buildApplication(
         // Services stop in reverse order after the server has finished its requests: the flusher writes the last
         // counts before the store's pool (first in `services`) closes.
         services: services + [
-            UsageFlusher(meter: gate.meter, store: tenancy.store, interval: configuration.usageFlushInterval, logger: logger)
+            UsageFlusher(
+                meter: gate.meter, store: tenancy.store, interval: configuration.usageFlushInterval, logger: logger)
         ],
         logger: logger)
 }

@@ -51,7 +51,8 @@ struct Serve: AsyncParsableCommand {
     var appleConnectTimeout: String?
 
     @Option(
-        help: "Seconds for a whole exchange with Apple, retries included. Env: RECEIPTVERIFY_APPLE_TIMEOUT. Default: 15")
+        help: "Seconds for a whole exchange with Apple, retries included. Env: RECEIPTVERIFY_APPLE_TIMEOUT. Default: 15"
+    )
     var appleTimeout: String?
 
     @Option(help: "Attempts per Apple environment on retryable failures. Env: RECEIPTVERIFY_APPLE_ATTEMPTS. Default: 3")
@@ -72,13 +73,15 @@ struct Serve: AsyncParsableCommand {
             func number(_ flag: String?, _ name: String, _ range: ClosedRange<Int>, default value: Int) throws -> Int {
                 guard let (text, source) = setting(flag, name) else { return value }
                 guard let number = Int(text), range.contains(number) else {
-                    throw CommandFailure("\(source) must be a whole number in \(range.lowerBound)...\(range.upperBound)")
+                    throw CommandFailure(
+                        "\(source) must be a whole number in \(range.lowerBound)...\(range.upperBound)")
                 }
                 return number
             }
             func url(_ flag: String?, _ name: String, default value: String) throws -> String {
                 guard let (text, source) = setting(flag, name) else { return value }
-                guard let parsed = URL(string: text), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil
+                guard let parsed = URL(string: text), ["http", "https"].contains(parsed.scheme ?? ""),
+                    parsed.host != nil
                 else { throw CommandFailure("\(source) must be an http(s) URL") }
                 return text
             }
@@ -90,7 +93,8 @@ struct Serve: AsyncParsableCommand {
                 totalTimeout: .seconds(try number(appleTimeout, "apple-timeout", 1...600, default: 15)),
                 maximumAttempts: try number(appleAttempts, "apple-attempts", 1...10, default: 3))
             // The default directory is optional, so a fresh machine can start; one that is asked for must load.
-            let anchors = setting(trustAnchors, "trust-anchors")?.text
+            let anchors =
+                setting(trustAnchors, "trust-anchors")?.text
                 ?? (FileManager.default.fileExists(atPath: "apple-roots") ? "apple-roots" : nil)
             let configuration = ServerConfiguration(
                 hostname: setting(hostname, "hostname")?.text ?? "127.0.0.1",

@@ -6,7 +6,9 @@ import ReceiptService
 struct UsageCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "usage",
-        abstract: "Show a month's billable calls per day, app, endpoint and outcome (counts reach the database within about a second).")
+        abstract:
+            "Show a month's billable calls per day, app, endpoint and outcome (counts reach the database within about a second)."
+    )
 
     @Option(help: "Only this account (id or email).") var account: String?
     @Option(help: "Only this app (token).") var app: String?
@@ -25,7 +27,8 @@ struct UsageCommand: AsyncParsableCommand {
             let usageMonth = try UsageCommand.month(month)
             let records = try await tenancy.usage(month: usageMonth, account: account, appToken: app)
             let accounts = Dictionary(try await tenancy.accounts().map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-            let apps = Dictionary(try await tenancy.apps(account: nil).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+            let apps = Dictionary(
+                try await tenancy.apps(account: nil).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             let rows = records.map { UsageView($0, accounts: accounts, apps: apps) }
             return Report(month: usageMonth.description, total: rows.reduce(0) { $0 + $1.calls }, rows: rows)
         }
@@ -83,7 +86,8 @@ struct BillingCommand: AsyncParsableCommand {
                         ("ACCOUNT", \.email), ("PLAN", \.plan),
                         ("QUOTA", { $0.includedQuota.map(String.init) ?? "unlimited" }),
                         ("BILLABLE", { "\($0.billableCalls)" }), ("OVERAGE", { "\($0.overageCalls)" }),
-                        ("BASE (CENTS)", { "\($0.basePriceCents)" }), ("OVERAGE (CENTS)", { "\($0.overagePriceCents)" }),
+                        ("BASE (CENTS)", { "\($0.basePriceCents)" }),
+                        ("OVERAGE (CENTS)", { "\($0.overagePriceCents)" }),
                         ("TOTAL (CENTS)", { "\($0.totalCents)" }),
                     ])
             }

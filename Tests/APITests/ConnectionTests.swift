@@ -65,7 +65,9 @@ import Testing
 
             // Half a request, then nothing.
             let stalled = try RawConnection(port: port)
-            stalled.send("POST /api HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+            stalled.send(
+                "POST /api HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+            )
             #expect(stalled.readUntilClosed() != nil)
 
             // A kept-alive connection answers, then is closed once it falls silent.

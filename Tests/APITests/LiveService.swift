@@ -26,11 +26,13 @@ struct LiveService: Sendable {
 
     /// Starts another `serve` process over the same database, anchors and fake Apple.
     func startServer(arguments: [String] = [], logName: String) async throws -> ServeProcess {
-        try await ServeProcess.start(cli: cli, anchors: anchors, appleURL: appleURL, arguments: arguments, logName: logName)
+        try await ServeProcess.start(
+            cli: cli, anchors: anchors, appleURL: appleURL, arguments: arguments, logName: logName)
     }
 
     /// POSTs form fields to another server.
-    func post(to server: ServeProcess, _ path: String = "/api", form fields: [(String, String)]) async throws -> Answer {
+    func post(to server: ServeProcess, _ path: String = "/api", form fields: [(String, String)]) async throws -> Answer
+    {
         var request = HTTPClientRequest(url: server.baseURL + path)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
@@ -98,8 +100,10 @@ struct LiveService: Sendable {
     }
 
     /// POSTs a JSON object.
-    func post(_ path: String = "/api", json object: JSONObject, headers: [(String, String)] = []) async throws -> Answer {
-        try await post(path, body: JSONValue.object(object).encodedString, contentType: "application/json", headers: headers)
+    func post(_ path: String = "/api", json object: JSONObject, headers: [(String, String)] = []) async throws -> Answer
+    {
+        try await post(
+            path, body: JSONValue.object(object).encodedString, contentType: "application/json", headers: headers)
     }
 
     static func form(_ fields: [(String, String)]) -> String {

@@ -39,10 +39,13 @@ private func integer(_ value: JSONValue?) -> Int? {
         #expect(seen == expected)
     }
 
-    @Test("a tiny plan gets exactly its quota of verdicts, then 429 until the plan is raised", arguments: StoreKind.available)
+    @Test(
+        "a tiny plan gets exactly its quota of verdicts, then 429 until the plan is raised",
+        arguments: StoreKind.available)
     func quota(kind: StoreKind) async throws {
         // A long authentication cache: the plan and the account's state must still be read fresh on every call.
-        try await withLiveService(kind, serveArguments: ["--auth-cache-ttl", "60", "--usage-flush-interval-ms", "100"]) {
+        try await withLiveService(kind, serveArguments: ["--auth-cache-ttl", "60", "--usage-flush-interval-ms", "100"])
+        {
             service in
             try service.cli.expectSuccess(["plan", "set", "tiny", "--quota", "3", "--rate-limit", "100"])
             let tenant = try service.tenant(plan: "tiny", appArguments: ["--allow-test-data"])
@@ -55,7 +58,9 @@ private func integer(_ value: JSONValue?) -> Int? {
             // Three verdicts of the three classes; a refused key in between is not billable.
             #expect(try await call(valid).json()["status"] == .integer(0))
             #expect(try await call(valid, apiKey: "rv_wrong").json()["status"] == .integer(401))
-            #expect(try await call(try service.receipt(count: 1, bundleID: "com.other.app")).json()["status"] == .integer(403))
+            #expect(
+                try await call(try service.receipt(count: 1, bundleID: "com.other.app")).json()["status"]
+                    == .integer(403))
             #expect(try await call("AAAA").json()["status"] == .integer(21002))
 
             let refused = try await call(valid)
@@ -69,7 +74,9 @@ private func integer(_ value: JSONValue?) -> Int? {
             let nextMonth = ISO8601DateFormatter().string(from: next)
             #expect(body["quota_resets_at"] == .string(nextMonth))
             let description = try #require(body["description"]?.stringValue)
-            #expect(description.contains("'tiny'") && description.contains("3 verifications") && description.contains(nextMonth))
+            #expect(
+                description.contains("'tiny'") && description.contains("3 verifications")
+                    && description.contains(nextMonth))
             let retryAfter = try #require(refused.header("Retry-After").flatMap(Int.init))
             #expect(retryAfter > 0 && retryAfter <= 31 * 86_400)
             #expect(body["retry_after"] == .integer(Int64(retryAfter)))
@@ -203,7 +210,9 @@ private func integer(_ value: JSONValue?) -> Int? {
             #expect(fresh.stop() == 0)
             try service.cli.expectSuccess(["account", "show", tenant.email])
             try service.cli.expectSuccess(["app", "show", tenant.token])
-            #expect(try service.cli.expectSuccess(["key", "list", "--account", tenant.email]).stdout.contains(String(tenant.apiKey.prefix(12))))
+            #expect(
+                try service.cli.expectSuccess(["key", "list", "--account", tenant.email]).stdout.contains(
+                    String(tenant.apiKey.prefix(12))))
         }
     }
 }

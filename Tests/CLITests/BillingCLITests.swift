@@ -60,7 +60,8 @@ import Testing
                 key(proOver, "2026-11-02"): 100_000, key(proOver, "2026-11-03", .appleCode): 1_234,
                 key(enterprise, "2026-11-15"): 2_000_000,
             ]
-            try await StoreLocation(cli.database).withStore(logger: logger) { store in try await store.addUsage(counts) }
+            try await StoreLocation(cli.database).withStore(logger: logger) { store in try await store.addUsage(counts)
+            }
 
             // By hand: free 800 of 1,000 → 0; pro 101,234 → 1,234 over at 50¢/1,000 = 61.7¢ → 62¢, 4,900 + 62;
             // idle pro pays its base; enterprise is unlimited at 49,900; the idle free account is not billed.
@@ -108,7 +109,8 @@ import Testing
 
             let usage = try cli.run(["usage", "--account", "pro-over@example.com", "--month", "2026-11", "--json"])
             #expect(usage.status == 0, "\(usage.stderr)")
-            let usageJSON = try #require(try JSONSerialization.jsonObject(with: Data(usage.stdout.utf8)) as? [String: Any])
+            let usageJSON = try #require(
+                try JSONSerialization.jsonObject(with: Data(usage.stdout.utf8)) as? [String: Any])
             #expect(usageJSON["total"] as? Int == 101_234)
             #expect((usageJSON["rows"] as? [Any])?.count == 2)
             let table = try cli.run(["usage", "--month", "2026-11"])

@@ -225,7 +225,10 @@ import Testing
     @Test func serveRefusesBadSettings() async throws {
         try await withCLI(.sqlite) { cli in
             let cases: [([String], String)] = [
-                (["--trust-anchors", "/nonexistent/anchors"], "cannot read the trust anchor directory /nonexistent/anchors"),
+                (
+                    ["--trust-anchors", "/nonexistent/anchors"],
+                    "cannot read the trust anchor directory /nonexistent/anchors"
+                ),
                 (["--max-body-size", "12"], "--max-body-size must be a whole number"),
                 (["--apple-production-url", "ftp://example.com"], "--apple-production-url must be an http(s) URL"),
                 (["--apple-attempts", "x"], "--apple-attempts must be a whole number"),

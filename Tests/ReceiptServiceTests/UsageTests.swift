@@ -15,7 +15,9 @@ import Testing
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = try #require(TimeZone(identifier: "UTC"))
         let parts = calendar.dateComponents([.year, .month, .day], from: date)
-        #expect(UsageDay(containing: date) == UsageDay(String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)))
+        #expect(
+            UsageDay(containing: date)
+                == UsageDay(String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)))
     }
 
     @Test func monthsStartAndEndInUTC() throws {
@@ -25,15 +27,18 @@ import Testing
         #expect(february.next.description == "2024-03")
         #expect(UsageMonth("2026-12")?.next.description == "2027-01")
         #expect(UsageMonth(containing: Date(timeIntervalSince1970: 1_706_745_599)).description == "2024-01")
-        for bad in ["2026-13", "2026-1", "26-01", "2026-01-01", "", "abcd-ef", "1969-12"] { #expect(UsageMonth(bad) == nil) }
+        for bad in ["2026-13", "2026-1", "26-01", "2026-01-01", "", "abcd-ef", "1969-12"] {
+            #expect(UsageMonth(bad) == nil)
+        }
         for bad in ["2026-02-29", "2026-04-31", "2026-00-10", "2026-1-01"] { #expect(UsageDay(bad) == nil) }
     }
 
-    @Test(arguments: [
-        (0, UsageOutcome.valid), (403, .rejected), (21002, .appleCode), (21003, .appleCode), (21006, .appleCode),
-        (21010, .appleCode), (21005, nil), (21009, nil), (21100, nil), (21199, nil), (400, nil), (401, nil),
-        (402, nil), (413, nil), (429, nil), (500, nil),
-    ] as [(Int, UsageOutcome?)])
+    @Test(
+        arguments: [
+            (0, UsageOutcome.valid), (403, .rejected), (21002, .appleCode), (21003, .appleCode), (21006, .appleCode),
+            (21010, .appleCode), (21005, nil), (21009, nil), (21100, nil), (21199, nil), (400, nil), (401, nil),
+            (402, nil), (413, nil), (429, nil), (500, nil),
+        ] as [(Int, UsageOutcome?)])
     func billableOutcomes(status: Int, expected: UsageOutcome?) {
         #expect(UsageOutcome(status: status) == expected)
     }
@@ -77,7 +82,9 @@ import Testing
         let month = try #require(UsageMonth("2026-11"))
         let created = month.start.addingTimeInterval(-86_400)
         func account(_ email: String, _ plan: String, enabled: Bool = true, created: Date = created) -> Account {
-            Account(id: UUID(), name: email, email: email, planName: plan, isEnabled: enabled, createdAt: created, updatedAt: created)
+            Account(
+                id: UUID(), name: email, email: email, planName: plan, isEnabled: enabled, createdAt: created,
+                updatedAt: created)
         }
         let idleFree = account("a@example.com", "free")
         let busyFree = account("b@example.com", "free")
@@ -91,7 +98,8 @@ import Testing
         #expect(report.lines[0].overageCalls == 200 && report.lines[0].totalCents == 0)
         #expect(report.lines[1].billableCalls == 0 && report.lines[1].totalCents == 4_900)
         #expect(throws: ServiceError(.storage)) {
-            try BillingReport(month: month, accounts: [account("x@example.com", "gone")], plans: Plan.seeded, calls: [:])
+            try BillingReport(
+                month: month, accounts: [account("x@example.com", "gone")], plans: Plan.seeded, calls: [:])
         }
     }
 }

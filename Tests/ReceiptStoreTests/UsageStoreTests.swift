@@ -54,7 +54,9 @@ import Testing
             #expect(try await store.monthlyCalls(month: Self.november) == [account.id: 10, other.id: 7])
             let standing = try #require(try await store.standing(accountID: account.id, month: Self.november))
             #expect(standing == AccountStanding(isEnabled: true, plan: Plan.seeded[1], monthCalls: 10))
-            #expect(try await store.standing(accountID: other.id, month: UsageMonth(year: 2027, month: 1)!)?.monthCalls == 0)
+            #expect(
+                try await store.standing(accountID: other.id, month: UsageMonth(year: 2027, month: 1)!)?.monthCalls == 0
+            )
             #expect(try await store.standing(accountID: UUID(), month: Self.november) == nil)
         }
     }

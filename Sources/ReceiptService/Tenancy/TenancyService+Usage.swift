@@ -6,7 +6,8 @@ extension TenancyService {
         let account = try await reference.asyncMap { try await self.account($0) }
         let app = try await appToken.asyncMap { try await self.app(token: $0) }
         if let account, let app, app.accountID != account.id {
-            throw ServiceError(.unknownApp, "app '\(Validation.printable(app.token))' is not an app of \(account.email)")
+            throw ServiceError(
+                .unknownApp, "app '\(Validation.printable(app.token))' is not an app of \(account.email)")
         }
         return try await store.usage(month: month, accountID: account?.id ?? app?.accountID, appID: app?.id)
     }

@@ -66,7 +66,8 @@ public struct BillingReport: Sendable, Equatable {
         var lines: [Line] = []
         for account in accounts.sorted(by: { $0.email < $1.email }) {
             guard let plan = plansByName[account.planName] else {
-                throw ServiceError(.storage, "account \(account.email) has plan '\(account.planName)', which does not exist")
+                throw ServiceError(
+                    .storage, "account \(account.email) has plan '\(account.planName)', which does not exist")
             }
             let billable = calls[account.id] ?? 0
             let payingThisMonth = plan.monthlyPriceCents > 0 && account.isEnabled && account.createdAt < monthEnd
@@ -91,7 +92,8 @@ public struct BillingReport: Sendable, Equatable {
 
     /// The report as CSV (RFC 4180): a header line, then one line per account.
     public var csv: String {
-        var text = "month,account_id,email,plan,included_quota,billable_calls,overage_calls,"
+        var text =
+            "month,account_id,email,plan,included_quota,billable_calls,overage_calls,"
             + "base_price_cents,overage_price_cents,total_cents\r\n"
         for line in lines {
             let fields = [

@@ -138,7 +138,8 @@ public final class Meter: Sendable {
             state.flushInProgress = false
             // Past months are settled in the store; forget them once nothing of theirs is running or unwritten.
             state.totals = state.totals.filter { entry in
-                entry.key.month >= currentMonth || entry.value.reserved > 0 || entry.value.counted > entry.value.committed
+                entry.key.month >= currentMonth || entry.value.reserved > 0
+                    || entry.value.counted > entry.value.committed
             }
             return written
         }

@@ -111,7 +111,8 @@ public struct UsageGate: Sendable {
         // Taken before the read: a change committed while it runs moves the marker, so the read is not reused.
         let marker = store.changeMarker()
         let instant = ContinuousClock.now
-        if let marker, let cached = cache.entry(for: accountMonth, marker: marker, notBefore: instant - standingMaxAge) {
+        if let marker, let cached = cache.entry(for: accountMonth, marker: marker, notBefore: instant - standingMaxAge)
+        {
             return (cached.standing, cached.mark)
         }
         var (standing, mark) = try await read(accountMonth)

@@ -202,13 +202,14 @@ public final class PostgresStore: TenancyStore, Service {
 
     public func updateAccount(_ account: Account) async throws -> Bool {
         try await run {
-            let updated = !(try await rows(
-                """
-                UPDATE accounts SET name = \(account.name), plan_name = \(account.planName),
-                    enabled = \(account.isEnabled), updated_at = \(account.updatedAt)
-                WHERE id = \(account.id) RETURNING id
-                """
-            ).isEmpty)
+            let updated =
+                !(try await rows(
+                    """
+                    UPDATE accounts SET name = \(account.name), plan_name = \(account.planName),
+                        enabled = \(account.isEnabled), updated_at = \(account.updatedAt)
+                    WHERE id = \(account.id) RETURNING id
+                    """
+                ).isEmpty)
             try await announceChange()
             return updated
         }
@@ -369,7 +370,8 @@ public final class PostgresStore: TenancyStore, Service {
     }
 
     public func usage(month: UsageMonth, accountID: UUID?, appID: UUID?) async throws -> [UsageRecord] {
-        var query: PostgresQuery = "SELECT * FROM usage_daily WHERE day >= \("\(month)-01") AND day < \("\(month.next)-01")"
+        var query: PostgresQuery =
+            "SELECT * FROM usage_daily WHERE day >= \("\(month)-01") AND day < \("\(month.next)-01")"
         if let accountID {
             query.binds.append(accountID)
             query.sql += " AND account_id = $\(query.binds.count)"
@@ -395,7 +397,8 @@ public final class PostgresStore: TenancyStore, Service {
     public func monthlyCalls(month: UsageMonth) async throws -> [UUID: Int] {
         try await run {
             var calls: [UUID: Int] = [:]
-            for row in try await rows("SELECT account_id, calls FROM usage_monthly WHERE month = \(month.description)") {
+            for row in try await rows("SELECT account_id, calls FROM usage_monthly WHERE month = \(month.description)")
+            {
                 calls[try row["account_id"].decode(UUID.self)] = try row["calls"].decode(Int.self)
             }
             return calls
