@@ -41,8 +41,6 @@ public struct UsageGate: Sendable {
 
     /// A call let through: settle it with ``settle(_:status:)`` whatever happens next.
     public struct Ticket: Sendable {
-        /// The account's plan as read for this call.
-        public let plan: Plan
         let accountMonth: Meter.AccountMonth
         let accountID: UUID
         let appID: UUID
@@ -64,7 +62,9 @@ public struct UsageGate: Sendable {
 
     /// The gate's answer.
     public enum Admission: Sendable {
+        /// Let through, with a reservation against the quota.
         case admitted(Ticket)
+        /// Refused before verification; nothing reserved or counted.
         case refused(Refusal)
     }
 
@@ -88,7 +88,7 @@ public struct UsageGate: Sendable {
         }
         return .admitted(
             Ticket(
-                plan: plan, accountMonth: accountMonth, accountID: caller.account.id, appID: caller.app.id,
+                accountMonth: accountMonth, accountID: caller.account.id, appID: caller.app.id,
                 endpoint: endpoint, day: day))
     }
 
