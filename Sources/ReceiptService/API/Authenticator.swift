@@ -9,7 +9,7 @@ import Synchronization
 /// Successful lookups are remembered for ``cacheTTL`` (keyed by the SHA-256 of the presented key, never its clear
 /// text), so a busy app costs no database round trip here. Changes made with the CLI to keys and apps (a revoked
 /// key, a disabled app) therefore take effect within that time on every server instance; the account's enabled
-/// flag and plan are read again for every call by ``UsageGate``.
+/// flag and plan are checked on every call by ``UsageGate``, which sees a CLI change from the next call.
 public final class Authenticator: Sendable {
     /// How long a successful lookup is reused; zero turns the cache off.
     public let cacheTTL: Duration
