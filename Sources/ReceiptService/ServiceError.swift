@@ -25,8 +25,6 @@ public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible 
         case corruptSecret = "corrupt_secret"
         /// The API key or app token is missing, unknown, revoked or disabled, or the app is another account's.
         case unauthorized = "unauthorized"
-        /// The account's plan does not include the endpoint or feature.
-        case notInPlan = "not_in_plan"
         /// Apple's servers could not be reached in time, or answered something that is not a `verifyReceipt` answer.
         case appleUnavailable = "apple_unavailable"
         /// The server is not set up for what was asked (no trust anchors for local verification, no Apple client).

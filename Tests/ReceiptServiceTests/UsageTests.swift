@@ -24,6 +24,7 @@ import Testing
         let february = try #require(UsageMonth("2024-02"))
         #expect(february.start == Date(timeIntervalSince1970: 1_706_745_600))
         #expect(february.numberOfDays == 29)
+        #expect(february.firstDay.description == "2024-02-01")
         #expect(february.next.description == "2024-03")
         #expect(UsageMonth("2026-12")?.next.description == "2027-01")
         #expect(UsageMonth(containing: Date(timeIntervalSince1970: 1_706_745_599)).description == "2024-01")

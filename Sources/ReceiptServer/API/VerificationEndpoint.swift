@@ -113,7 +113,6 @@ struct VerificationEndpoint: Sendable {
         case let error as ServiceError:
             switch error.code {
             case .unauthorized: return .failure(ResponseStatus.unauthorized, detail: error.reason)
-            case .notInPlan: return .failure(ResponseStatus.paymentRequired, detail: error.reason)
             case .appleUnavailable:
                 return .failure(ResponseStatus.internalError, retryable: true, detail: error.reason)
             case .storage: return .failure(ResponseStatus.internalError, retryable: true, detail: error.reason)

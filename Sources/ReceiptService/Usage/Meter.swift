@@ -11,8 +11,8 @@ import Synchronization
 /// in the store is always the lower bound (the total committed when the read began), so a decision errs towards
 /// refusing, never towards letting a call past the quota.
 public final class Meter: Sendable {
-    /// One account's month: the unit a quota is counted in.
-    public struct AccountMonth: Sendable, Hashable {
+    /// One account's month: the unit a quota is counted in and a monthly total is stored under.
+    public struct AccountMonth: Sendable, Hashable, Comparable {
         /// The account.
         public let accountID: UUID
         /// The UTC month.
@@ -22,6 +22,11 @@ public final class Meter: Sendable {
         public init(accountID: UUID, month: UsageMonth) {
             self.accountID = accountID
             self.month = month
+        }
+
+        /// The order a flush writes monthly totals in, for the same reason as ``UsageKey``'s order.
+        public static func < (lhs: AccountMonth, rhs: AccountMonth) -> Bool {
+            (lhs.accountID.uuidString, lhs.month) < (rhs.accountID.uuidString, rhs.month)
         }
     }
 
@@ -130,8 +135,7 @@ public final class Meter: Sendable {
         return state.withLock { state in
             var written = 0
             for (key, calls) in state.flushing {
-                state.totals[AccountMonth(accountID: key.accountID, month: key.day.usageMonth), default: Totals()]
-                    .committed += calls
+                state.totals[key.accountMonth, default: Totals()].committed += calls
                 written += calls
             }
             state.flushing = [:]

@@ -70,6 +70,9 @@ public struct UsageMonth: Sendable, Hashable, Comparable, CustomStringConvertibl
         self.month = month
     }
 
+    /// The month's first day.
+    public var firstDay: UsageDay { UsageDay(containing: start) }
+
     /// The UTC month that contains `date`.
     public init(containing date: Date) { self = UsageDay(containing: date).usageMonth }
 

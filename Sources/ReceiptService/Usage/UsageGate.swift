@@ -41,7 +41,6 @@ public struct UsageGate: Sendable {
 
     /// A call let through: settle it with ``settle(_:status:)`` whatever happens next.
     public struct Ticket: Sendable {
-        let accountMonth: Meter.AccountMonth
         let accountID: UUID
         let appID: UUID
         let endpoint: UsageEndpoint
@@ -88,7 +87,7 @@ public struct UsageGate: Sendable {
         }
         return .admitted(
             Ticket(
-                accountMonth: accountMonth, accountID: caller.account.id, appID: caller.app.id,
+                accountID: caller.account.id, appID: caller.app.id,
                 endpoint: endpoint, day: day))
     }
 
@@ -100,7 +99,7 @@ public struct UsageGate: Sendable {
                 accountID: ticket.accountID, appID: ticket.appID, endpoint: ticket.endpoint, outcome: outcome,
                 day: ticket.day)
         }
-        meter.settle(ticket.accountMonth, counting: key)
+        meter.settle(Meter.AccountMonth(accountID: ticket.accountID, month: ticket.day.usageMonth), counting: key)
     }
 
     /// The account's standing, reused from an earlier read when nothing can have changed since.

@@ -55,6 +55,9 @@ public struct UsageKey: Sendable, Hashable, Comparable {
         self.day = day
     }
 
+    /// The account's month the call counts towards.
+    public var accountMonth: Meter.AccountMonth { Meter.AccountMonth(accountID: accountID, month: day.usageMonth) }
+
     /// Orders keys the way a flush writes them, so that concurrent flushes from several servers take row locks in
     /// the same order and cannot deadlock.
     public static func < (lhs: UsageKey, rhs: UsageKey) -> Bool {

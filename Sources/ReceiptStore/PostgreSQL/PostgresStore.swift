@@ -69,9 +69,9 @@ public final class PostgresStore: TenancyStore, Service {
         }
     }
 
-    /// Announces a change to listening servers; in a transaction it is delivered when the transaction commits.
-    private func announceChange(on connection: PostgresConnection? = nil) async throws {
-        try await rows("SELECT pg_notify(\(Self.changeChannel), '')", on: connection)
+    /// Announces a change to listening servers, after the change's own statement.
+    private func announceChange() async throws {
+        try await rows("SELECT pg_notify(\(Self.changeChannel), '')")
     }
 
     // MARK: Running statements
@@ -371,7 +371,7 @@ public final class PostgresStore: TenancyStore, Service {
 
     public func usage(month: UsageMonth, accountID: UUID?, appID: UUID?) async throws -> [UsageRecord] {
         var query: PostgresQuery =
-            "SELECT * FROM usage_daily WHERE day >= \("\(month)-01") AND day < \("\(month.next)-01")"
+            "SELECT * FROM usage_daily WHERE day >= \(month.firstDay.description) AND day < \(month.next.firstDay.description)"
         if let accountID {
             query.binds.append(accountID)
             query.sql += " AND account_id = $\(query.binds.count)"

@@ -389,7 +389,7 @@ public final class SQLiteStore: TenancyStore {
     public func usage(month: UsageMonth, accountID: UUID?, appID: UUID?) async throws -> [UsageRecord] {
         try await run {
             var sql = "SELECT * FROM usage_daily WHERE day >= ? AND day < ?"
-            var binds: [SQLiteData] = [.text("\(month)-01"), .text("\(month.next)-01")]
+            var binds: [SQLiteData] = [.text(month.firstDay.description), .text(month.next.firstDay.description)]
             if let accountID {
                 sql += " AND account_id = ?"
                 binds.append(.uuid(accountID))
