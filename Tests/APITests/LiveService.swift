@@ -33,11 +33,7 @@ struct LiveService: Sendable {
     /// POSTs form fields to another server.
     func post(to server: ServeProcess, _ path: String = "/api", form fields: [(String, String)]) async throws -> Answer
     {
-        var request = HTTPClientRequest(url: server.baseURL + path)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-        request.body = .bytes(ByteBuffer(string: Self.form(fields)))
-        return try await send(request)
+        try await post(path, body: Self.form(fields), baseURL: server.baseURL)
     }
 
     /// One answer.
@@ -59,12 +55,12 @@ struct LiveService: Sendable {
         var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    /// POSTs `body` with a content type; `headers` are added.
+    /// POSTs `body` with a content type, to this service or the server at `baseURL`; `headers` are added.
     func post(
         _ path: String, body: String, contentType: String = "application/x-www-form-urlencoded",
-        headers: [(String, String)] = [], method: HTTPMethod = .POST
+        headers: [(String, String)] = [], method: HTTPMethod = .POST, baseURL: String? = nil
     ) async throws -> Answer {
-        var request = HTTPClientRequest(url: baseURL + path)
+        var request = HTTPClientRequest(url: (baseURL ?? self.baseURL) + path)
         request.method = method
         request.headers.add(name: "Content-Type", value: contentType)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
