@@ -14,14 +14,17 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
         metadata: [
             "database": "\(configuration.store.redacted)", "address": "\(configuration.hostname):\(configuration.port)",
         ])
-    let verifier: ReceiptVerifier?
-    if let directory = configuration.trustAnchorDirectory {
-        verifier = ReceiptVerifier(anchors: try TrustAnchorDirectory.load(directory))
-        logger.info("trust anchors loaded", metadata: ["trust_anchors": "\(directory)"])
-    } else {
-        verifier = nil
-        logger.warning("no trust anchors: local verification answers 500 until a directory is configured")
-    }
+    let anchors = try TrustAnchorDirectory.anchors(
+        directory: configuration.trustAnchorDirectory, replacingBuiltIn: configuration.replacesBuiltInRoots)
+    logger.info(
+        "trust anchors loaded",
+        metadata: [
+            "trust.anchors": "\(anchors.anchors.count)",
+            "trust.apple_anchors": "\(anchors.anchors.filter(\.isApple).count)",
+            "trust.directory": "\(configuration.trustAnchorDirectory ?? "-")",
+            "trust.built_in": "\(!configuration.replacesBuiltInRoots)",
+        ])
+    let verifier = ReceiptVerifier(anchors: anchors)
     let apple = VerifyReceiptClient(configuration: configuration.apple)
     let verification = VerificationService(verifier: verifier, apple: apple)
     do {

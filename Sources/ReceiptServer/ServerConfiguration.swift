@@ -12,7 +12,8 @@ import ReceiptStore
 /// | `--master-key-file` / `RECEIPTVERIFY_MASTER_KEY_FILE` | `receiptverify.key` | key file, created (0600) on first run |
 /// | `RECEIPTVERIFY_MASTER_KEY` | — | the master key as base64 (32 bytes); overrides the key file |
 /// | `--log-level` / `RECEIPTVERIFY_LOG_LEVEL` | `info` | `trace` … `critical` |
-/// | `--trust-anchors` / `RECEIPTVERIFY_TRUST_ANCHORS` | `apple-roots` | directory of root certificates for local verification |
+/// | `--trust-anchors` / `RECEIPTVERIFY_TRUST_ANCHORS` | none | directory of certificates trusted besides Apple's built-in roots (test roots for Xcode data) |
+/// | `--replace-built-in-roots` / `RECEIPTVERIFY_REPLACE_BUILT_IN_ROOTS` | off | trust only the directory's certificates |
 /// | `--max-body-size` / `RECEIPTVERIFY_MAX_BODY_SIZE` | `2097152` | largest request body, in bytes (413 beyond) |
 /// | `--auth-cache-ttl` / `RECEIPTVERIFY_AUTH_CACHE_TTL` | `5` | seconds a key/app lookup is reused (0: off) |
 /// | `--idle-timeout` / `RECEIPTVERIFY_IDLE_TIMEOUT` | `30` | seconds a connection may stay silent (between requests, or mid-request) before it is closed; 0: never |
@@ -29,8 +30,10 @@ public struct ServerConfiguration: Sendable {
     public var port: Int
     /// Where tenancy data lives.
     public var store: StoreLocation
-    /// The directory of trust anchors; nil runs without local verification (apps in `local` mode get 500).
+    /// A directory of certificates trusted besides Apple's built-in roots; nil for the built-in roots alone.
     public var trustAnchorDirectory: String?
+    /// Whether the directory's certificates replace Apple's built-in roots instead of adding to them.
+    public var replacesBuiltInRoots: Bool
     /// The largest request body accepted, in bytes.
     public var maximumBodySize: Int
     /// How long a successful key/app lookup is reused.
@@ -45,7 +48,7 @@ public struct ServerConfiguration: Sendable {
     /// Creates a configuration.
     public init(
         hostname: String = "127.0.0.1", port: Int = 8080, store: StoreLocation = .sqlite(path: "receiptverify.sqlite"),
-        trustAnchorDirectory: String? = nil, maximumBodySize: Int = 2 << 20,
+        trustAnchorDirectory: String? = nil, replacesBuiltInRoots: Bool = false, maximumBodySize: Int = 2 << 20,
         authenticationCacheTTL: Duration = .seconds(5), idleTimeout: Duration? = .seconds(30),
         usageFlushInterval: Duration = .seconds(1),
         apple: VerifyReceiptConfiguration = .init()
@@ -54,6 +57,7 @@ public struct ServerConfiguration: Sendable {
         self.port = port
         self.store = store
         self.trustAnchorDirectory = trustAnchorDirectory
+        self.replacesBuiltInRoots = replacesBuiltInRoots
         self.maximumBodySize = maximumBodySize
         self.authenticationCacheTTL = authenticationCacheTTL
         self.idleTimeout = idleTimeout

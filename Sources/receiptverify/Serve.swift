@@ -16,11 +16,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "TCP port to listen on (0: any free port). Env: RECEIPTVERIFY_PORT. Default: 8080")
     var port: String?
 
-    @Option(
-        help:
-            "Directory of trust anchor certificates for local verification. Env: RECEIPTVERIFY_TRUST_ANCHORS. Default: apple-roots (if present)"
-    )
-    var trustAnchors: String?
+    @OptionGroup var trust: TrustOptions
 
     @Option(help: "Largest request body in bytes (413 beyond). Env: RECEIPTVERIFY_MAX_BODY_SIZE. Default: 2097152")
     var maxBodySize: String?
@@ -92,14 +88,10 @@ struct Serve: AsyncParsableCommand {
                 connectTimeout: .seconds(try number(appleConnectTimeout, "apple-connect-timeout", 1...300, default: 3)),
                 totalTimeout: .seconds(try number(appleTimeout, "apple-timeout", 1...600, default: 15)),
                 maximumAttempts: try number(appleAttempts, "apple-attempts", 1...10, default: 3))
-            // The default directory is optional, so a fresh machine can start; one that is asked for must load.
-            let anchors =
-                setting(trustAnchors, "trust-anchors")?.text
-                ?? (FileManager.default.fileExists(atPath: "apple-roots") ? "apple-roots" : nil)
             let configuration = ServerConfiguration(
                 hostname: setting(hostname, "hostname")?.text ?? "127.0.0.1",
                 port: try number(port, "port", 0...65535, default: 8080), store: options.storeLocation,
-                trustAnchorDirectory: anchors,
+                trustAnchorDirectory: trust.directory, replacesBuiltInRoots: try trust.replacesBuiltInRoots(),
                 maximumBodySize: try number(maxBodySize, "max-body-size", 1024...(64 << 20), default: 2 << 20),
                 authenticationCacheTTL: .seconds(try number(authCacheTTL, "auth-cache-ttl", 0...3600, default: 5)),
                 idleTimeout: try number(idleTimeout, "idle-timeout", 0...3600, default: 30).nonZeroSeconds,

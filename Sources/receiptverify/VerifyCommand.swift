@@ -10,8 +10,7 @@ struct VerifyCommand: AsyncParsableCommand {
         abstract: "Verify one receipt or StoreKit 2 JWS offline and print the answer /api would give (exit 0 if valid)."
     )
 
-    @Option(help: "Trust anchor directory. Env: RECEIPTVERIFY_TRUST_ANCHORS. Default: apple-roots")
-    var roots: String?
+    @OptionGroup var trust: TrustOptions
 
     @Flag(help: "Accept data signed by a non-Apple root in the anchor directory (Xcode StoreKit testing).")
     var allowTestData = false
@@ -21,8 +20,7 @@ struct VerifyCommand: AsyncParsableCommand {
 
     func run() async throws {
         let text = try await reportingErrors {
-            let directory = roots ?? ProcessInfo.processInfo.environment["RECEIPTVERIFY_TRUST_ANCHORS"] ?? "apple-roots"
-            let anchors = try TrustAnchorDirectory.load(directory)
+            let anchors = try trust.anchors()
             let data: Data?
             if file == "-" {
                 data = FileHandle.standardInput.readDataToEndOfFile()

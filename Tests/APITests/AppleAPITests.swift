@@ -132,12 +132,12 @@ import Testing
         }
     }
 
-    @Test("local-then-apple asks Apple when no local verdict can be reached (iOS 6, intermediate not configured)", arguments: StoreKind.available)
+    @Test("local-then-apple asks Apple when no local verdict can be reached (iOS 6, built-in roots replaced by test roots)", arguments: StoreKind.available)
     func fallback(kind: StoreKind) async throws {
         guard let receipt = try Self.recorded("receipts/ios6_sandbox_mindmob_2012.b64"),
             let recorded = try Self.recorded("apple-responses/itunesiap_vcr_status0_ios6_mindmob_sandbox_2015.json")
         else { return }
-        try await withLiveService(kind) { service in
+        try await withLiveService(kind, serveArguments: ["--replace-built-in-roots"]) { service in
             let arguments = ["--bundle-id", "com.mindmobapp.MindMob", "--environment", "sandbox"]
             let local = try service.tenant(appArguments: arguments)
             let fallback = try service.tenant(appArguments: arguments + ["--mode", "local-then-apple"])

@@ -24,10 +24,14 @@ struct LiveService: Sendable {
     let anchors: URL
     let appleURL: String
 
-    /// Starts another `serve` process over the same database, anchors and fake Apple.
-    func startServer(arguments: [String] = [], logName: String) async throws -> ServeProcess {
+    /// Starts another `serve` process over the same database and fake Apple, with the same anchor directory or, when
+    /// `withAnchors` is false, none (Apple's built-in roots alone).
+    func startServer(arguments: [String] = [], logName: String, withAnchors: Bool = true) async throws
+        -> ServeProcess
+    {
         try await ServeProcess.start(
-            cli: cli, anchors: anchors, appleURL: appleURL, arguments: arguments, logName: logName)
+            cli: cli, anchors: withAnchors ? anchors : nil, appleURL: appleURL, arguments: arguments,
+            logName: logName)
     }
 
     /// POSTs form fields to another server.
@@ -175,18 +179,11 @@ extension CLI.Outcome {
     }
 }
 
-/// Anchors written for the service: the two test roots, plus Apple's roots (not the iTunes Store intermediate, so
-/// an iOS 6 receipt has no local verdict) when the fixtures are present.
+/// Anchors written for the service: the two test roots, which add to Apple's roots built into the binary.
 func writeAnchors(to directory: URL, pki: TestPKI, jwsPKI: TestPKI) throws {
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     try Data(pki.rootDER).write(to: directory.appendingPathComponent("test-root.cer"))
     try Data(jwsPKI.rootDER).write(to: directory.appendingPathComponent("test-root-p256.cer"))
-    if let fixtures = SharedFixtures.directory {
-        for name in ["AppleIncRootCertificate.cer", "AppleRootCA-G3.cer"] {
-            try FileManager.default.copyItem(
-                at: fixtures.appendingPathComponent("certs/\(name)"), to: directory.appendingPathComponent(name))
-        }
-    }
 }
 
 /// Shared test PKIs: generating RSA keys is slow, and every test may use the same ones.
@@ -240,9 +237,9 @@ struct ServeProcess: Sendable {
     var baseURL: String { "http://127.0.0.1:\(port)" }
     var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 
-    /// Starts `serve` on a free port over the CLI's database, with the test anchors and the fake Apple; waits until
-    /// it listens. `arguments` are added last (a repeated option takes the last value).
-    static func start(cli: CLI, anchors: URL, appleURL: String, arguments: [String], logName: String) async throws
+    /// Starts `serve` on a free port over the CLI's database, with the test anchors (if any) and the fake Apple;
+    /// waits until it listens. `arguments` are added last (a repeated option takes the last value).
+    static func start(cli: CLI, anchors: URL?, appleURL: String, arguments: [String], logName: String) async throws
         -> ServeProcess
     {
         let log = cli.directory.appendingPathComponent(logName)
@@ -250,13 +247,13 @@ struct ServeProcess: Sendable {
         let output = try FileHandle(forWritingTo: log)
         let server = try cli.start(
             [
-                "serve", "--port", "0", "--trust-anchors", anchors.path, "--auth-cache-ttl", "0",
+                "serve", "--port", "0", "--auth-cache-ttl", "0",
                 "--apple-production-url", "\(appleURL)/production/verifyReceipt",
                 "--apple-sandbox-url", "\(appleURL)/sandbox/verifyReceipt",
                 // Generous: the fake Apple answers from this test process, whose cooperative threads other
                 // suites keep busy with CPU-bound work while they run in parallel.
                 "--apple-timeout", "10", "--apple-connect-timeout", "2",
-            ] + arguments, output: output)
+            ] + (anchors.map { ["--trust-anchors", $0.path] } ?? []) + arguments, output: output)
         do {
             return ServeProcess(process: server, port: try await listeningPort(in: log, of: server), log: log)
         } catch {

@@ -207,6 +207,40 @@ import Testing
         }
     }
 
+    /// The README's first verification on a machine without network: `serve` with no trust-anchor setting at all
+    /// verifies Apple's real unified receipts, iOS 6 receipts and StoreKit 2 JWS locally (Apple is never asked).
+    @Test("Out of the box: Apple's roots are built in", arguments: StoreKind.available)
+    func builtInRoots(kind: StoreKind) async throws {
+        guard let fixtures = SharedFixtures.directory else {
+            if SharedFixtures.isCI { Issue.record("fixtures missing under CI") }
+            return
+        }
+        @Sendable func text(_ path: String) throws -> String {
+            try String(contentsOf: fixtures.appendingPathComponent(path), encoding: .utf8)
+        }
+        try await withLiveService(kind) { service in
+            let bare = try await service.startServer(logName: "bare.log", withAnchors: false)
+            defer { _ = bare.stop() }
+            for (bundleID, path, expectedKind) in [
+                ("com.revenuecat.sampleapp", "receipts/revenuecat_sandbox_ios_2020.b64", nil),
+                ("com.mindmobapp.MindMob", "receipts/ios6_sandbox_mindmob_2012.b64", nil),
+                ("com.audaos.audarecorder", "jws/apple_notification_did_renew_2022__signedTransactionInfo.jws", "signed_transaction"),
+                ("com.audaos.audarecorder", "jws/apple_notification_did_renew_2022.jws", "notification"),
+            ] as [(String, String, String?)] {
+                let tenant = try service.tenant(appArguments: ["--bundle-id", bundleID, "--environment", "sandbox"])
+                let answer = try await service.post(
+                    to: bare, form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", try text(path))])
+                let body = try answer.json()
+                #expect(answer.httpStatus == 200, "\(path)")
+                #expect(body["status"] == .integer(0), "\(path): \(answer.text)")
+                #expect(body["environment"] == .string("Sandbox"), "\(path)")
+                #expect(body["kind"]?.stringValue == expectedKind, "\(path)")
+            }
+            #expect(service.apple.received.isEmpty)
+            #expect(bare.logText.contains("trust.apple_anchors=4"))
+        }
+    }
+
     @Test("HTTP-level errors are JSON: 400, 405, 413, 415, 404", arguments: StoreKind.available)
     func httpErrors(kind: StoreKind) async throws {
         try await withLiveService(kind, serveArguments: ["--max-body-size", "65536"]) { service in

@@ -229,6 +229,7 @@ import Testing
                     ["--trust-anchors", "/nonexistent/anchors"],
                     "cannot read the trust anchor directory /nonexistent/anchors"
                 ),
+                (["--replace-built-in-roots"], "replacing the built-in Apple roots needs a trust anchor directory"),
                 (["--max-body-size", "12"], "--max-body-size must be a whole number"),
                 (["--apple-production-url", "ftp://example.com"], "--apple-production-url must be an http(s) URL"),
                 (["--apple-attempts", "x"], "--apple-attempts must be a whole number"),

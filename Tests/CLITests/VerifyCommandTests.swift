@@ -2,7 +2,8 @@ import Foundation
 import TestSupport
 import Testing
 
-/// `receiptverify verify` and `deploy/fetch-apple-roots.sh`, run as an operator runs them.
+/// `receiptverify verify` (Apple's roots built in, a directory adding to or replacing them) and
+/// `deploy/fetch-apple-roots.sh`, run as an operator runs them.
 @Suite struct VerifyCommandTests {
     static var fixtures: URL? {
         if let directory = SharedFixtures.directory { return directory }
@@ -43,15 +44,25 @@ import Testing
         }
     }
 
-    @Test func realReceiptsAndJWSVerifyOffline() async throws {
-        try await withRoots { cli, roots, fixtures in
+    /// Runs `body` with a CLI in a fresh scratch directory that holds no certificate at all.
+    func withoutRoots(_ body: (CLI, URL) async throws -> Void) async throws {
+        guard let fixtures = Self.fixtures else { return }
+        try await withTemporaryDirectory { directory in
+            try await body(
+                CLI(directory: directory, database: directory.appendingPathComponent("x.sqlite").path), fixtures)
+        }
+    }
+
+    @Test func realReceiptsAndJWSVerifyWithNoSetUp() async throws {
+        try await withoutRoots { cli, fixtures in
             for (file, environment, kind) in [
                 ("receipts/revenuecat_sandbox_ios_2020.b64", "Sandbox", nil),
                 ("receipts/tp_production_ios_g5_2024.b64", "Production", nil),
                 ("receipts/ios6_sandbox_mindmob_2012.b64", "Sandbox", nil),
                 ("jws/apple_transaction_voicerec_sub_2022.jws", "Sandbox", "signed_transaction"),
+                ("jws/apple_notification_did_renew_2022.jws", "Sandbox", "notification"),
             ] as [(String, String, String?)] {
-                let outcome = try cli("verify", "--roots", roots.path, fixtures.appendingPathComponent(file).path)
+                let outcome = try cli("verify", fixtures.appendingPathComponent(file).path)
                 #expect(outcome.status == 0, "\(file): \(outcome.stderr)")
                 let answer = try outcome.json(Answer.self)
                 #expect(answer.status == 0 && answer.description == "Receipt valid")
@@ -62,24 +73,68 @@ import Testing
     }
 
     @Test func refusalsCarryAppleStatusCodes() async throws {
-        try await withRoots { cli, roots, fixtures in
+        try await withoutRoots { cli, fixtures in
             let tampered = try cli(
-                "verify", "--roots", roots.path,
-                fixtures.appendingPathComponent("tampered/receipt_signature_last_byte_flipped.b64").path)
+                "verify", fixtures.appendingPathComponent("tampered/receipt_signature_last_byte_flipped.b64").path)
             #expect(tampered.status == 1)
             #expect(try tampered.json(Answer.self).status == 21003)
 
-            // The Xcode root is not among Apple's anchors: refused even with --allow-test-data.
+            // The Xcode root is not built in: refused even with --allow-test-data until a directory adds it.
             let xcode = fixtures.appendingPathComponent("receipts/xcode_applelib_with_transaction_2023.b64").path
-            #expect(
-                try cli("verify", "--roots", roots.path, "--allow-test-data", xcode).json(Answer.self).status == 21003)
+            #expect(try cli("verify", "--allow-test-data", xcode).json(Answer.self).status == 21003)
+            let testRoots = cli.directory.appendingPathComponent("test-roots")
+            try FileManager.default.createDirectory(at: testRoots, withIntermediateDirectories: true)
             try FileManager.default.copyItem(
                 at: fixtures.appendingPathComponent("certs/StoreKitTestCertificate.cer"),
-                to: roots.appendingPathComponent("StoreKitTestCertificate.cer"))
-            #expect(try cli("verify", "--roots", roots.path, xcode).json(Answer.self).status == 403)
-            let allowed = try cli("verify", "--roots", roots.path, "--allow-test-data", xcode)
+                to: testRoots.appendingPathComponent("StoreKitTestCertificate.cer"))
+            #expect(try cli("verify", "--trust-anchors", testRoots.path, xcode).json(Answer.self).status == 403)
+            let allowed = try cli("verify", "--roots", testRoots.path, "--allow-test-data", xcode)
             #expect(allowed.status == 0)
             #expect(try allowed.json(Answer.self).environment == "Xcode")
+
+            // Apple's roots stay trusted beside the directory, unless it replaces them.
+            let revenuecat = fixtures.appendingPathComponent("receipts/revenuecat_sandbox_ios_2020.b64").path
+            #expect(try cli("verify", "--roots", testRoots.path, revenuecat).status == 0)
+            let replaced = try cli("verify", "--roots", testRoots.path, "--replace-built-in-roots", revenuecat)
+            #expect(replaced.status == 1)
+            #expect(try replaced.json(Answer.self).status == 21003)
+            var fromEnvironment = cli
+            fromEnvironment.extraEnvironment = [
+                "RECEIPTVERIFY_TRUST_ANCHORS": testRoots.path, "RECEIPTVERIFY_REPLACE_BUILT_IN_ROOTS": "true",
+            ]
+            #expect(try fromEnvironment("verify", revenuecat).json(Answer.self).status == 21003)
+            #expect(try fromEnvironment("verify", "--allow-test-data", xcode).status == 0)
+        }
+    }
+
+    @Test func replacingTheBuiltInRootsNeedsADirectory() async throws {
+        try await withoutRoots { cli, fixtures in
+            let revenuecat = fixtures.appendingPathComponent("receipts/revenuecat_sandbox_ios_2020.b64").path
+            let bare = try cli("verify", "--replace-built-in-roots", revenuecat)
+            #expect(bare.status == 1)
+            #expect(bare.stdout.isEmpty)
+            #expect(bare.stderr == "error: replacing the built-in Apple roots needs a trust anchor directory\n")
+            var wrong = cli
+            wrong.extraEnvironment = ["RECEIPTVERIFY_REPLACE_BUILT_IN_ROOTS": "maybe"]
+            #expect(
+                try wrong("verify", revenuecat).stderr
+                    == "error: RECEIPTVERIFY_REPLACE_BUILT_IN_ROOTS must be true or false\n")
+        }
+    }
+
+    /// What the fetch script writes is still a valid directory: Apple's roots it holds are counted once.
+    @Test func aFetchedRootDirectoryStillWorks() async throws {
+        try await withRoots { cli, roots, fixtures in
+            let outcome = try cli(
+                "verify", "--roots", roots.path, "--replace-built-in-roots",
+                fixtures.appendingPathComponent("receipts/tp_production_ios_g5_2024.b64").path)
+            #expect(outcome.status == 0, "\(outcome.stderr)")
+            #expect(
+                try cli(
+                    "verify", "--roots", roots.path,
+                    fixtures.appendingPathComponent("receipts/ios6_sandbox_mindmob_2012.b64").path
+                )
+                .status == 0)
         }
     }
 

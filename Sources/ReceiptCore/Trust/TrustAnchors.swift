@@ -3,9 +3,10 @@ import Foundation
 import SwiftASN1
 import X509
 
-/// The certificates a chain may end at, as the operator configured them; nothing carried in a receipt is trusted.
+/// The certificates a chain may end at; nothing carried in a receipt is trusted.
 ///
-/// Each anchor is classified by its SHA-256 fingerprint: Apple's published roots (and the iTunes Store CA that
+/// ``apple`` holds Apple's public roots, built into the binary; an operator's directory adds to them
+/// (``adding(_:)``) or, explicitly, replaces them. Each anchor is classified by its SHA-256 fingerprint: Apple's published roots (and the iTunes Store CA that
 /// anchors iOS 6 receipts) are Apple anchors; any other certificate (the Xcode StoreKit test root, a test CA) is a
 /// test anchor, and data chaining to it verifies only when test data is allowed.
 public struct TrustAnchors: Sendable {
@@ -29,6 +30,34 @@ public struct TrustAnchors: Sendable {
 
     /// The anchors.
     public let anchors: [Anchor]
+
+    /// Apple's public anchors built into the binary: Apple Root CA, Apple Root CA - G2, Apple Root CA - G3 and the
+    /// iTunes Store CA.
+    ///
+    /// A built-in certificate is admitted only when its SHA-256 equals the fingerprint Apple publishes for it, so
+    /// a damaged constant is left out rather than trusted (a test proves all four are present).
+    public static let apple: TrustAnchors = {
+        let anchors = AppleRootCertificates.all.compactMap { text -> Anchor? in
+            guard let der = Data(base64Encoded: text, options: .ignoreUnknownCharacters) else { return nil }
+            do {
+                let anchor = try Self.anchor(der: Array(der))
+                return anchor.isApple ? anchor : nil
+            } catch {
+                return nil  // unreadable: not trusted
+            }
+        }
+        return TrustAnchors(anchors: anchors)
+    }()
+
+    /// These anchors followed by `other`'s, each certificate once (by fingerprint).
+    public func adding(_ other: TrustAnchors) -> TrustAnchors {
+        var seen = Set(anchors.map(\.fingerprint))
+        return TrustAnchors(anchors: anchors + other.anchors.filter { seen.insert($0.fingerprint).inserted })
+    }
+
+    private init(anchors: [Anchor]) {
+        self.anchors = anchors
+    }
 
     /// Anchors from certificates in DER or PEM (one or more `CERTIFICATE` blocks per file).
     public init(encoded files: [[UInt8]]) throws {

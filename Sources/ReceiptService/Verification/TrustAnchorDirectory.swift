@@ -1,10 +1,28 @@
 import Foundation
 import ReceiptCore
 
-/// Loads the operator's trust anchors from a directory of certificates (`.cer`, `.der`, `.crt`, `.pem`).
+/// The trust anchors local verification uses: Apple's roots built into the binary, plus or instead of the
+/// certificates in an operator's directory (`.cer`, `.der`, `.crt`, `.pem`).
 public enum TrustAnchorDirectory {
     /// File name endings read as certificates; other files are ignored.
     static let extensions: Set<String> = ["cer", "der", "crt", "pem"]
+
+    /// The anchors to verify with: Apple's built-in roots, with `directory`'s certificates added (test roots for
+    /// Xcode data, a root newer than this build), or only `directory`'s when `replacingBuiltIn` is set.
+    ///
+    /// Throws ``ServiceError/Code/invalidArgument`` when `replacingBuiltIn` is set without a directory, or the
+    /// directory cannot be loaded (see ``load(_:)``).
+    public static func anchors(directory: String?, replacingBuiltIn: Bool) throws -> TrustAnchors {
+        guard let directory else {
+            guard !replacingBuiltIn else {
+                throw ServiceError(
+                    .invalidArgument, "replacing the built-in Apple roots needs a trust anchor directory")
+            }
+            return TrustAnchors.apple
+        }
+        let loaded = try load(directory)
+        return replacingBuiltIn ? loaded : TrustAnchors.apple.adding(loaded)
+    }
 
     /// Every certificate in `path`, in name order; throws ``ServiceError/Code/invalidArgument`` when the directory
     /// is missing, holds no certificate, or a file is not a certificate.
@@ -13,9 +31,7 @@ public enum TrustAnchorDirectory {
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: path).sorted()
         } catch {
-            throw ServiceError(
-                .invalidArgument,
-                "cannot read the trust anchor directory \(path); run deploy/fetch-apple-roots.sh \(path) to create it")
+            throw ServiceError(.invalidArgument, "cannot read the trust anchor directory \(path)")
         }
         var files: [[UInt8]] = []
         for name in names where extensions.contains((name as NSString).pathExtension.lowercased()) {
