@@ -5,33 +5,51 @@
 /// computed here rather than read from the system's time zone database: they are fixed since 2007, and this is a
 /// hot path (three dates per in-app purchase).
 public enum AppleDate {
-    /// Milliseconds since 1970 from an RFC 3339 timestamp as receipts carry it (`2020-07-14T19:36:40Z`, optionally
-    /// with fractional seconds); nil when it is not one.
+    /// Milliseconds since 1970 from an RFC 3339 / ISO 8601 timestamp as receipts carry it; nil when it is not one.
+    ///
+    /// Apple writes `2020-07-14T19:36:40Z`; some Mac App Store receipts add fractional seconds
+    /// (`2020-10-03T07:12:34.567Z`, truncated to milliseconds), and Xcode's StoreKit testing writes the local offset
+    /// (`2020-10-16T14:29:30+0300`, also `+03:00`). All name one instant.
     public static func milliseconds(rfc3339 text: some Collection<UInt8>) -> Int64? {
         let bytes = Array(text)
         guard bytes.count >= 20, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-            bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-            bytes.last == UInt8(ascii: "Z"),
+            bytes[10] | 0x20 == UInt8(ascii: "t"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
             let year = number(bytes[0..<4]), let month = number(bytes[5..<7]), let day = number(bytes[8..<10]),
             let hour = number(bytes[11..<13]), let minute = number(bytes[14..<16]),
             let second = number(bytes[17..<19]),
             (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
+        var index = 19
         var millis: Int64 = 0
-        if bytes.count > 20 {
-            // Fractional seconds: ".ddd…Z"
-            guard bytes[19] == UInt8(ascii: "."), bytes.count > 21 else { return nil }
-            let fraction = bytes[20..<(bytes.count - 1)]
-            guard fraction.count <= 9, let value = number(fraction) else { return nil }
+        if bytes[index] == UInt8(ascii: ".") {
+            // Fractional seconds: one to nine digits, truncated to milliseconds.
+            let start = index + 1
+            index = start
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+            let digits = index - start
+            guard (1...9).contains(digits), let value = number(bytes[start..<index]) else { return nil }
             var scaled = Int64(value)
-            for _ in fraction.count..<3 { scaled *= 10 }
-            for _ in 3..<max(3, fraction.count) { scaled /= 10 }
+            for _ in min(digits, 3)..<3 { scaled *= 10 }
+            for _ in 3..<max(digits, 3) { scaled /= 10 }
             millis = scaled
-        } else if bytes[19] != UInt8(ascii: "Z") {
-            return nil
         }
+        guard index < bytes.count, let offset = offsetSeconds(bytes[index...]) else { return nil }
         let days = daysFromCivil(year: Int64(year), month: Int64(month), day: Int64(day))
-        return ((days * 86_400 + Int64(hour) * 3_600 + Int64(minute) * 60 + Int64(second)) * 1_000) + millis
+        let seconds = days * 86_400 + Int64(hour) * 3_600 + Int64(minute) * 60 + Int64(second) - offset
+        return seconds * 1_000 + millis
+    }
+
+    /// The offset from UTC a timestamp ends with, in seconds: `Z`, `±HH:MM` or `±HHMM`; nil for anything else.
+    private static func offsetSeconds(_ suffix: ArraySlice<UInt8>) -> Int64? {
+        let suffix = Array(suffix)
+        if suffix.count == 1, suffix[0] | 0x20 == UInt8(ascii: "z") { return 0 }
+        guard suffix.count == 5 || (suffix.count == 6 && suffix[3] == UInt8(ascii: ":")),
+            suffix[0] == UInt8(ascii: "+") || suffix[0] == UInt8(ascii: "-"),
+            let hours = number(suffix[1..<3]), let minutes = number(suffix[(suffix.count - 2)...]),
+            hours < 24, minutes < 60
+        else { return nil }
+        let magnitude = Int64(hours * 3_600 + minutes * 60)
+        return suffix[0] == UInt8(ascii: "-") ? -magnitude : magnitude
     }
 
     /// `"yyyy-MM-dd HH:mm:ss Etc/GMT"`.

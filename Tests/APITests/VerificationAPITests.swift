@@ -208,7 +208,8 @@ import Testing
     }
 
     /// The README's first verification on a machine without network: `serve` with no trust-anchor setting at all
-    /// verifies Apple's real unified receipts, iOS 6 receipts and StoreKit 2 JWS locally (Apple is never asked).
+    /// verifies Apple's real unified receipts, iOS 6 receipts and StoreKit 2 JWS locally (Apple is never asked), and
+    /// an unsigned JWS is not authentic.
     @Test("Out of the box: Apple's roots are built in", arguments: StoreKind.available)
     func builtInRoots(kind: StoreKind) async throws {
         guard let fixtures = SharedFixtures.directory else {
@@ -238,6 +239,16 @@ import Testing
             }
             #expect(service.apple.received.isEmpty)
             #expect(bare.logText.contains("trust.apple_anchors=4"))
+
+            // A real transaction re-sent as an unsecured JWS (`"alg":"none"`, no signature) is not authentic.
+            let tenant = try service.tenant(appArguments: ["--bundle-id", "com.audaos.audarecorder"])
+            let signed = try text("jws/apple_notification_did_renew_2022__signedTransactionInfo.jws")
+            let payload = signed.split(separator: ".")[1]
+            let unsigned = "\(JWSBuilder.base64URL(Array(#"{"alg":"none"}"#.utf8))).\(payload)."
+            let refused = try await service.post(
+                to: bare, form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", unsigned)])
+            #expect(refused.httpStatus == 200)
+            #expect(try refused.json()["status"] == .integer(21003))
         }
     }
 

@@ -26,9 +26,36 @@ import Testing
         #expect(AppleDate.milliseconds(rfc3339: Array("4001-01-01T00:00:00Z".utf8)) == 64_092_211_200_000)
     }
 
+    /// RFC 3339 / ISO 8601 forms receipts carry: Apple's `Z`, fractions (truncated to milliseconds), and the offsets
+    /// Xcode writes in a non-UTC time zone; each names the same instant as its UTC twin.
     @Test(arguments: [
-        "", "2020-07-14", "2020-13-01T00:00:00Z", "2020-07-14T19:36:40", "2020-07-14T19:36:40+02:00",
-        "2020-07-14T19:36:40.Z",
+        ("2020-10-16T14:29:30+0300", "2020-10-16T11:29:30Z"),
+        ("2020-10-16T14:29:30+03:00", "2020-10-16T11:29:30Z"),
+        ("2020-10-16T04:29:30-07:00", "2020-10-16T11:29:30Z"),
+        ("2020-10-16T06:59:30-0430", "2020-10-16T11:29:30Z"),
+        ("2020-10-17T00:29:30+13:00", "2020-10-16T11:29:30Z"),
+        ("2020-10-16T11:29:30+00:00", "2020-10-16T11:29:30Z"),
+        ("2020-10-16t11:29:30z", "2020-10-16T11:29:30Z"),
+        ("2020-10-03T07:12:34.567Z", "2020-10-03T07:12:34.567Z"),
+        ("2020-10-03T07:12:34.5678Z", "2020-10-03T07:12:34.567Z"),
+        ("2020-10-03T07:12:34.123456789Z", "2020-10-03T07:12:34.123Z"),
+        ("2020-10-03T10:12:34.56+03:00", "2020-10-03T07:12:34.560Z"),
+        ("2021-01-01T01:00:00+02:00", "2020-12-31T23:00:00Z"),
+    ])
+    func acceptsOffsetsAndFractions(text: String, utc: String) throws {
+        let millis = try #require(AppleDate.milliseconds(rfc3339: Array(text.utf8)))
+        let expected = try #require(AppleDate.milliseconds(rfc3339: Array(utc.utf8)))
+        #expect(millis == expected)
+        let foundation = try Date.ISO8601FormatStyle(includingFractionalSeconds: utc.contains(".")).parse(utc)
+        #expect(expected == Int64((foundation.timeIntervalSince1970 * 1_000).rounded()))
+    }
+
+    @Test(arguments: [
+        "", "2020-07-14", "2020-13-01T00:00:00Z", "2020-07-14T19:36:40", "2020-07-14T19:36:40.Z",
+        "2020-07-14T19:36:40+2", "2020-07-14T19:36:40+02", "2020-07-14T19:36:40+02:0", "2020-07-14T19:36:40+24:00",
+        "2020-07-14T19:36:40+02:60", "2020-07-14T19:36:40 +02:00", "2020-07-14T19:36:40Z+02:00",
+        "2020-07-14T19:36:40.1234567890Z", "2020-07-14T19:36:40.12a4Z", "2020-07-14 19:36:40Z", "2020-07-14T19:36:40ZZ",
+        "2020-07-14T19:36:40+02-00",
     ])
     func rejectsWhatIsNotAReceiptDate(text: String) {
         #expect(AppleDate.milliseconds(rfc3339: Array(text.utf8)) == nil)

@@ -6,7 +6,8 @@ import Testing
 /// Receipts and JWS generated in-process by ReceiptTestKit: every check of the verifier, one defect at a time.
 ///
 /// A generated root is never one of Apple's, so every verification here allows test data, and the verifier checks
-/// signatures and dates only (Apple's marker extensions and CA flags are checked for Apple anchors alone).
+/// signatures and dates (Apple's CA flags are checked for Apple anchors alone, and its marker extensions too, except on
+/// three-certificate StoreKit chains: see AppleVerdictTests).
 @Suite struct GeneratedReceiptTests {
     /// One RSA chain valid 2020–2035 (leaf), shared because RSA key generation is slow.
     static let pki = GeneratedPKI.make(TestPKI.Options())

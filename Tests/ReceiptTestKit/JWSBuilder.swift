@@ -1,10 +1,13 @@
 import Crypto
 import Foundation
 
-/// Builds compact ES256 JWS shaped like StoreKit 2 signed transactions, signed by a P-256 ``TestPKI`` leaf.
+/// Builds compact ES256 JWS shaped like StoreKit 2 signed transactions or app transactions, signed by a P-256
+/// ``TestPKI``.
 ///
-/// The header is `{"alg":…,"x5c":[leaf, intermediate, root]}`; the payload a `JWSTransaction` subset.
-/// [Apple's documentation](https://developer.apple.com/documentation/appstoreserverapi/jwstransaction)
+/// The header is `{"alg":…,"x5c":[leaf, intermediate, root]}` (or Xcode's single self-signed certificate); the payload
+/// a `JWSTransaction` or `AppTransaction` subset.
+/// [JWSTransaction](https://developer.apple.com/documentation/appstoreserverapi/jwstransaction),
+/// [AppTransaction](https://developer.apple.com/documentation/storekit/apptransaction)
 public struct JWSBuilder: Sendable {
     /// A deliberate defect applied after signing.
     public enum Tampering: String, Sendable, CaseIterable {
@@ -14,10 +17,34 @@ public struct JWSBuilder: Sendable {
         case payload
         /// The last signature byte is flipped.
         case signature
+        /// The signature part is left empty, as an unsecured JWS (`"alg":"none"`) has it.
+        case unsigned
+    }
+
+    /// What the payload is.
+    public enum Payload: String, Sendable, CaseIterable {
+        /// A `JWSTransaction`, dated by `signedDate`.
+        case transaction
+        /// An `AppTransaction`: no `signedDate`; Apple signs it at its `receiptCreationDate`.
+        case appTransaction
+    }
+
+    /// Which certificates sign and travel in `x5c`.
+    public enum Chain: String, Sendable, CaseIterable {
+        /// The leaf signs; `x5c` is leaf, intermediate, root.
+        case full
+        /// The leaf signs; `x5c` is leaf and intermediate only.
+        case withoutRoot
+        /// The self-signed root signs and is the only `x5c` entry, as Xcode's StoreKit testing does.
+        case selfSigned
     }
 
     /// The header's `alg`; anything but `ES256` is a test of rejection (the signature is ES256 regardless).
     public var algorithm: String = "ES256"
+    /// What the payload is.
+    public var payload: Payload = .transaction
+    /// Which certificates sign and travel in `x5c`.
+    public var chain: Chain = .full
     /// `transactionId`.
     public var transactionID: String = "2000000123456789"
     /// `originalTransactionId`.
@@ -26,9 +53,10 @@ public struct JWSBuilder: Sendable {
     public var bundleID: String = "com.example.app"
     /// `productId`.
     public var productID: String = "com.example.app.monthly"
-    /// `environment`: `Sandbox`, `Production` or `Xcode`.
+    /// `environment` (`receiptType` of an app transaction): `Sandbox`, `Production` or `Xcode`.
     public var environment: String = "Sandbox"
-    /// `signedDate`, written in milliseconds since 1970: the date the verifier checks the chain at.
+    /// `signedDate` (`receiptCreationDate` of an app transaction), in milliseconds since 1970: the date the verifier
+    /// checks the chain at.
     public var signedDate: Date = RFC3339.date("2023-05-09T23:20:55Z")
     /// A defect applied after signing.
     public var tampering: Tampering = .none
@@ -41,24 +69,42 @@ public struct JWSBuilder: Sendable {
 
     /// The payload as JSON text (keys sorted, so the output is reproducible).
     public func payloadJSON(bundleID: String? = nil) throws -> [UInt8] {
-        let object: [String: Any] = [
-            "transactionId": transactionID, "originalTransactionId": originalTransactionID,
-            "bundleId": bundleID ?? self.bundleID, "productId": productID, "environment": environment,
-            "signedDate": signedDateMilliseconds, "purchaseDate": signedDateMilliseconds - 60_000, "quantity": 1,
-            "type": "Auto-Renewable Subscription", "inAppOwnershipType": "PURCHASED",
-        ]
+        let object: [String: Any]
+        switch payload {
+        case .transaction:
+            object = [
+                "transactionId": transactionID, "originalTransactionId": originalTransactionID,
+                "bundleId": bundleID ?? self.bundleID, "productId": productID, "environment": environment,
+                "signedDate": signedDateMilliseconds, "purchaseDate": signedDateMilliseconds - 60_000, "quantity": 1,
+                "type": "Auto-Renewable Subscription", "inAppOwnershipType": "PURCHASED",
+            ]
+        case .appTransaction:
+            object = [
+                "receiptType": environment, "appAppleId": 1_234_567_890, "bundleId": bundleID ?? self.bundleID,
+                "applicationVersion": "42", "versionExternalIdentifier": 0,
+                "receiptCreationDate": signedDateMilliseconds, "requestDate": signedDateMilliseconds + 5_000,
+                "originalPurchaseDate": signedDateMilliseconds - 86_400_000, "originalApplicationVersion": "1.0",
+                "deviceVerification": "dGVzdA==", "deviceVerificationNonce": "b6a9c5f0-2f1d-4c53-9a4e-7d1f00000001",
+                "appTransactionId": "704528340000000001", "originalPlatform": "iOS",
+            ]
+        }
         return Array(
             try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
     }
 
-    /// Signs with `pki`'s leaf (which must be P-256) and returns the compact JWS `header.payload.signature`.
+    /// Signs with `pki` (which must be P-256) and returns the compact JWS `header.payload.signature`.
     public func build(signedBy pki: TestPKI) throws -> String {
-        guard case .p256(let key) = pki.leafKey else {
+        let signingKey: TestPKI.PrivateKey
+        let carried: [[UInt8]]
+        switch chain {
+        case .full: (signingKey, carried) = (pki.leafKey, pki.chainDER)
+        case .withoutRoot: (signingKey, carried) = (pki.leafKey, [pki.leafDER, pki.intermediateDER])
+        case .selfSigned: (signingKey, carried) = (pki.rootKey, [pki.rootDER])
+        }
+        guard case .p256(let key) = signingKey else {
             throw TestKitError("StoreKit 2 JWS are ES256-signed: use a TestPKI with keyType .p256")
         }
-        let header: [String: Any] = [
-            "alg": algorithm, "x5c": pki.chainDER.map { Data($0).base64EncodedString() },
-        ]
+        let header: [String: Any] = ["alg": algorithm, "x5c": carried.map { Data($0).base64EncodedString() }]
         let headerPart = Self.base64URL(
             Array(try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys, .withoutEscapingSlashes])))
         let payloadPart = Self.base64URL(try payloadJSON())
@@ -70,6 +116,7 @@ public struct JWSBuilder: Sendable {
         case .none: break
         case .payload: sentPayload = Self.base64URL(try payloadJSON(bundleID: bundleID + ".evil"))
         case .signature: signature[signature.count - 1] ^= 0x01
+        case .unsigned: signature = []
         }
         return "\(headerPart).\(sentPayload).\(Self.base64URL(signature))"
     }

@@ -125,6 +125,36 @@ public struct ReceiptBuilder: Sendable {
         case messageDigest
     }
 
+    /// How the payload writes its dates (fields 12, 1704, 1706, 1708).
+    public enum DateStyle: Sendable, Equatable {
+        /// `2023-05-09T23:20:55Z`, as Apple writes them.
+        case utc
+        /// With this many digits of fractional seconds (1 to 9), taken from the date: `2023-05-09T23:20:55.123Z`.
+        case fractionalSeconds(digits: Int)
+        /// The wall time `minutes` east of UTC with its offset, `2023-05-10T02:20:55+03:00` (or `+0300` without the
+        /// colon), as Xcode's StoreKit testing writes dates in a non-UTC time zone.
+        case offset(minutes: Int, colon: Bool)
+
+        /// `date` in this style.
+        public func text(_ date: Date) -> String {
+            let seconds = date.timeIntervalSince1970.rounded(.down)
+            switch self {
+            case .utc:
+                return RFC3339.string(Date(timeIntervalSince1970: seconds))
+            case .fractionalSeconds(let digits):
+                let nanoseconds = Int(((date.timeIntervalSince1970 - seconds) * 1e9).rounded())
+                let fraction = String(String(format: "%09d", min(nanoseconds, 999_999_999)).prefix(digits))
+                return String(RFC3339.string(Date(timeIntervalSince1970: seconds)).dropLast()) + "." + fraction + "Z"
+            case .offset(let minutes, let colon):
+                let wall = String(
+                    RFC3339.string(Date(timeIntervalSince1970: seconds + Double(minutes * 60))).dropLast())
+                let hours = String(format: "%02d", abs(minutes) / 60)
+                let rest = String(format: "%02d", abs(minutes) % 60)
+                return wall + (minutes < 0 ? "-" : "+") + hours + (colon ? ":" : "") + rest
+            }
+        }
+    }
+
     /// Field 0 `receipt_type`.
     public var receiptType: String = "ProductionSandbox"
     /// Field 1 `app_item_id`.
@@ -137,6 +167,10 @@ public struct ReceiptBuilder: Sendable {
     public var originalApplicationVersion: String = "1.0"
     /// Field 12 `receipt_creation_date`: the date the verifier checks the chain at.
     public var creationDate: Date = RFC3339.date("2023-05-09T23:20:55Z")
+    /// How dates are written.
+    public var dateStyle: DateStyle = .utc
+    /// Bytes appended after the container, outside what is signed.
+    public var trailingBytes: [UInt8] = []
     /// Field 17, one attribute per purchase, in order.
     public var inAppPurchases: [InAppPurchase]
     /// Attributes written first, before the typed fields (the payload reader keeps the first of duplicates).
@@ -175,11 +209,11 @@ public struct ReceiptBuilder: Sendable {
             // Opaque value and SHA-1 hash: present in real receipts, ignored by readers.
             Self.attribute(Attribute(type: 4, value: Array(0..<16))),
             Self.attribute(Attribute(type: 5, value: Array(repeating: 0xAB, count: 20))),
-            Self.attribute(12, .ia5String(RFC3339.string(creationDate))),
+            Self.attribute(12, .ia5String(dateStyle.text(creationDate))),
             Self.attribute(19, .utf8String(originalApplicationVersion)),
         ]
         for purchase in inAppPurchases {
-            attributes.append(Self.attribute(Attribute(type: 17, value: Self.inAppPayload(purchase))))
+            attributes.append(Self.attribute(Attribute(type: 17, value: Self.inAppPayload(purchase, dateStyle))))
         }
         return ASN1Tree.set(attributes).bytes
     }
@@ -248,7 +282,7 @@ public struct ReceiptBuilder: Sendable {
         let contentInfo = ASN1Tree.sequence(
             [.objectIdentifier(OID.signedData), .context(0, [signedData], indefinite: indefinite)],
             indefinite: indefinite)
-        return GeneratedReceipt(bytes: contentInfo.bytes, payload: content, creationDate: creationDate)
+        return GeneratedReceipt(bytes: contentInfo.bytes + trailingBytes, payload: content, creationDate: creationDate)
     }
 
     private func serial(_ number: Certificate.SerialNumber) -> ASN1Tree {
@@ -273,15 +307,15 @@ public struct ReceiptBuilder: Sendable {
         return Array(signature.rawRepresentation)
     }
 
-    private static func inAppPayload(_ purchase: InAppPurchase) -> [UInt8] {
+    private static func inAppPayload(_ purchase: InAppPurchase, _ style: DateStyle) -> [UInt8] {
         ASN1Tree.set([
             attribute(1701, .integer(purchase.quantity)),
             attribute(1702, .utf8String(purchase.productID)),
             attribute(1703, .utf8String(purchase.transactionID)),
             attribute(1705, .utf8String(purchase.originalTransactionID)),
-            attribute(1704, .ia5String(RFC3339.string(purchase.purchaseDate))),
-            attribute(1706, .ia5String(RFC3339.string(purchase.originalPurchaseDate))),
-            attribute(1708, .ia5String(purchase.expiresDate.map(RFC3339.string) ?? "")),
+            attribute(1704, .ia5String(style.text(purchase.purchaseDate))),
+            attribute(1706, .ia5String(style.text(purchase.originalPurchaseDate))),
+            attribute(1708, .ia5String(purchase.expiresDate.map(style.text) ?? "")),
             attribute(1711, .integer(purchase.webOrderLineItemID)),
             attribute(1713, .integer(purchase.isTrialPeriod ? 1 : 0)),
             attribute(1719, .integer(purchase.isInIntroOfferPeriod ? 1 : 0)),

@@ -117,6 +117,8 @@ public struct TestPKI: Sendable {
     public let leafDER: [UInt8]
     /// The leaf's private key: what signs receipts and JWS.
     public let leafKey: PrivateKey
+    /// The root's private key: what signs a single self-signed certificate chain, as Xcode's StoreKit testing does.
+    public let rootKey: PrivateKey
 
     /// Generates fresh keys and the three certificates (RSA key generation takes a noticeable fraction of a second:
     /// share a PKI between tests where the options allow).
@@ -183,6 +185,7 @@ public struct TestPKI: Sendable {
         intermediateDER = try Self.der(intermediate)
         leafDER = try Self.der(leaf)
         self.leafKey = leafKey
+        self.rootKey = rootKey
     }
 
     /// The chain as receipts and `x5c` carry it: leaf, intermediate, root.

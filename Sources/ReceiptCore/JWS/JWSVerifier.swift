@@ -1,12 +1,26 @@
 import Foundation
 
-/// Verifies StoreKit 2 JWS: the ES256 signature by the `x5c` leaf, then the chain (three certificates to Apple Root
-/// CA - G3 with Apple's marker extensions) at the payload's `signedDate`.
+/// Verifies StoreKit 2 JWS as Apple's App Store Server Library does: the ES256 signature by the `x5c` leaf, then the
+/// chain at the date Apple signed the item.
+///
+/// The chain is three certificates (leaf ← intermediate ← root) with Apple's marker extensions on the leaf and the
+/// intermediate, whatever the root (Apple Root CA - G3, or a test root an app allows); Xcode's StoreKit testing signs
+/// with one self-signed certificate, accepted only as a configured test anchor. The date is `signedDate`, except for
+/// an AppTransaction, which Apple signs at its `receiptCreationDate`, and a notification without one, which takes its
+/// nested items' (verified too).
 struct JWSVerifier: Sendable {
     let chains: ChainVerifier
 
     func verify(_ text: [UInt8], allowTestData: Bool, depth: Int = 0) throws -> VerifiedReceipt {
         let jws = try SignedJWS(compact: text)
+        let policy: ChainPolicy
+        switch jws.certificates.count {
+        case 3: policy = .storeKit
+        case 1: policy = .xcodeStoreKit
+        default:
+            throw ReceiptError(
+                .invalidChain, "a StoreKit x5c holds three certificates (Xcode's one), found \(jws.certificates.count)")
+        }
         let carried = try chains.certificates(jws.certificates)
         guard jws.isSigned(by: carried.certificates[0]) else {
             throw ReceiptError(.invalidSignature, "the JWS signature does not verify with its x5c leaf key")
@@ -14,8 +28,7 @@ struct JWSVerifier: Sendable {
         let payload = jws.payload
         let kind = Self.kind(of: payload)
 
-        // A notification has no signedDate of its own: its nested items' are used, and they are verified too.
-        var signedDate = Self.milliseconds(payload["signedDate"])
+        var signedDate = Self.milliseconds(payload[kind == .appTransaction ? "receiptCreationDate" : "signedDate"])
         let data = payload["data"]
         if kind == .notification {
             guard depth == 0 else { throw ReceiptError(.malformedJWS, "a notification cannot nest a notification") }
@@ -25,10 +38,15 @@ struct JWSVerifier: Sendable {
                 signedDate = signedDate ?? verified.signingDate
             }
         }
-        guard let signedDate else { throw ReceiptError(.malformedJWS, "the JWS payload has no signedDate") }
+        guard let signedDate else {
+            throw ReceiptError(
+                .malformedJWS,
+                kind == .appTransaction
+                    ? "the AppTransaction has no receiptCreationDate" : "the JWS payload has no signedDate")
+        }
 
         let chain = try chains.verify(
-            leaf: 0, of: carried, policy: .storeKit,
+            leaf: 0, of: carried, policy: policy,
             at: Date(timeIntervalSince1970: TimeInterval(signedDate) / 1_000), allowTestData: allowTestData)
         let environmentName = (payload["environment"] ?? data?["environment"] ?? payload["receiptType"])?.stringValue
         let environment =

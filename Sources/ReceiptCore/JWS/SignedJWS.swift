@@ -20,11 +20,13 @@ struct SignedJWS: Sendable {
     init(compact text: [UInt8]) throws {
         guard text.count <= Self.maximumLength else { throw ReceiptError(.malformedJWS, "JWS is too long") }
         let parts = text.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty else {
+        // An empty signature part is readable (an unsecured JWS, `"alg":"none"`): the header decides, below, that
+        // it is not authentic (21003) rather than unreadable (21002).
+        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
             throw ReceiptError(.malformedJWS, "a JWS has three dot-separated parts")
         }
         guard let headerBytes = Base64.decodeURLSafe(parts[0]), let payloadBytes = Base64.decodeURLSafe(parts[1]),
-            let signature = Base64.decodeURLSafe(parts[2])
+            let signature = parts[2].isEmpty ? [] : Base64.decodeURLSafe(parts[2])
         else { throw ReceiptError(.malformedJWS, "a JWS part is not base64url") }
 
         let header: JSONObject
@@ -41,6 +43,7 @@ struct SignedJWS: Sendable {
         guard header["alg"] == .string("ES256") else {
             throw ReceiptError(.unsupportedAlgorithm, "JWS alg must be ES256")
         }
+        guard !signature.isEmpty else { throw ReceiptError(.invalidSignature, "the JWS has no signature") }
         guard case .array(let chain)? = header["x5c"], (1...3).contains(chain.count) else {
             throw ReceiptError(.malformedJWS, "JWS header needs an x5c of one to three certificates")
         }

@@ -4,23 +4,29 @@ import Synchronization
 import SwiftASN1
 import X509
 
-/// What a chain must satisfy beyond ending at an anchor: Apple's marker extensions when the anchor is Apple's.
+/// What a chain must satisfy beyond ending at an anchor: its length, and Apple's marker extensions.
 struct ChainPolicy: Sendable, Hashable {
     /// The extension Apple puts on the signing (leaf) certificate, if the format has one.
     let leafMarkerOID: ASN1ObjectIdentifier?
     /// The extension Apple puts on the intermediate certificate.
     let intermediateMarkerOID: ASN1ObjectIdentifier?
-    /// Longest chain accepted, anchor included.
-    let maximumLength: Int
+    /// The chain lengths accepted, anchor included.
+    let lengths: ClosedRange<Int>
+    /// Whether the markers are required also when the chain ends at a test anchor. Apple's App Store Server Library
+    /// requires them on every StoreKit chain whatever its root; receipts signed under a test root (Xcode) carry none.
+    let marksTestChains: Bool
 
     /// Unified receipts: Mac App Store and iTunes Store Receipt Signing ← Apple WWDR ← Apple Root CA.
     static let unifiedReceipt = ChainPolicy(
         leafMarkerOID: [1, 2, 840, 113_635, 100, 6, 11, 1], intermediateMarkerOID: [1, 2, 840, 113_635, 100, 6, 2, 1],
-        maximumLength: 4)
-    /// StoreKit 2 JWS: leaf ← Apple WWDR G6 ← Apple Root CA - G3, exactly three.
+        lengths: 1...4, marksTestChains: false)
+    /// StoreKit 2 JWS: leaf ← Apple WWDR G6 ← Apple Root CA - G3, exactly three, markers under any root.
     static let storeKit = ChainPolicy(
         leafMarkerOID: [1, 2, 840, 113_635, 100, 6, 11, 1], intermediateMarkerOID: [1, 2, 840, 113_635, 100, 6, 2, 1],
-        maximumLength: 3)
+        lengths: 3...3, marksTestChains: true)
+    /// Xcode's StoreKit testing JWS: one self-signed certificate that is itself a configured (test) anchor.
+    static let xcodeStoreKit = ChainPolicy(
+        leafMarkerOID: nil, intermediateMarkerOID: nil, lengths: 1...1, marksTestChains: false)
 }
 
 /// A validated chain: which anchor it ends at and the validity window of every certificate in it.
@@ -109,21 +115,24 @@ final class ChainVerifier: Sendable {
         while true {
             if let anchor = anchors.anchor(issuing: current) {
                 if anchor.certificate != current { path.append(anchor.certificate) }
-                guard path.count <= policy.maximumLength else {
-                    throw ReceiptError(.invalidChain, "the chain is longer than \(policy.maximumLength)")
+                guard policy.lengths.contains(path.count) else {
+                    throw ReceiptError(
+                        .invalidChain,
+                        "the chain has \(path.count) certificates, expected \(policy.lengths.lowerBound)"
+                            + (policy.lengths.count > 1 ? " to \(policy.lengths.upperBound)" : ""))
                 }
                 // Apple chains must carry Apple's markers and CA flags. Test chains (opt-in per app) are checked for
-                // signatures and dates only: test CAs in the wild often omit basic constraints.
-                if anchor.isApple {
-                    try checkApplePath(path, policy: policy)
-                    try checkAuthorities(path)
-                }
+                // signatures and dates, and for the markers where the policy says so: test CAs in the wild often
+                // omit basic constraints.
+                if anchor.isApple || policy.marksTestChains { try checkApplePath(path, policy: policy) }
+                if anchor.isApple { try checkAuthorities(path) }
                 return ValidatedChain(
                     leaf: leaf, anchorIsApple: anchor.isApple,
                     windows: path.map { ($0.notValidBefore, $0.notValidAfter) })
             }
-            guard path.count < policy.maximumLength else {
-                throw ReceiptError(.untrustedRoot, "no configured anchor within \(policy.maximumLength) certificates")
+            guard path.count < policy.lengths.upperBound else {
+                throw ReceiptError(
+                    .untrustedRoot, "no configured anchor within \(policy.lengths.upperBound) certificates")
             }
             let issuer = pool.first { candidate in
                 candidate != current && !path.contains(candidate) && candidate.subject == current.issuer

@@ -10,15 +10,22 @@ public struct ReceiptPayload: Sendable, Equatable {
     public let creationDate: Int64
     /// The bundle ID (field 2).
     public let bundleID: String
-    /// `receipt_type` (field 0): `Production`, `ProductionSandbox`, `Xcode`, …
+    /// `receipt_type` (field 0): `Production`, `ProductionVPP`, `ProductionSandbox`, `ProductionVPPSandbox`, `Xcode`.
+    /// [Apple's documentation](https://developer.apple.com/documentation/appstorereceipts/receipt_type)
     public let receiptType: String
 
     /// The App Store environment the receipt type names.
-    public var environment: AppStoreEnvironment {
-        switch receiptType {
-        case "Production": return .production
+    ///
+    /// A volume-purchase receipt (`ProductionVPP`) is a production receipt, and `ProductionVPPSandbox` a sandbox one.
+    /// A type Apple has not documented counts as sandbox, so that it never passes an app's production-only check.
+    public var environment: AppStoreEnvironment { Self.environment(ofReceiptType: receiptType) }
+
+    /// The environment a `receipt_type` names.
+    static func environment(ofReceiptType type: String) -> AppStoreEnvironment {
+        switch type {
+        case "Production", "ProductionVPP": return .production
         case "Xcode": return .xcode
-        default: return .sandbox  // ProductionSandbox, Sandbox, ProductionVPPSandbox
+        default: return .sandbox  // ProductionSandbox, ProductionVPPSandbox, Sandbox, anything undocumented
         }
     }
 

@@ -17,6 +17,10 @@ struct SignedData: Sendable {
     init(ber bytes: [UInt8]) throws {
         let reader = BERReader(bytes: bytes, code: .malformedContainer)
         let root = try reader.element(at: 0, limit: bytes.count)
+        // Apple's verifyReceipt answers 21002 for bytes after the structure; nothing may ride along unsigned.
+        guard root.end == bytes.count else {
+            throw ReceiptError(.malformedContainer, "\(bytes.count - root.end) bytes follow the PKCS#7 structure")
+        }
         let contentInfo = try reader.children(of: root)
         guard root.tag == 0x30, contentInfo.count == 2, reader.oid(contentInfo[0]) == Self.signedDataOID,
             contentInfo[1].tag == 0xA0
