@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fetches Apple's trust anchors for ReceiptVerify into a directory and refuses any certificate whose SHA-256
 # fingerprint differs from the one Apple publishes (https://www.apple.com/certificateauthority/).
+# The same four certificates are built into `receiptverify`, so a server needs none of this to verify; use it to
+# check Apple's current roots against the fingerprints below, or to fill a directory for `--trust-anchors`.
 #
 # Usage: deploy/fetch-apple-roots.sh [DIR]            download into DIR (default: apple-roots)
 #        deploy/fetch-apple-roots.sh --from SRC [DIR]  copy from a directory holding the same file names (offline)
