@@ -25,7 +25,8 @@ public func buildApplication(
     let router = Router(context: ServerContext.self)
     router.add(middleware: JSONErrorMiddleware())
     router.get("/healthz") { _, _ in HealthStatus(status: "ok") }
-    router.get("/readyz") { _, _ -> HealthStatus in
+    router.head("/healthz") { _, _ in HTTPResponse.Status.ok }
+    let readiness: @Sendable (Request, ServerContext) async throws -> HealthStatus = { _, _ in
         do {
             _ = try await tenancy.store.plans()
         } catch {
@@ -34,7 +35,13 @@ public func buildApplication(
         }
         return HealthStatus(status: "ready")
     }
+    router.get("/readyz", use: readiness)
+    router.head("/readyz") { request, context in
+        _ = try await readiness(request, context)
+        return HTTPResponse.Status.ok
+    }
 
+    let connections = ConnectionLimiter(maximum: configuration.maximumConnections)
     let gate = UsageGate(store: tenancy.store)
     let endpoint = VerificationEndpoint(
         authenticator: Authenticator(tenancy: tenancy, cacheTTL: configuration.authenticationCacheTTL), gate: gate,
@@ -51,7 +58,14 @@ public func buildApplication(
         router: router,
         // Closes connections that send nothing for the timeout, between requests or in the middle of one, so idle or
         // stalled clients cannot hold connections (and their buffers) open.
-        server: .http1(configuration: .init(idleTimeout: configuration.idleTimeout.map { TimeAmount($0) })),
+        // The guard of each connection: the connection cap, the whole-request deadline, `Connection: close`.
+        server: .http1(
+            configuration: .init(
+                additionalChannelHandlers: [
+                    ConnectionGuard(
+                        limiter: connections, requestTimeout: configuration.requestTimeout.map { TimeAmount($0) })
+                ],
+                idleTimeout: configuration.idleTimeout.map { TimeAmount($0) })),
         configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
         // Services stop in reverse order after the server has finished its requests: the flusher writes the last
         // counts before the store's pool (first in `services`) closes.

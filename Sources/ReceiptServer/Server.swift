@@ -13,6 +13,7 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
         "starting receiptverify",
         metadata: [
             "database": "\(configuration.store.redacted)", "address": "\(configuration.hostname):\(configuration.port)",
+            "http.max_connections": "\(configuration.maximumConnections)",
         ])
     let anchors = try TrustAnchorDirectory.anchors(
         directory: configuration.trustAnchorDirectory, replacingBuiltIn: configuration.replacesBuiltInRoots)

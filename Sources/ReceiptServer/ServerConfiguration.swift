@@ -17,6 +17,8 @@ import ReceiptStore
 /// | `--max-body-size` / `RECEIPTVERIFY_MAX_BODY_SIZE` | `2097152` | largest request body, in bytes (413 beyond) |
 /// | `--auth-cache-ttl` / `RECEIPTVERIFY_AUTH_CACHE_TTL` | `5` | seconds a key/app lookup is reused (0: off) |
 /// | `--idle-timeout` / `RECEIPTVERIFY_IDLE_TIMEOUT` | `30` | seconds a connection may stay silent (between requests, or mid-request) before it is closed; 0: never |
+/// | `--max-connections` / `RECEIPTVERIFY_MAX_CONNECTIONS` | 3/4 of the descriptor limit | connections open at once; more are closed at once |
+/// | `--request-timeout` / `RECEIPTVERIFY_REQUEST_TIMEOUT` | `30` | seconds a client has to send a whole request (head and body); 0: no limit |
 /// | `--usage-flush-interval-ms` / `RECEIPTVERIFY_USAGE_FLUSH_INTERVAL_MS` | `1000` | how long usage counts wait in memory before they are written |
 /// | `--apple-production-url` / `RECEIPTVERIFY_APPLE_PRODUCTION_URL` | Apple's | `verifyReceipt` production URL |
 /// | `--apple-sandbox-url` / `RECEIPTVERIFY_APPLE_SANDBOX_URL` | Apple's | `verifyReceipt` sandbox URL |
@@ -42,6 +44,11 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout: Duration?
     /// How long billable-call counts wait in memory before a flush writes them (what a crash can lose).
     public var usageFlushInterval: Duration
+    /// The most connections open at once; a connection beyond it is closed as soon as it is accepted.
+    public var maximumConnections: Int
+    /// How long a client may take to send one whole request, counted from the connection's start or the previous
+    /// response; nil for no limit (the idle timeout alone then closes silent clients, not trickling ones).
+    public var requestTimeout: Duration?
     /// How Apple's `verifyReceipt` is reached.
     public var apple: VerifyReceiptConfiguration
 
@@ -50,6 +57,7 @@ public struct ServerConfiguration: Sendable {
         hostname: String = "127.0.0.1", port: Int = 8080, store: StoreLocation = .sqlite(path: "receiptverify.sqlite"),
         trustAnchorDirectory: String? = nil, replacesBuiltInRoots: Bool = false, maximumBodySize: Int = 2 << 20,
         authenticationCacheTTL: Duration = .seconds(5), idleTimeout: Duration? = .seconds(30),
+        maximumConnections: Int = 768, requestTimeout: Duration? = .seconds(30),
         usageFlushInterval: Duration = .seconds(1),
         apple: VerifyReceiptConfiguration = .init()
     ) {
@@ -61,6 +69,8 @@ public struct ServerConfiguration: Sendable {
         self.maximumBodySize = maximumBodySize
         self.authenticationCacheTTL = authenticationCacheTTL
         self.idleTimeout = idleTimeout
+        self.maximumConnections = maximumConnections
+        self.requestTimeout = requestTimeout
         self.usageFlushInterval = usageFlushInterval
         self.apple = apple
     }

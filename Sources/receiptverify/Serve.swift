@@ -33,6 +33,18 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "Connections open at once; more are closed at once. Env: RECEIPTVERIFY_MAX_CONNECTIONS. Default: 3/4 of the open-file limit"
+    )
+    var maxConnections: String?
+
+    @Option(
+        help:
+            "Seconds a client has to send a whole request, head and body (0: no limit). Env: RECEIPTVERIFY_REQUEST_TIMEOUT. Default: 30"
+    )
+    var requestTimeout: String?
+
+    @Option(
+        help:
             "Milliseconds usage counts wait in memory before they are written. Env: RECEIPTVERIFY_USAGE_FLUSH_INTERVAL_MS. Default: 1000"
     )
     var usageFlushIntervalMs: String?
@@ -88,6 +100,10 @@ struct Serve: AsyncParsableCommand {
                 connectTimeout: .seconds(try number(appleConnectTimeout, "apple-connect-timeout", 1...300, default: 3)),
                 totalTimeout: .seconds(try number(appleTimeout, "apple-timeout", 1...600, default: 15)),
                 maximumAttempts: try number(appleAttempts, "apple-attempts", 1...10, default: 3))
+            // Connections are capped below the open-file limit (raised to its hard value first), keeping descriptors
+            // for the database, logs and the runtime: a process out of descriptors can die inside libdispatch.
+            let descriptors = DescriptorLimit.raise()
+            let connectionRange = 1...max(1, descriptors - 64)
             let configuration = ServerConfiguration(
                 hostname: setting(hostname, "hostname")?.text ?? "127.0.0.1",
                 port: try number(port, "port", 0...65535, default: 8080), store: options.storeLocation,
@@ -95,6 +111,10 @@ struct Serve: AsyncParsableCommand {
                 maximumBodySize: try number(maxBodySize, "max-body-size", 1024...(64 << 20), default: 2 << 20),
                 authenticationCacheTTL: .seconds(try number(authCacheTTL, "auth-cache-ttl", 0...3600, default: 5)),
                 idleTimeout: try number(idleTimeout, "idle-timeout", 0...3600, default: 30).nonZeroSeconds,
+                maximumConnections: try number(
+                    maxConnections, "max-connections", connectionRange,
+                    default: DescriptorLimit.defaultConnections(under: descriptors)),
+                requestTimeout: try number(requestTimeout, "request-timeout", 0...3600, default: 30).nonZeroSeconds,
                 usageFlushInterval: .milliseconds(
                     try number(usageFlushIntervalMs, "usage-flush-interval-ms", 10...60_000, default: 1000)),
                 apple: apple)

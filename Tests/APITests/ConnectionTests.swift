@@ -6,10 +6,12 @@ import Testing
     import Glibc
 #endif
 
-/// Connections that send nothing are closed after `--idle-timeout`, between requests or in the middle of one.
+/// What a client can do to a connection, and what the server does about it: silent connections closed after
+/// `--idle-timeout`, trickling ones after `--request-timeout`, oversized bodies answered and closed, malformed HTTP
+/// answered 400, and connections capped below the descriptor limit without locking a normal client out.
 @Suite(.serialized) struct ConnectionTests {
     /// A blocking TCP connection to 127.0.0.1:`port`.
-    final class RawConnection {
+    final class RawConnection: @unchecked Sendable {  // an immutable descriptor; the kernel serialises its use
         let descriptor: Int32
 
         init(port: Int) throws {
@@ -33,8 +35,18 @@ import Testing
             setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         }
 
-        func send(_ text: String) {
-            _ = text.utf8CString.withUnsafeBufferPointer { Glibc.send(descriptor, $0.baseAddress, $0.count - 1, 0) }
+        /// Sends `text`; false when the connection is gone (never a SIGPIPE).
+        @discardableResult
+        func send(_ text: String) -> Bool {
+            text.utf8CString.withUnsafeBufferPointer {
+                Glibc.send(descriptor, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) == $0.count - 1
+            }
+        }
+
+        /// One request with `Connection: close`, and the whole answer (nil if the server did not close in time).
+        func exchange(_ request: String) -> String? {
+            send(request)
+            return readUntilClosed()
         }
 
         /// Reads until the server closes the connection; returns what it sent, or nil if it did not close in time.
@@ -47,6 +59,14 @@ import Testing
                 if count < 0 { return nil }
                 received += buffer[0..<count]
             }
+        }
+
+        /// Whether the server closes the connection within `milliseconds` (data it sends first is skipped).
+        func isClosed(within milliseconds: Int32) -> Bool {
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, milliseconds) == 1 else { return false }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            return recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT)) == 0
         }
 
         deinit { close(descriptor) }
@@ -75,6 +95,120 @@ import Testing
             keptAlive.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
             let answer = try #require(keptAlive.readUntilClosed())
             #expect(answer.hasPrefix("HTTP/1.1 200"))
+        }
+    }
+
+    static func port(of service: LiveService) throws -> Int {
+        try #require(Int(service.baseURL.split(separator: ":").last ?? ""))
+    }
+
+    @Test("HTTP hygiene: HEAD health checks, a UTF-16 body refused, a bad chunk is 400, a 413 closes its connection")
+    func hygiene() async throws {
+        try await withLiveService(.sqlite, serveArguments: ["--max-body-size", "65536"]) { service in
+            let port = try Self.port(of: service)
+            for path in ["/healthz", "/readyz"] {
+                let answer = try RawConnection(port: port).exchange(
+                    "HEAD \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                #expect(answer?.hasPrefix("HTTP/1.1 200") == true, "\(path): \(answer ?? "no answer")")
+            }
+
+            let utf16 = try await service.post("/api", body: "{}", contentType: "application/json; charset=utf-16")
+            #expect(utf16.httpStatus == 415)
+            let utf8 = try await service.post("/api", body: "{}", contentType: "application/json; charset=\"UTF-8\"")
+            #expect(utf8.httpStatus == 401)
+
+            let chunked = try RawConnection(port: port).exchange(
+                "POST /api HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                    + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
+            #expect(chunked?.hasPrefix("HTTP/1.1 400") == true, "\(chunked ?? "no answer")")
+
+            // Declared too large: answered 413 at once and closed, without waiting for the 10 MB.
+            let clock = ContinuousClock()
+            let started = clock.now
+            let oversized = try RawConnection(port: port).exchange(
+                "POST /api HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: 10000000\r\n\r\n{\"receipt\": \"")
+            #expect(oversized?.hasPrefix("HTTP/1.1 413") == true, "\(oversized ?? "no answer")")
+            #expect(started.duration(to: clock.now) < .seconds(5))
+
+            // None of it is a server error.
+            #expect(!service.logText.contains("request failed"))
+            #expect(!service.logText.contains("http.status=500"))
+        }
+    }
+
+    @Test("a client trickling a request is closed at the request timeout, though it is never silent")
+    func tricklingClientsAreClosed() async throws {
+        try await withLiveService(.sqlite, serveArguments: ["--request-timeout", "2"]) { service in
+            let connection = try RawConnection(port: try Self.port(of: service))
+            connection.send(
+                "POST /api HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+            )
+            let clock = ContinuousClock()
+            let started = clock.now
+            // One byte every 200 ms keeps the idle timeout (30 s) from ever firing.
+            let trickle = Task.detached {
+                for _ in 0..<50 {
+                    guard connection.send("a") else { return }
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+            }
+            #expect(connection.readUntilClosed() != nil)
+            let elapsed = started.duration(to: clock.now)
+            trickle.cancel()
+            #expect(elapsed >= .seconds(1) && elapsed < .seconds(6), "closed after \(elapsed)")
+            #expect(!service.logText.contains("request failed"))
+        }
+    }
+
+    @Test("at the connection cap a new connection is closed at once, unless an idle one can make room")
+    func connectionCap() async throws {
+        try await withLiveService(.sqlite, serveArguments: ["--max-connections", "4"]) { service in
+            let port = try Self.port(of: service)
+            let idle = try (0..<4).map { _ in try RawConnection(port: port) }
+            try await Task.sleep(for: .milliseconds(200))
+            // The four have waited less than a second: the fifth is refused at once.
+            let clock = ContinuousClock()
+            let started = clock.now
+            #expect(try RawConnection(port: port).readUntilClosed() == "")
+            #expect(started.duration(to: clock.now) < .seconds(2))
+
+            // Once they have waited, a new client displaces the longest-waiting one and is served.
+            try await Task.sleep(for: .milliseconds(1_200))
+            let answer = try RawConnection(port: port).exchange(
+                "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            #expect(answer?.hasPrefix("HTTP/1.1 200") == true, "\(answer ?? "no answer")")
+            // Exactly one of the four made room.
+            #expect(idle.filter { $0.isClosed(within: 500) }.count == 1)
+        }
+    }
+
+    @Test("a connection flood at a low descriptor limit neither kills the server nor locks a normal client out")
+    func connectionFlood() async throws {
+        try await withLiveService(.sqlite) { service in
+            // 256 descriptors: the default cap leaves room for the database, logs and the runtime.
+            let server = try await service.startServer(logName: "flood.log", descriptorLimit: 256)
+            defer { _ = server.stop() }
+            var flood: [RawConnection] = []
+            for _ in 0..<400 {
+                guard let connection = try? RawConnection(port: server.port) else { break }
+                flood.append(connection)
+            }
+            #expect(flood.count >= 300)
+            try await Task.sleep(for: .milliseconds(1_500))
+            #expect(server.process.isRunning)
+            // A normal client is served while the flood holds its connections open.
+            var served = false
+            for _ in 0..<10 where !served {
+                let answer = try? RawConnection(port: server.port).exchange(
+                    "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                served = answer?.hasPrefix("HTTP/1.1 200") == true
+                if !served { try await Task.sleep(for: .milliseconds(300)) }
+            }
+            #expect(served)
+            flood.removeAll()
+            #expect(server.process.isRunning)
+            #expect(server.logText.contains("http.max_connections=16"))
         }
     }
 }

@@ -26,12 +26,12 @@ struct LiveService: Sendable {
 
     /// Starts another `serve` process over the same database and fake Apple, with the same anchor directory or, when
     /// `withAnchors` is false, none (Apple's built-in roots alone).
-    func startServer(arguments: [String] = [], logName: String, withAnchors: Bool = true) async throws
-        -> ServeProcess
-    {
+    func startServer(
+        arguments: [String] = [], logName: String, withAnchors: Bool = true, descriptorLimit: Int? = nil
+    ) async throws -> ServeProcess {
         try await ServeProcess.start(
             cli: cli, anchors: withAnchors ? anchors : nil, appleURL: appleURL, arguments: arguments,
-            logName: logName)
+            logName: logName, descriptorLimit: descriptorLimit)
     }
 
     /// POSTs form fields to another server.
@@ -239,9 +239,9 @@ struct ServeProcess: Sendable {
 
     /// Starts `serve` on a free port over the CLI's database, with the test anchors (if any) and the fake Apple;
     /// waits until it listens. `arguments` are added last (a repeated option takes the last value).
-    static func start(cli: CLI, anchors: URL?, appleURL: String, arguments: [String], logName: String) async throws
-        -> ServeProcess
-    {
+    static func start(
+        cli: CLI, anchors: URL?, appleURL: String, arguments: [String], logName: String, descriptorLimit: Int? = nil
+    ) async throws -> ServeProcess {
         let log = cli.directory.appendingPathComponent(logName)
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let output = try FileHandle(forWritingTo: log)
@@ -253,7 +253,8 @@ struct ServeProcess: Sendable {
                 // Generous: the fake Apple answers from this test process, whose cooperative threads other
                 // suites keep busy with CPU-bound work while they run in parallel.
                 "--apple-timeout", "10", "--apple-connect-timeout", "2",
-            ] + (anchors.map { ["--trust-anchors", $0.path] } ?? []) + arguments, output: output)
+            ] + (anchors.map { ["--trust-anchors", $0.path] } ?? []) + arguments, output: output,
+            descriptorLimit: descriptorLimit)
         do {
             return ServeProcess(process: server, port: try await listeningPort(in: log, of: server), log: log)
         } catch {

@@ -105,6 +105,10 @@ import Testing
                 ("revoked key", try await answer([("apikey", revokedKey), ("token", tenant.token)])),
                 ("bearer and field differ", try await answer(
                     [("apikey", tenant.apiKey), ("token", tenant.token)], headers: [("Authorization", "Bearer \(other.apiKey)")])),
+                // A client that swaps the fields, or mangles them, must not get its key logged as a token.
+                ("swapped fields", try await answer([("apikey", tenant.token), ("token", tenant.apiKey)])),
+                ("key as token, twice", try await answer([("apikey", tenant.apiKey), ("token", tenant.apiKey)])),
+                ("key with a suffix as token", try await answer([("apikey", "x"), ("token", tenant.apiKey + "==")])),
             ]
             try service.cli.expectSuccess(["app", "update", other.token, "--disable"])
             failures.append(("disabled app", try await answer([("apikey", other.apiKey), ("token", other.token)])))
@@ -117,6 +121,14 @@ import Testing
                 #expect(body["request_id"]?.stringValue?.isEmpty == false, "\(name)")
                 body["request_id"] = nil
                 #expect(JSONValue.object(body).encodedString == #"{"status":401,"description":"The API key or app token is not valid"}"#, "\(name)")
+            }
+            // No part of a key reaches the log, whatever field it was sent in.
+            for key in [tenant.apiKey, other.apiKey, revokedKey] {
+                let secret = String(key.dropFirst(4))
+                for start in stride(from: 0, to: secret.count - 12, by: 6) {
+                    let piece = String(secret.dropFirst(start).prefix(12))
+                    #expect(!service.logText.contains(piece), "a 12-character piece of a key is in the log")
+                }
             }
             // Re-enabled, the same credentials work again: the refusals were not cached.
             try service.cli.expectSuccess(["account", "enable", tenant.email])

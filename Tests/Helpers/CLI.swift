@@ -41,11 +41,18 @@ public struct CLI: Sendable {
         return environment
     }
 
-    /// Starts the executable with `arguments` in the scratch directory.
-    public func start(_ arguments: [String], output: FileHandle? = nil) throws -> Process {
+    /// Starts the executable with `arguments` in the scratch directory; with `descriptorLimit`, under that
+    /// open-file limit (soft and hard, as `ulimit -n` sets it).
+    public func start(_ arguments: [String], output: FileHandle? = nil, descriptorLimit: Int? = nil) throws -> Process {
         let process = Process()
-        process.executableURL = Self.binary
-        process.arguments = arguments
+        if let descriptorLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments =
+                ["-c", "ulimit -n \(descriptorLimit) && exec \"$0\" \"$@\"", Self.binary.path] + arguments
+        } else {
+            process.executableURL = Self.binary
+            process.arguments = arguments
+        }
         process.currentDirectoryURL = directory
         process.environment = environment
         if let output {

@@ -52,3 +52,35 @@ import Testing
         _ = ParserFuzzing.exercise([0x30, 0x84, 0x7F, 0xFF, 0xFF, 0xFF, 0x00])
     }
 }
+
+/// The parser's cost stays linear in its input: duplicate keys are found through a set in large objects.
+@Suite struct JSONParserBoundsTests {
+    @Test func aDuplicateKeyIsFoundInALargeObject() throws {
+        var members = (0..<50_000).map { "\"k\($0)\":\($0)" }
+        let unique = "{" + members.joined(separator: ",") + "}"
+        guard case .object(let object) = try JSONParser.parse(Array(unique.utf8)) else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(object.members.count == 50_000)
+        #expect(object["k49999"] == .integer(49_999))
+        members.append("\"k123\":0")
+        #expect(throws: JSONParser.Failure.self) {
+            try JSONParser.parse(Array(("{" + members.joined(separator: ",") + "}").utf8))
+        }
+        // Small objects too (searched, not hashed).
+        #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(Array(#"{"a":1,"b":2,"a":3}"#.utf8)) }
+    }
+
+    @Test func membersDepthAndNumbersAreBounded() throws {
+        #expect(throws: JSONParser.Failure.self) {
+            try JSONParser.parse(Array(#"{"a":1,"b":2,"c":3}"#.utf8), maximumMembers: 2)
+        }
+        // Depth counts every level, the innermost value included.
+        #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(Array("[[[1]]]".utf8), maximumDepth: 3) }
+        #expect(try JSONParser.parse(Array("[[1]]".utf8), maximumDepth: 3) == .array([.array([.integer(1)])]))
+        let long = String(repeating: "9", count: JSONParser.maximumNumberLength + 1)
+        #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(Array(long.utf8)) }
+        #expect(try JSONParser.parse(Array("1697679936049.7297".utf8)) == .double(1_697_679_936_049.7297))
+    }
+}

@@ -7,7 +7,8 @@ import Testing
 @Suite struct RequestBodyTests {
     @Test func formAndJSONReadTheSameFields() throws {
         let form = try RequestBody.decode(
-            Array("apikey=k&token=t&receipt=MI+ab%2Fc%3D&exclude_old_transactions=1&transaction_id=42&nonce=n%C3%A9".utf8),
+            Array(
+                "apikey=k&token=t&receipt=MI+ab%2Fc%3D&exclude_old_transactions=1&transaction_id=42&nonce=n%C3%A9".utf8),
             as: .form)
         #expect(form.apiKey == "k")
         #expect(form.receipt == "MI ab/c=")  // `+` is a space in form encoding; the receipt decoder repairs it
@@ -16,7 +17,9 @@ import Testing
         #expect(form.nonce == "né")
 
         let json = try RequestBody.decode(
-            Array(#"{"apikey":"k","token":"t","receipt-data":"MI","exclude-old-transactions":true,"transaction_id":42,"extra":{}}"#.utf8),
+            Array(
+                #"{"apikey":"k","token":"t","receipt-data":"MI","exclude-old-transactions":true,"transaction_id":42,"extra":{}}"#
+                    .utf8),
             as: .json)
         #expect(json.apiKey == "k")
         #expect(json.receipt == "MI")
@@ -25,7 +28,8 @@ import Testing
     }
 
     @Test(arguments: [
-        ("{", RequestBody.Format.json), ("[]", .json), (#"{"token":1.5}"#, .json), (#"{"token":"a","token":"b"}"#, .json),
+        ("{", RequestBody.Format.json), ("[]", .json), (#"{"token":1.5}"#, .json),
+        (#"{"token":"a","token":"b"}"#, .json),
         (#"{"exclude_old_transactions":"maybe"}"#, .json), ("token=%4", .form), ("token=%ZZ", .form),
         ("token=a&token=b", .form), ("nonce=" + String(repeating: "x", count: 300), .form), ("token=%FF", .form),
     ])
@@ -33,10 +37,33 @@ import Testing
         #expect(throws: RequestBody.Unreadable.self) { try RequestBody.decode(Array(body.utf8), as: format) }
     }
 
-    @Test func mediaTypesAreMatchedWithoutParameters() {
+    @Test func mediaTypesAreMatchedWithoutParametersButOnlyInUTF8() {
         #expect(RequestBody.format(contentType: "application/json; charset=utf-8") == .json)
+        #expect(RequestBody.format(contentType: "application/json;charset=\"UTF-8\"") == .json)
         #expect(RequestBody.format(contentType: "Application/X-WWW-Form-Urlencoded") == .form)
+        #expect(RequestBody.format(contentType: "application/x-www-form-urlencoded; charset=us-ascii") == .form)
+        #expect(RequestBody.format(contentType: "application/json; charset=utf-16") == nil)
+        #expect(RequestBody.format(contentType: "application/json; charset=iso-8859-1") == nil)
         #expect(RequestBody.format(contentType: "text/plain") == nil)
         #expect(RequestBody.format(contentType: nil) == nil)
+    }
+
+    /// Bodies of the largest size the server accepts, built to be expensive: refused for their shape (too many
+    /// fields, too deep), or read once, linearly, when within bounds.
+    @Test func hostileBodiesAreBoundedByShape() throws {
+        let manyKeys = "{" + (0..<150_000).map { "\"k\($0)\":1" }.joined(separator: ",") + "}"
+        #expect(manyKeys.utf8.count > 1_500_000)
+        #expect(throws: RequestBody.Unreadable.self) { try RequestBody.decode(Array(manyKeys.utf8), as: .json) }
+        let manyFields = (0..<150_000).map { "k\($0)=1" }.joined(separator: "&")
+        #expect(throws: RequestBody.Unreadable.self) { try RequestBody.decode(Array(manyFields.utf8), as: .form) }
+        let deep = String(repeating: #"{"a":"#, count: 20) + "1" + String(repeating: "}", count: 20)
+        #expect(throws: RequestBody.Unreadable.self) { try RequestBody.decode(Array(deep.utf8), as: .json) }
+        let longNumber = #"{"token":1"# + String(repeating: "0", count: 100_000) + "}"
+        #expect(throws: RequestBody.Unreadable.self) { try RequestBody.decode(Array(longNumber.utf8), as: .json) }
+
+        // Sixty-four fields, unknown ones nesting a little, are fine.
+        let fields = (0..<60).map { #""x\#($0)":{"y":[1,2,{"z":null}]}"# }.joined(separator: ",")
+        let allowed = try RequestBody.decode(Array(#"{"token":"t",\#(fields)}"#.utf8), as: .json)
+        #expect(allowed.token == "t")
     }
 }

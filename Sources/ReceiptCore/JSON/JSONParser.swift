@@ -8,9 +8,21 @@ public enum JSONParser {
     /// The text is not JSON (or nests deeper than ``maximumDepth``).
     public struct Failure: Error, Sendable {}
 
+    /// The longest number accepted, in characters: real ones are short, and converting a long one is not linear.
+    public static let maximumNumberLength = 64
+
     /// Parses one JSON value that must fill `bytes` (surrounding whitespace allowed).
-    public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
-        var reader = Reader(bytes: Array(bytes))
+    ///
+    /// The cost is linear in the input: duplicate keys are found through a hash set, numbers are bounded.
+    ///
+    /// - Parameters:
+    ///   - maximumDepth: the deepest nesting accepted (at most ``maximumDepth``).
+    ///   - maximumMembers: the most members one object may have; more is a ``Failure``.
+    public static func parse(
+        _ bytes: some Collection<UInt8>, maximumDepth: Int = maximumDepth, maximumMembers: Int = .max
+    ) throws -> JSONValue {
+        var reader = Reader(
+            bytes: Array(bytes), maximumDepth: min(maximumDepth, Self.maximumDepth), maximumMembers: maximumMembers)
         reader.skipWhitespace()
         let value = try reader.value(depth: 0)
         reader.skipWhitespace()
@@ -20,6 +32,8 @@ public enum JSONParser {
 
     private struct Reader {
         let bytes: [UInt8]
+        let maximumDepth: Int
+        let maximumMembers: Int
         var index = 0
 
         mutating func skipWhitespace() {
@@ -27,7 +41,7 @@ public enum JSONParser {
         }
 
         mutating func value(depth: Int) throws -> JSONValue {
-            guard depth < JSONParser.maximumDepth, index < bytes.count else { throw Failure() }
+            guard depth < maximumDepth, index < bytes.count else { throw Failure() }
             switch bytes[index] {
             case UInt8(ascii: "{"): return .object(try object(depth: depth))
             case UInt8(ascii: "["): return .array(try array(depth: depth))
@@ -54,16 +68,26 @@ public enum JSONParser {
                 index += 1
                 return object
             }
+            // Duplicate keys are ambiguous: refuse them. Small objects are searched; a large one keeps a set, so that
+            // the check stays linear in the object's size.
+            var keys: Set<String>?
             while true {
                 skipWhitespace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw Failure() }
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\""),
+                    object.members.count < maximumMembers
+                else { throw Failure() }
                 let key = try string()
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw Failure() }
                 index += 1
                 skipWhitespace()
                 let value = try value(depth: depth + 1)
-                guard object[key] == nil else { throw Failure() }  // duplicate keys are ambiguous: refuse them
+                if keys == nil, object.members.count >= 8 { keys = Set(object.keys) }
+                if keys != nil {
+                    guard keys?.insert(key).inserted == true else { throw Failure() }
+                } else {
+                    guard object[key] == nil else { throw Failure() }
+                }
                 object.append(key, value)
                 skipWhitespace()
                 guard index < bytes.count else { throw Failure() }
@@ -196,6 +220,7 @@ public enum JSONParser {
                 }
                 guard index > exponentStart else { throw Failure() }
             }
+            guard index - start <= JSONParser.maximumNumberLength else { throw Failure() }
             let text = String(decoding: bytes[start..<index], as: UTF8.self)
             if isInteger, let integer = Int64(text) { return .integer(integer) }
             guard let double = Double(text), double.isFinite else { throw Failure() }

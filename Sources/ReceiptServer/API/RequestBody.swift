@@ -18,16 +18,26 @@ enum RequestBody {
         let reason: String
     }
 
-    /// The format named by a `Content-Type` header, or nil when it is neither form nor JSON.
+    /// The format named by a `Content-Type` header, or nil when it is neither form nor JSON, or names a charset
+    /// other than UTF-8 (or its subset US-ASCII): bodies are read as UTF-8 only.
     static func format(contentType: String?) -> Format? {
         guard let contentType else { return nil }
-        let mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
-        switch String(decoding: mediaType, as: UTF8.self).lowercased().trimmingCharacters(in: .whitespaces) {
+        let parts = contentType.lowercased().split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        for parameter in parts.dropFirst() where parameter.hasPrefix("charset=") {
+            let charset = parameter.dropFirst("charset=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            guard ["utf-8", "utf8", "us-ascii"].contains(charset) else { return nil }
+        }
+        switch parts.first ?? "" {
         case "application/json": return .json
         case "application/x-www-form-urlencoded": return .form
         default: return nil
         }
     }
+
+    /// The most fields a body may carry (a real client sends a handful); more is refused before anything else.
+    static let maximumFields = 64
+    /// The deepest nesting a JSON body may have (the fields are flat; unknown ones may nest a little).
+    static let maximumDepth = 16
 
     /// The request the body holds.
     static func decode(_ bytes: some Collection<UInt8>, as format: Format) throws(Unreadable) -> VerificationRequest {
@@ -57,9 +67,10 @@ enum RequestBody {
     private static func jsonFields(_ bytes: some Collection<UInt8>) throws(Unreadable) -> [String: Field] {
         let value: JSONValue
         do {
-            value = try JSONParser.parse(bytes)
+            value = try JSONParser.parse(bytes, maximumDepth: maximumDepth, maximumMembers: maximumFields)
         } catch {
-            throw Unreadable(reason: "the body is not JSON")
+            throw Unreadable(
+                reason: "the body is not JSON, nests deeper than \(maximumDepth) or has over \(maximumFields) fields")
         }
         guard case .object(let object) = value else { throw Unreadable(reason: "the JSON body is not an object") }
         var fields: [String: Field] = [:]
@@ -85,6 +96,9 @@ enum RequestBody {
                 let value = equals < end ? try percentDecoded(bytes, (equals + 1)..<end) : ""
                 guard fields.updateValue(.text(value), forKey: key) == nil else {
                     throw Unreadable(reason: "field '\(printable(key))' is given twice")
+                }
+                guard fields.count <= maximumFields else {
+                    throw Unreadable(reason: "the body has over \(maximumFields) fields")
                 }
             }
             start = end + 1
@@ -129,9 +143,16 @@ enum RequestBody {
         }
     }
 
-    /// A field name fit for a log line: printable ASCII, at most 40 characters.
-    static func printable(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.prefix(40).map { $0.isASCII && $0.value >= 0x20 ? $0 : "?" }))
+    /// The field names a body is read for.
+    static let knownFields: Set<String> = [
+        "apikey", "token", "receipt", "receipt-data", "password", "exclude_old_transactions",
+        "exclude-old-transactions", "transaction_id", "product_id", "nonce",
+    ]
+
+    /// A field name fit for a log line: a name we read, or "an unknown field" (a client may put anything in a name,
+    /// a key included).
+    static func printable(_ name: String) -> String {
+        knownFields.contains(name) ? name : "(unknown field)"
     }
 }
 

@@ -83,6 +83,11 @@ struct VerificationEndpoint: Sendable {
             body = try await request.body.collect(upTo: maximumBodySize)
         } catch is NIOTooManyBytesError {
             throw HTTPFailure(status: ResponseStatus.payloadTooLarge, reason: "body over \(maximumBodySize) bytes")
+        } catch {
+            // A malformed chunked body, or a client that went away or was closed for taking too long: the client's
+            // doing, not a server error (and no answer may reach it).
+            throw HTTPFailure(
+                status: ResponseStatus.badRequest, reason: "the body could not be read: \(type(of: error))")
         }
         do {
             return try RequestBody.decode(body.readableBytesView, as: format)
@@ -173,6 +178,8 @@ struct VerificationEndpoint: Sendable {
             bytes = JSONValue.object(outcome.body).encoded
         }
         if outcome.status == ResponseStatus.methodNotAllowed { headers[.allow] = "POST" }
+        // The rest of an oversized body is not worth reading: the connection closes after this answer.
+        if outcome.status == ResponseStatus.payloadTooLarge { headers[.connection] = "close" }
         if outcome.status == ResponseStatus.unauthorized { headers[.wwwAuthenticate] = "Bearer" }
         if case .integer(let seconds)? = outcome.body["retry_after"] { headers[.retryAfter] = "\(seconds)" }
         return Response(
@@ -189,7 +196,7 @@ struct VerificationEndpoint: Sendable {
         var metadata: Logger.Metadata = [
             "request_id": "\(requestID)", "http.route": "\(kind.rawValue)",
             "http.status": "\(ResponseStatus.httpStatus(of: outcome.status))", "status": "\(outcome.status)",
-            "app.token": "\(token.map(RequestBody.printable) ?? "-")",
+            "app.token": "\(token.map { App.hasTokenShape($0) ? $0 : "malformed" } ?? "-")",
             "latency_ms": "\(Double(microseconds) / 1000)", "verification.source": "\(outcome.source.rawValue)",
         ]
         if let detail = outcome.detail { metadata["reason"] = "\(detail)" }

@@ -68,4 +68,15 @@ public struct App: Sendable, Hashable {
     static func generateToken() -> String {
         "app_" + Hex.encode(SecureRandom.bytes(16))
     }
+
+    /// Whether `text` has a token's shape (`app_` and 32 lowercase hex digits): only such text is ever logged as a
+    /// token, so that a key or secret sent in the token's place never reaches a log.
+    public static func hasTokenShape(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.count == 36 && text.hasPrefix("app_")
+            && bytes.dropFirst(4).allSatisfy {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+            }
+    }
 }

@@ -1,0 +1,29 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The process's open-file limit, which bounds the connections `serve` can hold.
+enum DescriptorLimit {
+    /// Descriptors kept free of connections for the database pool, logs, files and the runtime.
+    static let reserve = 256
+
+    /// Raises the soft limit to the hard one (a systemd unit without `LimitNOFILE` starts at 1,024) and returns the
+    /// soft limit in force afterwards.
+    static func raise() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1_024 }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        }
+        return limit.rlim_cur > rlim_t(Int32.max) ? Int(Int32.max) : Int(limit.rlim_cur)
+    }
+
+    /// The default connection cap under `limit`: three quarters of it, and at least ``reserve`` descriptors free.
+    static func defaultConnections(under limit: Int) -> Int {
+        max(16, min(limit * 3 / 4, limit - reserve))
+    }
+}
