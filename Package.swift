@@ -97,6 +97,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // HTTP parts as Hummingbird's pipeline carries them, for the connection guard (already in the graph).
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictness
         ),

@@ -6,9 +6,6 @@ import ReceiptService
 import ReceiptStore
 import ServiceLifecycle
 
-/// The request context of every route.
-public typealias ServerContext = BasicRequestContext
-
 /// Builds the HTTP application over a store that is already migrated and whose master key has been checked.
 ///
 /// - Parameters:
@@ -26,11 +23,11 @@ public func buildApplication(
     router.add(middleware: JSONErrorMiddleware())
     router.get("/healthz") { _, _ in HealthStatus(status: "ok") }
     router.head("/healthz") { _, _ in HTTPResponse.Status.ok }
+    // Every database read a request waits for has this deadline: an outage answers 503 instead of holding requests.
+    let deadline = StoreDeadline(configuration.databaseTimeout)
+    let readinessCheck = ReadinessCheck(store: tenancy.store, deadline: deadline, logger: logger)
     let readiness: @Sendable (Request, ServerContext) async throws -> HealthStatus = { _, _ in
-        do {
-            _ = try await tenancy.store.plans()
-        } catch {
-            logger.error("readiness check failed", metadata: ["error": "\(error)"])
+        guard await readinessCheck.isReady() else {
             throw HTTPError(.serviceUnavailable, message: "database unavailable")
         }
         return HealthStatus(status: "ready")
@@ -42,12 +39,17 @@ public func buildApplication(
     }
 
     let connections = ConnectionLimiter(maximum: configuration.maximumConnections)
-    let gate = UsageGate(store: tenancy.store)
+    let gate = UsageGate(store: tenancy.store, deadline: deadline)
     let endpoint = VerificationEndpoint(
-        authenticator: Authenticator(tenancy: tenancy, cacheTTL: configuration.authenticationCacheTTL), gate: gate,
+        authenticator: Authenticator(
+            tenancy: tenancy, cacheTTL: configuration.authenticationCacheTTL, deadline: deadline),
+        failedAuthentications: FailedAuthentications(perSecond: configuration.failedAuthenticationsPerSecond),
+        gate: gate,
         verification: verification, maximumBodySize: configuration.maximumBodySize, logger: logger)
     for kind in [VerificationEndpoint.Kind.plain, .encrypted] {
-        router.post(RouterPath(kind.rawValue)) { request, _ in await endpoint.respond(to: request, kind: kind) }
+        router.post(RouterPath(kind.rawValue)) { request, context in
+            await endpoint.respond(to: request, context: context, kind: kind)
+        }
         for method in [HTTPRequest.Method.get, .put, .patch, .delete, .head, .options] {
             router.on(RouterPath(kind.rawValue), method: method) { _, _ -> Response in
                 throw HTTPError(.methodNotAllowed)
@@ -71,7 +73,8 @@ public func buildApplication(
         // counts before the store's pool (first in `services`) closes.
         services: services + [
             UsageFlusher(
-                meter: gate.meter, store: tenancy.store, interval: configuration.usageFlushInterval, logger: logger)
+                meter: gate.meter, store: tenancy.store, interval: configuration.usageFlushInterval,
+                deadline: deadline, logger: logger)
         ],
         logger: logger)
 }

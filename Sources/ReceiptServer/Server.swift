@@ -5,6 +5,7 @@ import ReceiptCore
 import ReceiptService
 import ReceiptStore
 import ServiceLifecycle
+import UnixSignals
 
 /// Runs the service until SIGTERM or SIGINT: loads the trust anchors, opens and migrates the store, checks the master
 /// key, serves HTTP, and on a signal finishes in-flight requests before returning.
@@ -66,5 +67,11 @@ private func serve(
         try await store.migrate()
         try await tenancy.checkMasterKey()
     }
-    try await app.runService()
+    // A graceful stop (SIGTERM, SIGINT) finishes in-flight requests and the last usage flush, within its deadline
+    // whatever the database does; then what is left is cancelled, and given a few seconds more.
+    var group = ServiceGroupConfiguration(
+        services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+    group.maximumGracefulShutdownDuration = configuration.shutdownTimeout
+    group.maximumCancellationDuration = .seconds(5)
+    try await ServiceGroup(configuration: group).run()
 }

@@ -19,6 +19,9 @@ import ReceiptStore
 /// | `--idle-timeout` / `RECEIPTVERIFY_IDLE_TIMEOUT` | `30` | seconds a connection may stay silent (between requests, or mid-request) before it is closed; 0: never |
 /// | `--max-connections` / `RECEIPTVERIFY_MAX_CONNECTIONS` | 3/4 of the descriptor limit | connections open at once; more are closed at once |
 /// | `--request-timeout` / `RECEIPTVERIFY_REQUEST_TIMEOUT` | `30` | seconds a client has to send a whole request (head and body); 0: no limit |
+/// | `--auth-failures-per-second` / `RECEIPTVERIFY_AUTH_FAILURES_PER_SECOND` | `10` | failed authentications per client address per second (burst: one second's worth) before its lookups stop reaching the database (429); 0: no limit |
+/// | `--database-timeout-ms` / `RECEIPTVERIFY_DATABASE_TIMEOUT_MS` | `2000` | longest a request (or `/readyz`, or a usage flush) waits for the database before it answers 503; 0: no limit |
+/// | `--shutdown-timeout` / `RECEIPTVERIFY_SHUTDOWN_TIMEOUT` | `25` | seconds a graceful stop may take before the remaining work is cancelled |
 /// | `--usage-flush-interval-ms` / `RECEIPTVERIFY_USAGE_FLUSH_INTERVAL_MS` | `1000` | how long usage counts wait in memory before they are written |
 /// | `--apple-production-url` / `RECEIPTVERIFY_APPLE_PRODUCTION_URL` | Apple's | `verifyReceipt` production URL |
 /// | `--apple-sandbox-url` / `RECEIPTVERIFY_APPLE_SANDBOX_URL` | Apple's | `verifyReceipt` sandbox URL |
@@ -42,6 +45,13 @@ public struct ServerConfiguration: Sendable {
     public var authenticationCacheTTL: Duration
     /// How long a connection may send nothing before the server closes it; nil keeps idle connections open.
     public var idleTimeout: Duration?
+    /// Failed authentications a client address may make per second (and in a burst) before lookups the caches cannot
+    /// answer are refused with 429 instead of reaching the database; nil for no limit.
+    public var failedAuthenticationsPerSecond: Int?
+    /// How long a request, `/readyz` or a usage flush waits for the database before giving up (503); nil: no limit.
+    public var databaseTimeout: Duration?
+    /// How long a graceful stop may take: in-flight requests, the last usage flush and closing the database pool.
+    public var shutdownTimeout: Duration
     /// How long billable-call counts wait in memory before a flush writes them (what a crash can lose).
     public var usageFlushInterval: Duration
     /// The most connections open at once; a connection beyond it is closed as soon as it is accepted.
@@ -58,6 +68,8 @@ public struct ServerConfiguration: Sendable {
         trustAnchorDirectory: String? = nil, replacesBuiltInRoots: Bool = false, maximumBodySize: Int = 2 << 20,
         authenticationCacheTTL: Duration = .seconds(5), idleTimeout: Duration? = .seconds(30),
         maximumConnections: Int = 768, requestTimeout: Duration? = .seconds(30),
+        failedAuthenticationsPerSecond: Int? = 10, databaseTimeout: Duration? = .seconds(2),
+        shutdownTimeout: Duration = .seconds(25),
         usageFlushInterval: Duration = .seconds(1),
         apple: VerifyReceiptConfiguration = .init()
     ) {
@@ -71,6 +83,9 @@ public struct ServerConfiguration: Sendable {
         self.idleTimeout = idleTimeout
         self.maximumConnections = maximumConnections
         self.requestTimeout = requestTimeout
+        self.failedAuthenticationsPerSecond = failedAuthenticationsPerSecond
+        self.databaseTimeout = databaseTimeout
+        self.shutdownTimeout = shutdownTimeout
         self.usageFlushInterval = usageFlushInterval
         self.apple = apple
     }

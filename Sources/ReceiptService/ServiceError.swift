@@ -25,10 +25,15 @@ public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible 
         case corruptSecret = "corrupt_secret"
         /// The API key or app token is missing, unknown, revoked or disabled, or the app is another account's.
         case unauthorized = "unauthorized"
+        /// The client failed to authenticate too often: what it asks would reach the database, and is refused for a
+        /// while (429).
+        case throttled = "throttled"
         /// Apple's servers could not be reached in time, or answered something that is not a `verifyReceipt` answer.
         case appleUnavailable = "apple_unavailable"
         /// The server is not set up for what was asked (no trust anchors for local verification, no Apple client).
         case notConfigured = "not_configured"
+        /// The database did not answer in time (an outage, an overload): retryable, 503.
+        case unavailable = "unavailable"
         /// The database failed or holds data this version cannot read; details are in ``ServiceError/reason``.
         case storage = "storage"
     }

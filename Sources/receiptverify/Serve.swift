@@ -45,6 +45,21 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "Failed authentications per client address per second before its lookups stop reaching the database (0: no limit). Env: RECEIPTVERIFY_AUTH_FAILURES_PER_SECOND. Default: 10"
+    )
+    var authFailuresPerSecond: String?
+
+    @Option(
+        help:
+            "Milliseconds a request, /readyz or a usage flush waits for the database before answering 503 (0: no limit). Env: RECEIPTVERIFY_DATABASE_TIMEOUT_MS. Default: 2000"
+    )
+    var databaseTimeoutMs: String?
+
+    @Option(help: "Seconds a graceful stop may take. Env: RECEIPTVERIFY_SHUTDOWN_TIMEOUT. Default: 25")
+    var shutdownTimeout: String?
+
+    @Option(
+        help:
             "Milliseconds usage counts wait in memory before they are written. Env: RECEIPTVERIFY_USAGE_FLUSH_INTERVAL_MS. Default: 1000"
     )
     var usageFlushIntervalMs: String?
@@ -115,6 +130,12 @@ struct Serve: AsyncParsableCommand {
                     maxConnections, "max-connections", connectionRange,
                     default: DescriptorLimit.defaultConnections(under: descriptors)),
                 requestTimeout: try number(requestTimeout, "request-timeout", 0...3600, default: 30).nonZeroSeconds,
+                failedAuthenticationsPerSecond: try number(
+                    authFailuresPerSecond, "auth-failures-per-second", 0...1_000_000, default: 10
+                ).nonZero,
+                databaseTimeout: try number(databaseTimeoutMs, "database-timeout-ms", 0...600_000, default: 2_000)
+                    .nonZeroMilliseconds,
+                shutdownTimeout: .seconds(try number(shutdownTimeout, "shutdown-timeout", 1...3600, default: 25)),
                 usageFlushInterval: .milliseconds(
                     try number(usageFlushIntervalMs, "usage-flush-interval-ms", 10...60_000, default: 1000)),
                 apple: apple)
@@ -137,6 +158,12 @@ struct Migrate: AsyncParsableCommand {
 }
 
 extension Int {
+    /// This number, or nil for 0 ("no limit").
+    fileprivate var nonZero: Int? { self == 0 ? nil : self }
+
+    /// This many milliseconds, or nil for 0 ("no limit").
+    fileprivate var nonZeroMilliseconds: Duration? { self == 0 ? nil : .milliseconds(self) }
+
     /// This many seconds, or nil for 0 ("never").
     fileprivate var nonZeroSeconds: Duration? { self == 0 ? nil : .seconds(self) }
 }

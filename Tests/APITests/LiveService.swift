@@ -247,7 +247,8 @@ struct ServeProcess: Sendable {
         let output = try FileHandle(forWritingTo: log)
         let server = try cli.start(
             [
-                "serve", "--port", "0", "--auth-cache-ttl", "0",
+                // Every test client comes from 127.0.0.1: the failure budget per address is for the abuse tests.
+                "serve", "--port", "0", "--auth-cache-ttl", "0", "--auth-failures-per-second", "0",
                 "--apple-production-url", "\(appleURL)/production/verifyReceipt",
                 "--apple-sandbox-url", "\(appleURL)/sandbox/verifyReceipt",
                 // Generous: the fake Apple answers from this test process, whose cooperative threads other

@@ -138,7 +138,7 @@ import Testing
             for secret in [tenant.apiKey, other.apiKey, revokedKey, String(receipt.prefix(60))] {
                 #expect(!log.contains(secret))
             }
-            #expect(log.contains("reason=revoked API key"))
+            #expect(log.contains("reason=unknown or revoked API key"))
         }
     }
 

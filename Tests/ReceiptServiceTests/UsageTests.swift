@@ -45,33 +45,33 @@ import Testing
     }
 
     @Test func rateLimiterAllowsABurstThenTheRate() {
-        let limiter = RateLimiter()
+        let limiter = RateLimiter<UUID>()
         let account = UUID()
         let start = ContinuousClock.now
-        for _ in 0..<4 { #expect(limiter.acquire(accountID: account, rate: 4, now: start) == nil) }
-        let wait = limiter.acquire(accountID: account, rate: 4, now: start)
+        for _ in 0..<4 { #expect(limiter.acquire(account, rate: 4, now: start) == nil) }
+        let wait = limiter.acquire(account, rate: 4, now: start)
         #expect(wait == .milliseconds(250))
         // A quarter second later one token is back, and only one.
-        #expect(limiter.acquire(accountID: account, rate: 4, now: start + .milliseconds(250)) == nil)
-        #expect(limiter.acquire(accountID: account, rate: 4, now: start + .milliseconds(250)) != nil)
+        #expect(limiter.acquire(account, rate: 4, now: start + .milliseconds(250)) == nil)
+        #expect(limiter.acquire(account, rate: 4, now: start + .milliseconds(250)) != nil)
         // Other accounts have their own buckets; a long pause refills to the burst, not beyond.
-        #expect(limiter.acquire(accountID: UUID(), rate: 4, now: start) == nil)
+        #expect(limiter.acquire(UUID(), rate: 4, now: start) == nil)
         let later = start + .seconds(60)
-        for _ in 0..<4 { #expect(limiter.acquire(accountID: account, rate: 4, now: later) == nil) }
-        #expect(limiter.acquire(accountID: account, rate: 4, now: later) != nil)
+        for _ in 0..<4 { #expect(limiter.acquire(account, rate: 4, now: later) == nil) }
+        #expect(limiter.acquire(account, rate: 4, now: later) != nil)
     }
 
     @Test func rateLimiterForgetsIdleBucketsWhenFull() {
-        let limiter = RateLimiter(capacity: 3)
+        let limiter = RateLimiter<UUID>(capacity: 3)
         let start = ContinuousClock.now
         let first = UUID()
-        for _ in 0..<2 { #expect(limiter.acquire(accountID: first, rate: 2, now: start) == nil) }
-        for _ in 0..<2 { _ = limiter.acquire(accountID: UUID(), rate: 2, now: start) }
+        for _ in 0..<2 { #expect(limiter.acquire(first, rate: 2, now: start) == nil) }
+        for _ in 0..<2 { _ = limiter.acquire(UUID(), rate: 2, now: start) }
         // A new account a second later: the idle buckets go, so `first` starts full again.
-        _ = limiter.acquire(accountID: UUID(), rate: 2, now: start + .seconds(2))
-        #expect(limiter.acquire(accountID: first, rate: 2, now: start + .seconds(2)) == nil)
-        #expect(limiter.acquire(accountID: first, rate: 2, now: start + .seconds(2)) == nil)
-        #expect(limiter.acquire(accountID: first, rate: 2, now: start + .seconds(2)) != nil)
+        _ = limiter.acquire(UUID(), rate: 2, now: start + .seconds(2))
+        #expect(limiter.acquire(first, rate: 2, now: start + .seconds(2)) == nil)
+        #expect(limiter.acquire(first, rate: 2, now: start + .seconds(2)) == nil)
+        #expect(limiter.acquire(first, rate: 2, now: start + .seconds(2)) != nil)
     }
 
     @Test(arguments: [(1_234, 50, 62), (1, 50, 0), (10, 50, 1), (999, 1, 1), (0, 50, 0), (3_000, 7, 21), (1_500, 1, 2)])

@@ -26,12 +26,13 @@ struct VerificationEndpoint: Sendable {
     }
 
     let authenticator: Authenticator
+    let failedAuthentications: FailedAuthentications
     let gate: UsageGate
     let verification: VerificationService
     let maximumBodySize: Int
     let logger: Logger
 
-    func respond(to request: Request, kind: Kind) async -> Response {
+    func respond(to request: Request, context: ServerContext, kind: Kind) async -> Response {
         let started = ContinuousClock.now
         let requestID = RequestID.generate()
         var token: String?
@@ -42,8 +43,7 @@ struct VerificationEndpoint: Sendable {
             let parsed = try await read(request)
             token = parsed.token
             nonce = parsed.nonce
-            let caller = try await authenticator.authenticate(
-                apiKey: try bearerOrField(request, parsed.apiKey), token: parsed.token, logger: logger)
+            let caller = try await authenticate(request, parsed, from: context)
             let ticket: UsageGate.Ticket
             switch try await gate.admit(caller, to: kind.usageEndpoint) {
             case .admitted(let admitted): ticket = admitted
@@ -96,6 +96,24 @@ struct VerificationEndpoint: Sendable {
         }
     }
 
+    /// The caller, counting a failure against the client's address; an address over its budget of failures is
+    /// answered from the authentication caches only (429 for what they cannot answer).
+    private func authenticate(_ request: Request, _ parsed: VerificationRequest, from context: ServerContext)
+        async throws -> Caller
+    {
+        let failures = failedAuthentications
+        do {
+            return try await authenticator.authenticate(
+                apiKey: try bearerOrField(request, parsed.apiKey), token: parsed.token,
+                mayQueryStore: { !failures.isThrottled(context.clientAddress) }, logger: logger)
+        } catch let error as ServiceError where error.code == .unauthorized {
+            failures.record(context.clientAddress)
+            throw error
+        } catch let error as ServiceError where error.code == .throttled {
+            throw Throttled(wait: failures.wait(for: context.clientAddress))
+        }
+    }
+
     /// The API key from `Authorization: Bearer …` or the `apikey` field; both present and different is refused.
     private func bearerOrField(_ request: Request, _ field: String?) throws -> String? {
         guard let header = request.headers[.authorization] else { return field }
@@ -115,12 +133,26 @@ struct VerificationEndpoint: Sendable {
             return .failure(failure.status, detail: failure.reason)
         case let refusal as UsageGate.Refusal:
             return outcome(for: refusal)
+        case let throttled as Throttled:
+            let seconds = Self.wholeSeconds(throttled.wait)
+            var outcome = VerificationOutcome.failure(
+                ResponseStatus.tooManyRequests, detail: "too many failed authentications from this address")
+            outcome.body["description"] = .string(
+                "Too many failed authentications from this address; retry after \(seconds) s")
+            outcome.body["retry_after"] = .integer(Int64(seconds))
+            return outcome
         case let error as ServiceError:
             switch error.code {
             case .unauthorized: return .failure(ResponseStatus.unauthorized, detail: error.reason)
+            case .throttled: return outcome(for: Throttled(wait: .seconds(1)))
             case .appleUnavailable:
                 return .failure(ResponseStatus.internalError, retryable: true, detail: error.reason)
-            case .storage: return .failure(ResponseStatus.internalError, retryable: true, detail: error.reason)
+            case .storage, .unavailable:
+                // The database failed or did not answer in time: the client should come back in a moment.
+                var outcome = VerificationOutcome.failure(
+                    ResponseStatus.serviceUnavailable, retryable: true, detail: error.reason)
+                outcome.body["retry_after"] = .integer(1)
+                return outcome
             case .invalidArgument, .duplicateEmail, .unknownPlan, .unknownAccount, .unknownApp, .unknownKey,
                 .wrongMasterKey, .invalidMasterKey, .corruptSecret, .notConfigured:
                 return .failure(ResponseStatus.internalError, detail: "\(error.code.rawValue): \(error.reason)")
@@ -206,6 +238,11 @@ struct VerificationEndpoint: Sendable {
             logger.info("request", metadata: metadata)
         }
     }
+}
+
+/// An address over its budget of failed authentications asked for a lookup the caches cannot answer.
+struct Throttled: Error {
+    let wait: Duration
 }
 
 /// A failure of the HTTP exchange itself (method, media type, size, unreadable body).

@@ -12,6 +12,8 @@ struct UsageFlusher: Service {
     let meter: Meter
     let store: any TenancyStore
     let interval: Duration
+    /// The time limit of one flush, so that a database outage cannot hold a graceful stop.
+    let deadline: StoreDeadline
     let logger: Logger
 
     /// Final flush attempts on shutdown, a short pause apart, before the remaining counts are given up.
@@ -35,7 +37,9 @@ struct UsageFlusher: Service {
     /// Flushes once; returns whether it succeeded.
     private func flushOnce() async -> Bool {
         do {
-            let written = try await meter.flush(to: store, now: Date())
+            let written = try await deadline.run("the usage flush") { [meter, store] in
+                try await meter.flush(to: store, now: Date())
+            }
             if written > 0 { logger.trace("usage flushed", metadata: ["usage.calls": "\(written)"]) }
             return true
         } catch {

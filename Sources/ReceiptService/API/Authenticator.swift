@@ -6,97 +6,162 @@ import Synchronization
 /// Checks `apikey` and `token` and yields a ``Caller``; every failure is the same ``ServiceError/Code/unauthorized``,
 /// so an answer never tells which part was wrong.
 ///
-/// Successful lookups are remembered for ``cacheTTL`` (keyed by the SHA-256 of the presented key, never its clear
-/// text), so a busy app costs no database round trip here. Changes made with the CLI to keys and apps (a revoked
-/// key, a disabled app) therefore take effect within that time on every server instance; the account's enabled
-/// flag and plan are checked on every call by ``UsageGate``, which sees a CLI change from the next call.
+/// Lookups are remembered for ``cacheTTL``, the found and the not found alike (keys by the SHA-256 of the presented
+/// text, never the text): a busy app costs no database round trip, a stranger repeating an unknown key or token
+/// costs none either, and a known token of another account takes the same path as an unknown one (an app's secrets
+/// are opened only for its own account), so the time of a 401 does not tell whether a token exists. Changes made
+/// with the CLI to keys and apps (a new or revoked key, a disabled app) therefore take effect within that time on
+/// every server; the account's enabled flag and plan are checked on every call by ``UsageGate``.
 public final class Authenticator: Sendable {
-    /// How long a successful lookup is reused; zero turns the cache off.
+    /// How long a lookup is reused; zero turns the caches off.
     public let cacheTTL: Duration
-    /// Entries kept at most; the cache is emptied when it would grow beyond this.
+    /// Entries kept at most in each cache (found keys, unknown keys, apps, unknown tokens); a cache is emptied when
+    /// it would grow beyond this.
     public let cacheCapacity: Int
 
+    /// The time limit on each database lookup (an outage answers ``ServiceError/Code/unavailable``).
+    public let deadline: StoreDeadline
+
     private let tenancy: TenancyService
-    private let keys = Mutex<[[UInt8]: KeyEntry]>([:])
-    private let apps = Mutex<[String: AppEntry]>([:])
+    private let keys = Mutex<[[UInt8]: Remembered<KeyEntry>]>([:])
+    private let unknownKeys = Mutex<[[UInt8]: ContinuousClock.Instant]>([:])
+    private let apps = Mutex<[String: Remembered<App>]>([:])
+    private let unknownTokens = Mutex<[String: ContinuousClock.Instant]>([:])
+    private let secrets = Mutex<[UUID: Remembered<AppSecrets>]>([:])
+
+    private struct Remembered<Value: Sendable>: Sendable {
+        let value: Value
+        let expires: ContinuousClock.Instant
+    }
 
     private struct KeyEntry: Sendable {
         let keyID: UUID
         let account: Account
-        let expires: ContinuousClock.Instant
     }
 
-    private struct AppEntry: Sendable {
-        let app: App
+    private struct AppSecrets: Sendable {
+        /// The app row the secrets were opened from: a changed app (rotated key) opens them again.
+        let updatedAt: Date
         let resultKey: [UInt8]
         let sharedSecret: String?
-        let expires: ContinuousClock.Instant
     }
 
     /// Creates an authenticator over the tenancy store.
-    public init(tenancy: TenancyService, cacheTTL: Duration = .seconds(5), cacheCapacity: Int = 10_000) {
+    public init(
+        tenancy: TenancyService, cacheTTL: Duration = .seconds(5), cacheCapacity: Int = 10_000,
+        deadline: StoreDeadline = StoreDeadline(nil)
+    ) {
         self.tenancy = tenancy
+        self.deadline = deadline
         self.cacheTTL = cacheTTL
         self.cacheCapacity = cacheCapacity
     }
 
     /// The caller that `apiKey` and `token` identify; throws ``ServiceError/Code/unauthorized`` when either is
     /// missing, unknown or revoked, the app is another account's, or the account or app is disabled.
-    public func authenticate(apiKey: String?, token: String?, logger: Logger) async throws -> Caller {
+    ///
+    /// - Parameter mayQueryStore: asked before a lookup the caches cannot answer (only then, so the cached path costs
+    ///   nothing more); false when the client has failed too often, and the lookup then throws
+    ///   ``ServiceError/Code/throttled`` instead of reaching the database.
+    public func authenticate(
+        apiKey: String?, token: String?, mayQueryStore: @Sendable () -> Bool = { true }, logger: Logger
+    ) async throws -> Caller {
         guard let apiKey, let token, !apiKey.isEmpty, !token.isEmpty,
             apiKey.utf8.count <= VerificationRequest.maximumFieldLength,
             token.utf8.count <= VerificationRequest.maximumFieldLength
         else { throw Self.refusal("apikey or token missing") }
-        let key = try await keyEntry(for: apiKey, logger: logger)
-        let app = try await appEntry(for: token)
-        guard app.app.accountID == key.account.id else { throw Self.refusal("the app belongs to another account") }
-        guard app.app.isEnabled else { throw Self.refusal("the app is disabled") }
+        let key = try await keyEntry(for: apiKey, mayQueryStore: mayQueryStore, logger: logger)
+        let app = try await app(for: token, mayQueryStore: mayQueryStore)
+        // An unknown token and another account's token fail here alike.
+        guard let app, app.accountID == key.account.id else { throw Self.refusal("unknown token or another account's") }
+        guard app.isEnabled else { throw Self.refusal("the app is disabled") }
+        let opened = try secrets(of: app)
         return Caller(
-            account: key.account, apiKeyID: key.keyID, app: app.app, resultKey: app.resultKey,
-            sharedSecret: app.sharedSecret)
+            account: key.account, apiKeyID: key.keyID, app: app, resultKey: opened.resultKey,
+            sharedSecret: opened.sharedSecret)
     }
 
     private static func refusal(_ reason: String) -> ServiceError { ServiceError(.unauthorized, reason) }
 
-    private func keyEntry(for presented: String, logger: Logger) async throws -> KeyEntry {
+    private func keyEntry(for presented: String, mayQueryStore: () -> Bool, logger: Logger) async throws -> KeyEntry {
+        guard let prefix = APIKey.lookupPrefix(of: presented) else { throw Self.refusal("malformed API key") }
         let digest = Array(SHA256.hash(data: Array(presented.utf8)))
         let now = ContinuousClock.now
-        if let cached = keys.withLock({ $0[digest] }), cached.expires > now { return cached }
+        if let cached = keys.withLock({ $0[digest] }), cached.expires > now { return cached.value }
+        if let until = unknownKeys.withLock({ $0[digest] }), until > now { throw Self.refusal("unknown API key") }
+        guard mayQueryStore() else { throw ServiceError(.throttled, "too many failed authentications") }
 
-        guard let prefix = APIKey.lookupPrefix(of: presented) else { throw Self.refusal("malformed API key") }
-        guard let key = try await tenancy.store.apiKey(prefix: prefix), key.matches(presented) else {
-            throw Self.refusal("unknown API key")
+        let store = tenancy.store
+        let found = try await deadline.run("the API key lookup") { try await store.apiKey(prefix: prefix) }
+        guard let key = found, key.matches(presented), !key.isRevoked else {
+            remember(unknown: digest, in: unknownKeys, now: now)
+            throw Self.refusal("unknown or revoked API key")
         }
-        guard !key.isRevoked else { throw Self.refusal("revoked API key") }
-        guard let account = try await tenancy.store.account(id: key.accountID), account.isEnabled else {
+        let accountID = key.accountID
+        let account = try await deadline.run("the account lookup") { try await store.account(id: accountID) }
+        guard let account, account.isEnabled else {
             throw Self.refusal("the account is disabled")
         }
         // Last use is recorded once per cache period: a write per request would cost more than the verification.
         do {
-            try await tenancy.store.recordAPIKeyUse(id: key.id, at: tenancy.now())
+            let usedAt = tenancy.now()
+            try await deadline.run("recording the key's use") {
+                try await store.recordAPIKeyUse(id: key.id, at: usedAt)
+            }
         } catch {
             logger.warning("could not record API key use", metadata: ["key.id": "\(key.id)", "error": "\(error)"])
         }
-        let entry = KeyEntry(keyID: key.id, account: account, expires: now.advanced(by: cacheTTL))
-        if cacheTTL > .zero { store(entry, at: digest, in: keys) }
+        let entry = KeyEntry(keyID: key.id, account: account)
+        remember(entry, at: digest, in: keys, now: now)
         return entry
     }
 
-    private func appEntry(for token: String) async throws -> AppEntry {
+    /// The app with `token`, or nil when there is none; the answer is remembered either way.
+    private func app(for token: String, mayQueryStore: () -> Bool) async throws -> App? {
         let now = ContinuousClock.now
-        if let cached = apps.withLock({ $0[token] }), cached.expires > now { return cached }
-        guard let app = try await tenancy.store.app(token: token) else { throw Self.refusal("unknown app token") }
-        let entry = AppEntry(
-            app: app, resultKey: try tenancy.resultKey(of: app), sharedSecret: try tenancy.sharedSecret(of: app),
-            expires: now.advanced(by: cacheTTL))
-        if cacheTTL > .zero { store(entry, at: token, in: apps) }
-        return entry
+        if let cached = apps.withLock({ $0[token] }), cached.expires > now { return cached.value }
+        if let until = unknownTokens.withLock({ $0[token] }), until > now { return nil }
+        guard mayQueryStore() else { throw ServiceError(.throttled, "too many failed authentications") }
+        let store = tenancy.store
+        guard let app = try await deadline.run("the app lookup", { try await store.app(token: token) }) else {
+            remember(unknown: token, in: unknownTokens, now: now)
+            return nil
+        }
+        remember(app, at: token, in: apps, now: now)
+        return app
     }
 
-    private func store<Key: Hashable & Sendable, Entry: Sendable>(_ entry: Entry, at key: Key, in cache: borrowing Mutex<[Key: Entry]>) {
+    /// The app's secrets in clear, opened for its own account only, and remembered while the app is unchanged.
+    private func secrets(of app: App) throws -> AppSecrets {
+        let now = ContinuousClock.now
+        if let cached = secrets.withLock({ $0[app.id] }), cached.expires > now, cached.value.updatedAt == app.updatedAt
+        {
+            return cached.value
+        }
+        let opened = AppSecrets(
+            updatedAt: app.updatedAt, resultKey: try tenancy.resultKey(of: app),
+            sharedSecret: try tenancy.sharedSecret(of: app))
+        remember(opened, at: app.id, in: secrets, now: now)
+        return opened
+    }
+
+    private func remember<Key: Hashable & Sendable, Value: Sendable>(
+        _ value: Value, at key: Key, in cache: borrowing Mutex<[Key: Remembered<Value>]>, now: ContinuousClock.Instant
+    ) {
+        guard cacheTTL > .zero else { return }
         cache.withLock { entries in
             if entries.count >= cacheCapacity { entries.removeAll(keepingCapacity: true) }
-            entries[key] = entry
+            entries[key] = Remembered(value: value, expires: now.advanced(by: cacheTTL))
+        }
+    }
+
+    private func remember<Key: Hashable & Sendable>(
+        unknown key: Key, in cache: borrowing Mutex<[Key: ContinuousClock.Instant]>, now: ContinuousClock.Instant
+    ) {
+        guard cacheTTL > .zero else { return }
+        cache.withLock { entries in
+            if entries.count >= cacheCapacity { entries.removeAll(keepingCapacity: true) }
+            entries[key] = now.advanced(by: cacheTTL)
         }
     }
 }

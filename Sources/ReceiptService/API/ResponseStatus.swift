@@ -24,6 +24,8 @@ public enum ResponseStatus {
     public static let tooManyRequests = 429
     /// Apple could not be reached or answered nonsense, or we failed.
     public static let internalError = 500
+    /// The database did not answer in time, or failed: retry shortly (`Retry-After`).
+    public static let serviceUnavailable = 503
 
     /// The fixed human sentence for `status`; the details of a failure go to the log, never into the answer.
     public static func description(of status: Int) -> String {
@@ -38,7 +40,7 @@ public enum ResponseStatus {
         case unsupportedMediaType: return "The body must be application/json or application/x-www-form-urlencoded"
         case tooManyRequests: return "Too many requests; slow down or raise the plan's limits"
         case internalError: return "The receipt could not be verified right now"
-        case 503: return "The service is not ready"
+        case serviceUnavailable: return "The service is temporarily unavailable; retry shortly"
         // Apple's verifyReceipt codes, in Apple's words.
         case 21000: return "The request to the App Store was not made using the HTTP POST request method"
         case 21001: return "This status code is no longer sent by the App Store"

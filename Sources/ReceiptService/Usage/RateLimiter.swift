@@ -1,14 +1,14 @@
 import Foundation
 import Synchronization
 
-/// Per-account token buckets: each account may make `rate` requests per second on this server, with a burst of one
-/// second's worth.
+/// Token buckets per key (an account, a client address): each key may take `rate` tokens per second, with a burst of
+/// one second's worth.
 ///
-/// The limit is per server, not cluster-wide: a shared counter would put a database round trip in front of every
-/// request, which costs more than the verification it guards, and a load balancer spreading an account over `n`
-/// servers gives it at most `n` times its rate, which the monthly quota (cluster-wide) still bounds.
-public final class RateLimiter: Sendable {
-    /// Buckets kept at most; beyond it, full (idle) buckets are dropped, which changes nothing for their accounts.
+/// For accounts the limit is per server, not cluster-wide: a shared counter would put a database round trip in front
+/// of every request, which costs more than the verification it guards, and a load balancer spreading an account over
+/// `n` servers gives it at most `n` times its rate, which the monthly quota (cluster-wide) still bounds.
+public final class RateLimiter<Key: Hashable & Sendable>: Sendable {
+    /// Buckets kept at most; beyond it, full (idle) buckets are dropped, which changes nothing for their keys.
     public let capacity: Int
 
     private struct Bucket {
@@ -16,36 +16,55 @@ public final class RateLimiter: Sendable {
         var updated: ContinuousClock.Instant
     }
 
-    private let buckets = Mutex<[UUID: Bucket]>([:])
+    private let buckets = Mutex<[Key: Bucket]>([:])
 
     /// Creates a limiter.
     public init(capacity: Int = 100_000) {
         self.capacity = capacity
     }
 
-    /// Takes one token from the account's bucket and returns nil, or returns how long until a token is available.
-    public func acquire(accountID: UUID, rate: Int, now: ContinuousClock.Instant) -> Duration? {
+    /// Takes one token from the key's bucket and returns nil, or returns how long until a token is available.
+    public func acquire(_ key: Key, rate: Int, now: ContinuousClock.Instant) -> Duration? {
+        update(key, rate: rate, now: now, taking: true)
+    }
+
+    /// How long until the key's bucket has a token, or nil when it has one now; takes nothing.
+    public func wait(for key: Key, rate: Int, now: ContinuousClock.Instant) -> Duration? {
+        update(key, rate: rate, now: now, taking: false)
+    }
+
+    private func update(_ key: Key, rate: Int, now: ContinuousClock.Instant, taking: Bool) -> Duration? {
         let rate = Double(max(rate, 1))
         return buckets.withLock { buckets in
-            var bucket = buckets[accountID] ?? Bucket(tokens: rate, updated: now)
+            guard var bucket = buckets[key] else {
+                // A key never seen (or forgotten when full) has a full bucket.
+                guard taking else { return nil }
+                if buckets.count >= capacity {
+                    // A bucket untouched for a second has refilled completely: forgetting it changes nothing. If
+                    // every bucket is busy, the oldest half goes (their keys start again with a full burst).
+                    buckets = buckets.filter { $0.value.updated.duration(to: now) < .seconds(1) }
+                    if buckets.count >= capacity {
+                        let kept = buckets.sorted { $0.value.updated > $1.value.updated }.prefix(capacity / 2)
+                        buckets = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
+                    }
+                }
+                buckets[key] = Bucket(tokens: rate - 1, updated: now)
+                return nil
+            }
             let elapsed = bucket.updated.duration(to: now)
             if elapsed > .zero {
                 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
                 bucket.tokens = min(rate, bucket.tokens + seconds * rate)
                 bucket.updated = now
             }
-            // A plan lowered since the bucket filled: its burst shrinks at once.
+            // A rate lowered since the bucket filled: its burst shrinks at once.
             bucket.tokens = min(bucket.tokens, rate)
             guard bucket.tokens >= 1 else {
-                buckets[accountID] = bucket
+                buckets[key] = bucket
                 return .seconds((1 - bucket.tokens) / rate)
             }
-            bucket.tokens -= 1
-            if buckets.count >= capacity, buckets[accountID] == nil {
-                // A bucket untouched for a second has refilled completely: forgetting it changes nothing.
-                buckets = buckets.filter { $0.value.updated.duration(to: now) < .seconds(1) }
-            }
-            buckets[accountID] = bucket
+            if taking { bucket.tokens -= 1 }
+            buckets[key] = bucket
             return nil
         }
     }

@@ -15,7 +15,9 @@ public struct UsageGate: Sendable {
     /// This server's counts.
     public let meter: Meter
     /// This server's rate limits.
-    public let rateLimiter: RateLimiter
+    public let rateLimiter: RateLimiter<UUID>
+    /// The time limit on the standing's read.
+    public let deadline: StoreDeadline
     /// The wall clock, for days and months (UTC).
     public let now: @Sendable () -> Date
     /// How long a standing read may be reused while the store reports no change.
@@ -28,10 +30,12 @@ public struct UsageGate: Sendable {
 
     /// Creates a gate.
     public init(
-        store: any TenancyStore, meter: Meter = Meter(), rateLimiter: RateLimiter = RateLimiter(),
-        standingMaxAge: Duration = .seconds(1), now: @escaping @Sendable () -> Date = { Date() }
+        store: any TenancyStore, meter: Meter = Meter(), rateLimiter: RateLimiter<UUID> = RateLimiter(),
+        standingMaxAge: Duration = .seconds(1), deadline: StoreDeadline = StoreDeadline(nil),
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store
+        self.deadline = deadline
         self.meter = meter
         self.rateLimiter = rateLimiter
         self.standingMaxAge = standingMaxAge
@@ -78,7 +82,7 @@ public struct UsageGate: Sendable {
         if endpoint == .apiEncrypted, !plan.includesEncryptedEndpoint {
             return .refused(.notInPlan(plan: plan.name))
         }
-        if let wait = rateLimiter.acquire(accountID: caller.account.id, rate: plan.rateLimitPerSecond, now: .now) {
+        if let wait = rateLimiter.acquire(caller.account.id, rate: plan.rateLimitPerSecond, now: .now) {
             return .refused(.rateLimited(plan: plan.name, perSecond: plan.rateLimitPerSecond, retryAfter: wait))
         }
         guard meter.reserve(accountMonth, stored: standing.monthCalls, since: mark, quota: plan.monthlyQuota) else {
@@ -127,7 +131,9 @@ public struct UsageGate: Sendable {
 
     private func read(_ accountMonth: Meter.AccountMonth) async throws -> (AccountStanding?, Meter.ReadMark) {
         let mark = meter.beginRead(accountMonth)
-        let standing = try await store.standing(accountID: accountMonth.accountID, month: accountMonth.month)
+        let standing = try await deadline.run("the account's standing") { [store] in
+            try await store.standing(accountID: accountMonth.accountID, month: accountMonth.month)
+        }
         return (standing, mark)
     }
 }

@@ -1,0 +1,104 @@
+import Synchronization
+
+/// A time limit on work that waits for the database, so that an outage fails fast instead of holding requests.
+///
+/// The work runs in its own task; when the limit passes first, the caller gets ``ServiceError/Code/unavailable`` at
+/// once and the work is cancelled (a database client that ignores cancellation finishes in the background, its result
+/// unused).
+public struct StoreDeadline: Sendable {
+    /// The limit; nil for none.
+    public let limit: Duration?
+
+    /// Creates a deadline of `limit` (nil: no limit).
+    public init(_ limit: Duration?) {
+        self.limit = limit
+    }
+
+    /// The result of `work`, or ``ServiceError/Code/unavailable`` naming `what` when it takes longer than ``limit``.
+    public func run<T: Sendable>(_ what: String, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        guard let limit else { return try await work() }
+        let race = Race<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard race.start(continuation) else { return }
+                race.worker = Task {
+                    let result: Result<T, any Error>
+                    do {
+                        result = .success(try await work())
+                    } catch {
+                        result = .failure(error)
+                    }
+                    race.finish(result)
+                }
+                race.timer = Task {
+                    do {
+                        try await Task.sleep(for: limit)
+                    } catch {
+                        return  // the work finished first
+                    }
+                    race.finish(.failure(ServiceError(.unavailable, "\(what) took longer than \(limit)")))
+                }
+            }
+        } onCancel: {
+            race.finish(.failure(CancellationError()))
+        }
+    }
+}
+
+/// One continuation resumed exactly once, by whichever of the work, the timer or a cancellation comes first; the
+/// loser's task is cancelled.
+private final class Race<T: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<T, any Error>?
+        var done = false
+        var worker: Task<Void, Never>?
+        var timer: Task<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    var worker: Task<Void, Never>? {
+        get { state.withLock { $0.worker } }
+        set {
+            let done = state.withLock { state in
+                state.worker = newValue
+                return state.done
+            }
+            if done { newValue?.cancel() }
+        }
+    }
+
+    var timer: Task<Void, Never>? {
+        get { state.withLock { $0.timer } }
+        set {
+            let done = state.withLock { state in
+                state.timer = newValue
+                return state.done
+            }
+            if done { newValue?.cancel() }
+        }
+    }
+
+    /// Keeps the continuation; false (after resuming it with a cancellation) when the race was already decided.
+    func start(_ continuation: CheckedContinuation<T, any Error>) -> Bool {
+        let decided = state.withLock { state in
+            if !state.done { state.continuation = continuation }
+            return state.done
+        }
+        if decided { continuation.resume(throwing: CancellationError()) }
+        return !decided
+    }
+
+    /// Decides the race with `result` if it is not decided yet, and cancels what is still running.
+    func finish(_ result: Result<T, any Error>) {
+        let decided = state.withLock { state -> (CheckedContinuation<T, any Error>?, [Task<Void, Never>])? in
+            guard !state.done else { return nil }
+            state.done = true
+            defer { state.continuation = nil }
+            return (state.continuation, [state.worker, state.timer].compactMap { $0 })
+        }
+        guard let (continuation, tasks) = decided else { return }
+        continuation?.resume(with: result)
+        for task in tasks { task.cancel() }
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import ReceiptService
+import Synchronization
+
+/// A real store (SQLite, from the caller) seen through a window that counts the reads a request can cause and can
+/// hold them, as a database that stops answering would: the tests of what strangers and outages cost.
+final class InstrumentedStore: TenancyStore {
+    let base: any TenancyStore
+
+    private struct State {
+        var counts: [String: Int] = [:]
+        var stalled = false
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    init(_ base: any TenancyStore) {
+        self.base = base
+    }
+
+    /// How many times `operation` was called.
+    func count(_ operation: String) -> Int { state.withLock { $0.counts[operation, default: 0] } }
+
+    /// Every counted call, summed.
+    var totalCount: Int { state.withLock { $0.counts.values.reduce(0, +) } }
+
+    /// From now on, counted calls wait until ``resume()``: the database stopped answering.
+    func stall() { state.withLock { $0.stalled = true } }
+
+    /// The database answers again; waiting calls go on.
+    func resume() {
+        let waiting = state.withLock { state in
+            state.stalled = false
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    private func enter(_ operation: String) async {
+        let stalled = state.withLock { state in
+            state.counts[operation, default: 0] += 1
+            return state.stalled
+        }
+        guard stalled else { return }
+        await withCheckedContinuation { continuation in
+            let stillStalled = state.withLock { state in
+                if state.stalled { state.waiting.append(continuation) }
+                return state.stalled
+            }
+            if !stillStalled { continuation.resume() }
+        }
+    }
+
+    // The reads on a request's path: counted, and held while stalled.
+    func plans() async throws -> [Plan] {
+        await enter("plans")
+        return try await base.plans()
+    }
+    func apiKey(prefix: String) async throws -> APIKey? {
+        await enter("apiKey")
+        return try await base.apiKey(prefix: prefix)
+    }
+    func account(id: UUID) async throws -> Account? {
+        await enter("account")
+        return try await base.account(id: id)
+    }
+    func recordAPIKeyUse(id: UUID, at date: Date) async throws {
+        await enter("recordAPIKeyUse")
+        try await base.recordAPIKeyUse(id: id, at: date)
+    }
+    func app(token: String) async throws -> App? {
+        await enter("app")
+        return try await base.app(token: token)
+    }
+    func standing(accountID: UUID, month: UsageMonth) async throws -> AccountStanding? {
+        await enter("standing")
+        return try await base.standing(accountID: accountID, month: month)
+    }
+    func addUsage(_ counts: [UsageKey: Int]) async throws {
+        await enter("addUsage")
+        try await base.addUsage(counts)
+    }
+
+    // The rest passes through.
+    func migrate() async throws { try await base.migrate() }
+    func claimMasterKeyCheck(_ value: String) async throws -> String { try await base.claimMasterKeyCheck(value) }
+    func plan(named name: String) async throws -> Plan? { try await base.plan(named: name) }
+    func savePlan(_ plan: Plan) async throws { try await base.savePlan(plan) }
+    func insertAccount(_ account: Account) async throws { try await base.insertAccount(account) }
+    func updateAccount(_ account: Account) async throws -> Bool { try await base.updateAccount(account) }
+    func accounts() async throws -> [Account] { try await base.accounts() }
+    func account(email: String) async throws -> Account? { try await base.account(email: email) }
+    func insertAPIKey(_ key: APIKey) async throws { try await base.insertAPIKey(key) }
+    func apiKeys(accountID: UUID) async throws -> [APIKey] { try await base.apiKeys(accountID: accountID) }
+    func revokeAPIKey(id: UUID, accountID: UUID, at date: Date) async throws -> Bool {
+        try await base.revokeAPIKey(id: id, accountID: accountID, at: date)
+    }
+    func insertApp(_ app: App) async throws { try await base.insertApp(app) }
+    func updateApp(_ app: App) async throws -> Bool { try await base.updateApp(app) }
+    func deleteApp(id: UUID) async throws -> Bool { try await base.deleteApp(id: id) }
+    func apps(accountID: UUID?) async throws -> [App] { try await base.apps(accountID: accountID) }
+    func changeMarker() -> Int? { base.changeMarker() }
+    func usage(month: UsageMonth, accountID: UUID?, appID: UUID?) async throws -> [UsageRecord] {
+        try await base.usage(month: month, accountID: accountID, appID: appID)
+    }
+    func monthlyCalls(month: UsageMonth) async throws -> [UUID: Int] { try await base.monthlyCalls(month: month) }
+}

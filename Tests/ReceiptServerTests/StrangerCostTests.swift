@@ -1,0 +1,204 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import ReceiptServer
+import ReceiptService
+import ReceiptStore
+import Testing
+
+/// What a client without a key can make the server spend, and what a database outage does to answers: measured in
+/// database reads through an instrumented store, in-process over `app.test(.router)`.
+@Suite struct StrangerCostTests {
+    struct Tenant {
+        let apiKey: String
+        let token: String
+    }
+
+    /// An application over a fresh SQLite store seen through an ``InstrumentedStore``, with one tenant.
+    func withApplication(
+        _ configuration: ServerConfiguration = ServerConfiguration(),
+        _ body:
+            @Sendable (Application<RouterResponder<ServerContext>>, InstrumentedStore, Tenant, Tenant) async throws
+            -> Void
+    ) async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("rv-\(UUID().uuidString).sqlite").path
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        try await StoreLocation.sqlite(path: path).withStore(logger: logger) { base in
+            let store = InstrumentedStore(base)
+            let tenancy = TenancyService(store: store, masterKey: MasterKey.generate())
+            func tenant(_ email: String) async throws -> Tenant {
+                _ = try await tenancy.createAccount(name: "Acme", email: email, planName: "enterprise")
+                let key = try await tenancy.createAPIKey(account: email, label: nil)
+                var settings = AppSettings()
+                settings.bundleIDs = ["com.example.app"]
+                let app = try await tenancy.addApp(account: email, settings: settings)
+                return Tenant(apiKey: key.clearText, token: app.token)
+            }
+            let first = try await tenant("a@example.com")
+            let second = try await tenant("b@example.com")
+            try await body(
+                buildApplication(
+                    configuration: configuration, tenancy: tenancy,
+                    verification: VerificationService(verifier: nil, apple: nil), logger: logger),
+                store, first, second)
+        }
+    }
+
+    static func form(_ fields: [(String, String)]) -> ByteBuffer {
+        ByteBuffer(
+            string: fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }
+                .joined(separator: "&"))
+    }
+
+    static func post(_ client: some TestClientProtocol, _ fields: [(String, String)]) async throws -> TestResponse {
+        try await client.execute(
+            uri: "/api", method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
+            body: form(fields + [("receipt", "MIIB")]))
+    }
+
+    static func randomKey() -> String {
+        "rvk_" + (0..<48).map { _ in String("0123456789abcdef".randomElement()!) }.joined()
+    }
+
+    @Test func madeUpKeysCostTheDatabaseNoMoreThanTheFailureBudget() async throws {
+        var configuration = ServerConfiguration()
+        configuration.failedAuthenticationsPerSecond = 10
+        try await withApplication(configuration) { app, store, tenant, _ in
+            try await app.test(.router) { client in
+                let lookupsBefore = store.count("apiKey")  // creating the keys looked their prefixes up
+                var statuses: [HTTPResponse.Status: Int] = [:]
+                let clock = ContinuousClock()
+                let started = clock.now
+                for _ in 0..<300 {
+                    let response = try await Self.post(client, [("apikey", Self.randomKey()), ("token", tenant.token)])
+                    statuses[response.status, default: 0] += 1
+                    if response.status == .tooManyRequests { #expect(response.headers[.retryAfter] != nil) }
+                }
+                // One second's burst of failures reaches the database, then ten a second (however slowly this
+                // machine ran the loop); the rest is 429 without a read.
+                let seconds = Int(started.duration(to: clock.now).components.seconds) + 1
+                let budget = 10 + 10 * seconds
+                #expect(store.count("apiKey") - lookupsBefore <= budget)
+                #expect(statuses[.unauthorized, default: 0] <= budget)
+                #expect(statuses[.tooManyRequests, default: 0] >= 300 - budget)
+                #expect(statuses[.unauthorized, default: 0] + statuses[.tooManyRequests, default: 0] == 300)
+
+                // The same address's real key still works from the caches... once it has been seen.
+                let before = store.count("apiKey")
+                let known = try await Self.post(client, [("apikey", tenant.apiKey), ("token", tenant.token)])
+                #expect(known.status == .tooManyRequests || known.status == .ok)
+                #expect(store.count("apiKey") == before)
+            }
+        }
+    }
+
+    @Test func repeatedUnknownCredentialsAreAnsweredFromTheCache() async throws {
+        var configuration = ServerConfiguration()
+        configuration.failedAuthenticationsPerSecond = nil
+        configuration.authenticationCacheTTL = .seconds(600)  // longer than any run of the loop
+        try await withApplication(configuration) { app, store, tenant, other in
+            try await app.test(.router) { client in
+                let lookupsBefore = (keys: store.count("apiKey"), apps: store.count("app"))
+                let unknownKey = Self.randomKey()
+                let unknownToken = "app_" + String(repeating: "e", count: 32)
+                for _ in 0..<50 {
+                    for credentials in [
+                        [("apikey", unknownKey), ("token", tenant.token)],
+                        [("apikey", tenant.apiKey), ("token", unknownToken)],
+                        [("apikey", tenant.apiKey), ("token", other.token)],
+                    ] {
+                        let response = try await Self.post(client, credentials)
+                        #expect(response.status == .unauthorized)
+                    }
+                }
+                // The unknown key once, the real one once; the unknown token once, the other account's once.
+                #expect(store.count("apiKey") - lookupsBefore.keys == 2)
+                #expect(store.count("app") - lookupsBefore.apps == 2)
+            }
+        }
+    }
+
+    /// Holding a valid key, an unknown token and another account's token must not be told apart by the time of the
+    /// 401: both take the cached path, and their latencies (interleaved, medians) agree.
+    @Test func theTimeOfA401DoesNotTellWhetherATokenExists() async throws {
+        var configuration = ServerConfiguration()
+        configuration.failedAuthenticationsPerSecond = nil
+        try await withApplication(configuration) { app, _, tenant, other in
+            try await app.test(.router) { client in
+                let unknownToken = "app_" + String(repeating: "d", count: 32)
+                var unknown: [Duration] = []
+                var foreign: [Duration] = []
+                let clock = ContinuousClock()
+                for round in 0..<400 {
+                    for (token, isUnknown) in round % 2 == 0
+                        ? [(unknownToken, true), (other.token, false)]
+                        : [(other.token, false), (unknownToken, true)]
+                    {
+                        let started = clock.now
+                        let response = try await Self.post(client, [("apikey", tenant.apiKey), ("token", token)])
+                        let elapsed = started.duration(to: clock.now)
+                        #expect(response.status == .unauthorized)
+                        if round >= 20 {  // after the warm-up
+                            if isUnknown { unknown.append(elapsed) } else { foreign.append(elapsed) }
+                        }
+                    }
+                }
+                let ratio = Self.median(unknown) / Self.median(foreign)
+                #expect(ratio > 0.8 && ratio < 1.25, "median 401 time, unknown / another account's token: \(ratio)")
+            }
+        }
+    }
+
+    static func median(_ samples: [Duration]) -> Double {
+        let sorted = samples.sorted()
+        let middle = sorted[sorted.count / 2].components
+        return Double(middle.seconds) + Double(middle.attoseconds) * 1e-18
+    }
+
+    @Test func readinessAsksTheDatabaseAtMostOncePerSecond() async throws {
+        try await withApplication { app, store, _, _ in
+            try await app.test(.router) { client in
+                let clock = ContinuousClock()
+                let started = clock.now
+                for _ in 0..<500 {
+                    try await client.execute(uri: "/readyz", method: .get) { #expect($0.status == .ok) }
+                }
+                // One read per second of the loop, however slowly this machine ran it.
+                let seconds = Int(started.duration(to: clock.now).components.seconds) + 1
+                #expect(store.count("plans") <= seconds + 1)
+            }
+        }
+    }
+
+    @Test func aDatabaseThatStopsAnsweringFailsFastAndRecovers() async throws {
+        var configuration = ServerConfiguration()
+        configuration.databaseTimeout = .milliseconds(300)
+        configuration.authenticationCacheTTL = .zero  // every call reads the database
+        try await withApplication(configuration) { app, store, tenant, _ in
+            try await app.test(.router) { client in
+                let credentials = [("apikey", tenant.apiKey), ("token", tenant.token)]
+                // No verifier is configured: an authenticated call is a 500 of ours, not a database matter.
+                #expect(try await Self.post(client, credentials).status == .internalServerError)
+
+                store.stall()
+                let clock = ContinuousClock()
+                let started = clock.now
+                let stalled = try await Self.post(client, credentials)
+                #expect(stalled.status == .serviceUnavailable)
+                #expect(stalled.headers[.retryAfter] == "1")
+                #expect(String(buffer: stalled.body).contains(#""retryable":true"#))
+                try await client.execute(uri: "/readyz", method: .get) { #expect($0.status == .serviceUnavailable) }
+                #expect(started.duration(to: clock.now) < .seconds(2))
+
+                store.resume()
+                try await Task.sleep(for: .milliseconds(1_100))  // past the readiness answer's reuse
+                #expect(try await Self.post(client, credentials).status == .internalServerError)
+                try await client.execute(uri: "/readyz", method: .get) { #expect($0.status == .ok) }
+            }
+        }
+    }
+}
