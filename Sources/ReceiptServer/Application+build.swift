@@ -45,7 +45,8 @@ public func buildApplication(
             tenancy: tenancy, cacheTTL: configuration.authenticationCacheTTL, deadline: deadline),
         failedAuthentications: FailedAuthentications(perSecond: configuration.failedAuthenticationsPerSecond),
         gate: gate,
-        verification: verification, maximumBodySize: configuration.maximumBodySize, logger: logger)
+        verification: verification, maximumBodySize: configuration.maximumBodySize,
+        bodies: BodyBudget(limit: configuration.maximumBodyMemory), logger: logger)
     for kind in [VerificationEndpoint.Kind.plain, .encrypted] {
         router.post(RouterPath(kind.rawValue)) { request, context in
             await endpoint.respond(to: request, context: context, kind: kind)

@@ -15,6 +15,7 @@ import ReceiptStore
 /// | `--trust-anchors` / `RECEIPTVERIFY_TRUST_ANCHORS` | none | directory of certificates trusted besides Apple's built-in roots (test roots for Xcode data) |
 /// | `--replace-built-in-roots` / `RECEIPTVERIFY_REPLACE_BUILT_IN_ROOTS` | off | trust only the directory's certificates |
 /// | `--max-body-size` / `RECEIPTVERIFY_MAX_BODY_SIZE` | `2097152` | largest request body, in bytes (413 beyond) |
+/// | `--max-body-memory` / `RECEIPTVERIFY_MAX_BODY_MEMORY` | `67108864` | bytes all request bodies being read may hold together; a body beyond it gets 503 |
 /// | `--auth-cache-ttl` / `RECEIPTVERIFY_AUTH_CACHE_TTL` | `5` | seconds a key/app lookup is reused (0: off) |
 /// | `--idle-timeout` / `RECEIPTVERIFY_IDLE_TIMEOUT` | `30` | seconds a connection may stay silent (between requests, or mid-request) before it is closed; 0: never |
 /// | `--max-connections` / `RECEIPTVERIFY_MAX_CONNECTIONS` | 3/4 of the descriptor limit | connections open at once; more are closed at once |
@@ -41,6 +42,8 @@ public struct ServerConfiguration: Sendable {
     public var replacesBuiltInRoots: Bool
     /// The largest request body accepted, in bytes.
     public var maximumBodySize: Int
+    /// The most bytes all request bodies being read may hold at once; a body that would pass it is answered 503.
+    public var maximumBodyMemory: Int
     /// How long a successful key/app lookup is reused.
     public var authenticationCacheTTL: Duration
     /// How long a connection may send nothing before the server closes it; nil keeps idle connections open.
@@ -66,6 +69,7 @@ public struct ServerConfiguration: Sendable {
     public init(
         hostname: String = "127.0.0.1", port: Int = 8080, store: StoreLocation = .sqlite(path: "receiptverify.sqlite"),
         trustAnchorDirectory: String? = nil, replacesBuiltInRoots: Bool = false, maximumBodySize: Int = 2 << 20,
+        maximumBodyMemory: Int = 64 << 20,
         authenticationCacheTTL: Duration = .seconds(5), idleTimeout: Duration? = .seconds(30),
         maximumConnections: Int = 768, requestTimeout: Duration? = .seconds(30),
         failedAuthenticationsPerSecond: Int? = 10, databaseTimeout: Duration? = .seconds(2),
@@ -79,6 +83,7 @@ public struct ServerConfiguration: Sendable {
         self.trustAnchorDirectory = trustAnchorDirectory
         self.replacesBuiltInRoots = replacesBuiltInRoots
         self.maximumBodySize = maximumBodySize
+        self.maximumBodyMemory = maximumBodyMemory
         self.authenticationCacheTTL = authenticationCacheTTL
         self.idleTimeout = idleTimeout
         self.maximumConnections = maximumConnections

@@ -22,6 +22,12 @@ struct Serve: AsyncParsableCommand {
     var maxBodySize: String?
 
     @Option(
+        help:
+            "Bytes all request bodies being read may hold together (503 beyond). Env: RECEIPTVERIFY_MAX_BODY_MEMORY. Default: 67108864"
+    )
+    var maxBodyMemory: String?
+
+    @Option(
         help: "Seconds an API key/app lookup is reused (0: off). Env: RECEIPTVERIFY_AUTH_CACHE_TTL. Default: 5")
     var authCacheTTL: String?
 
@@ -119,11 +125,14 @@ struct Serve: AsyncParsableCommand {
             // for the database, logs and the runtime: a process out of descriptors can die inside libdispatch.
             let descriptors = DescriptorLimit.raise()
             let connectionRange = 1...max(1, descriptors - 64)
+            let bodySize = try number(maxBodySize, "max-body-size", 1024...(64 << 20), default: 2 << 20)
             let configuration = ServerConfiguration(
                 hostname: setting(hostname, "hostname")?.text ?? "127.0.0.1",
                 port: try number(port, "port", 0...65535, default: 8080), store: options.storeLocation,
                 trustAnchorDirectory: trust.directory, replacesBuiltInRoots: try trust.replacesBuiltInRoots(),
-                maximumBodySize: try number(maxBodySize, "max-body-size", 1024...(64 << 20), default: 2 << 20),
+                maximumBodySize: bodySize,
+                maximumBodyMemory: try number(
+                    maxBodyMemory, "max-body-memory", bodySize...(16 << 30), default: max(64 << 20, bodySize)),
                 authenticationCacheTTL: .seconds(try number(authCacheTTL, "auth-cache-ttl", 0...3600, default: 5)),
                 idleTimeout: try number(idleTimeout, "idle-timeout", 0...3600, default: 30).nonZeroSeconds,
                 maximumConnections: try number(

@@ -211,4 +211,96 @@ import Testing
             #expect(server.logText.contains("http.max_connections=16"))
         }
     }
+
+    @Test("bodies in flight share one memory budget; a stranger's bearer key is refused before its body is read")
+    func bodyMemoryBudget() async throws {
+        try await withLiveService(
+            .sqlite, serveArguments: ["--max-body-size", "1048576", "--max-body-memory", "2097152"]
+        ) { service in
+            let port = try Self.port(of: service)
+            let head =
+                "POST /api HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                + "Content-Length: 1000000\r\n"
+            // Two bodies of 1 MB on their way hold the 2 MiB budget...
+            let holding = try (0..<2).map { _ in try RawConnection(port: port) }
+            for connection in holding { connection.send(head + "\r\nreceipt=") }
+            try await Task.sleep(for: .milliseconds(300))
+            // ...so a third is answered 503 at once, and its connection closed without reading the body.
+            let clock = ContinuousClock()
+            var started = clock.now
+            let refused = try RawConnection(port: port).exchange(head + "\r\nreceipt=")
+            #expect(refused?.hasPrefix("HTTP/1.1 503") == true, "\(refused ?? "no answer")")
+            #expect(refused?.lowercased().contains("retry-after: 1") == true)
+            #expect(started.duration(to: clock.now) < .seconds(3))
+
+            // An unknown bearer key: 401 before a byte of the body is read, and the connection closed.
+            started = clock.now
+            let stranger = try RawConnection(port: port).exchange(
+                head + "Authorization: Bearer rvk_" + String(repeating: "0", count: 48) + "\r\n\r\nreceipt=")
+            #expect(stranger?.hasPrefix("HTTP/1.1 401") == true, "\(stranger ?? "no answer")")
+            #expect(started.duration(to: clock.now) < .seconds(3))
+
+            // Once the holders go, the budget is free again.
+            holding.forEach { _ = $0.isClosed(within: 0) }
+            withExtendedLifetime(holding) {}
+        }
+    }
+
+    /// A burst client in Python: `count` connections at once, each sending a body of `size` bytes; prints how many
+    /// got each status line (or were reset: the server may close on a refused body without reading it).
+    static let burstClient = #"""
+        import socket, sys, threading, collections
+        port, count, size = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+        body = b"apikey=rvk_" + b"0" * 48 + b"&token=app_x&receipt=" + b"A" * size
+        head = b"POST /api HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+        request = head + b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+        seen = collections.Counter()
+        def one():
+            try:
+                s = socket.create_connection(("127.0.0.1", port), timeout=20)
+                s.sendall(request)
+                seen[s.recv(12).decode()] += 1
+            except OSError:
+                seen["reset"] += 1
+        threads = [threading.Thread(target=one) for _ in range(count)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        print(dict(seen))
+        """#
+
+    @Test("a burst of large bodies stays within the memory budget, and the memory goes back down after it")
+    func memoryAfterABurst() async throws {
+        try await withLiveService(.sqlite) { service in
+            func residentKiB() throws -> Int {
+                let status = try String(contentsOfFile: "/proc/\(service.processID)/status", encoding: .utf8)
+                let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
+                return try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
+            }
+            let port = try Self.port(of: service)
+            func burst(_ count: Int) throws -> Process {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                process.arguments = ["python3", "-c", Self.burstClient, "\(port)", "\(count)", "1900000"]
+                process.standardOutput = FileHandle.nullDevice
+                try process.run()
+                return process
+            }
+            let warmup = try burst(2)
+            warmup.waitUntilExit()
+            try await Task.sleep(for: .milliseconds(500))
+            let before = try residentKiB()
+            // 200 bodies of 1.9 MB at once: 380 MB unbudgeted; the 64 MiB budget turns most away.
+            let client = try burst(200)
+            var peak = before
+            while client.isRunning {
+                peak = max(peak, try residentKiB())
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try await Task.sleep(for: .milliseconds(1_500))
+            let after = try residentKiB()
+            #expect(peak - before < 256 * 1024, "resident \(before) KiB before the burst, \(peak) KiB at its peak")
+            #expect(after - before < 48 * 1024, "resident \(before) KiB before the burst, \(after) KiB after")
+            #expect(try await service.post("/api", body: "x=1").httpStatus == 401)
+        }
+    }
 }

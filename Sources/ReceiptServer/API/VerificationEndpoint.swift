@@ -30,6 +30,7 @@ struct VerificationEndpoint: Sendable {
     let gate: UsageGate
     let verification: VerificationService
     let maximumBodySize: Int
+    let bodies: BodyBudget
     let logger: Logger
 
     func respond(to request: Request, context: ServerContext, kind: Kind) async -> Response {
@@ -39,8 +40,12 @@ struct VerificationEndpoint: Sendable {
         var nonce: String?
         var outcome: VerificationOutcome
         var sealed: String?
+        // The body's share of the memory budget, held until the answer is made; and whether the body was read whole
+        // (if not, the connection closes after the answer rather than read what is left).
+        var body = BodyReading()
+        defer { bodies.release(body.reserved) }
         do {
-            let parsed = try await read(request)
+            let parsed = try await read(request, context: context, into: &body)
             token = parsed.token
             nonce = parsed.nonce
             let caller = try await authenticate(request, parsed, from: context)
@@ -66,33 +71,96 @@ struct VerificationEndpoint: Sendable {
             if let nonce { outcome.body["nonce"] = .string(nonce) }
             outcome.body["request_id"] = .string(requestID)
         }
-        let response = Self.response(outcome, sealed: sealed, requestID: requestID)
+        var response = Self.response(outcome, sealed: sealed, requestID: requestID)
+        if !body.isComplete, Self.hasBody(request) { response.headers[.connection] = "close" }
         log(outcome, request: request, kind: kind, token: token, requestID: requestID, started: started)
         return response
     }
 
-    private func read(_ request: Request) async throws -> VerificationRequest {
+    /// How far a request's body was read.
+    struct BodyReading {
+        /// Bytes of the memory budget held for it.
+        var reserved = 0
+        /// Whether it was read to its end.
+        var isComplete = false
+    }
+
+    /// The reservation granule for bodies without a `Content-Length`.
+    static let reservationStep = 64 << 10
+
+    /// Reads the body within the size limit and the memory budget, after checking a bearer key (a stranger's large
+    /// body is then never read), and decodes it.
+    private func read(_ request: Request, context: ServerContext, into body: inout BodyReading) async throws
+        -> VerificationRequest
+    {
         guard let format = RequestBody.format(contentType: request.headers[.contentType]) else {
             throw HTTPFailure(status: ResponseStatus.unsupportedMediaType, reason: "unsupported content type")
         }
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > maximumBodySize {
+        let length = request.headers[.contentLength].flatMap(Int.init)
+        if let length, length > maximumBodySize {
             throw HTTPFailure(status: ResponseStatus.payloadTooLarge, reason: "Content-Length \(length)")
         }
-        let body: ByteBuffer
+        if request.headers[.authorization] != nil {
+            try await checkKey(try bearerOrField(request, nil), from: context)
+        }
+        if let length, length > 0 {
+            guard bodies.reserve(length) else { throw Self.overloaded }
+            body.reserved = length
+        }
+        var collected = ByteBuffer()
         do {
-            body = try await request.body.collect(upTo: maximumBodySize)
-        } catch is NIOTooManyBytesError {
-            throw HTTPFailure(status: ResponseStatus.payloadTooLarge, reason: "body over \(maximumBodySize) bytes")
+            for try await chunk in request.body {
+                let total = collected.readableBytes + chunk.readableBytes
+                guard total <= maximumBodySize else {
+                    throw HTTPFailure(
+                        status: ResponseStatus.payloadTooLarge, reason: "body over \(maximumBodySize) bytes")
+                }
+                if total > body.reserved {
+                    let step = max(Self.reservationStep, total - body.reserved)
+                    guard bodies.reserve(step) else { throw Self.overloaded }
+                    body.reserved += step
+                }
+                collected.writeImmutableBuffer(chunk)
+            }
+        } catch let failure as HTTPFailure {
+            throw failure
         } catch {
             // A malformed chunked body, or a client that went away or was closed for taking too long: the client's
             // doing, not a server error (and no answer may reach it).
             throw HTTPFailure(
                 status: ResponseStatus.badRequest, reason: "the body could not be read: \(type(of: error))")
         }
+        body.isComplete = true
         do {
-            return try RequestBody.decode(body.readableBytesView, as: format)
+            return try RequestBody.decode(collected.readableBytesView, as: format)
         } catch {
             throw HTTPFailure(status: ResponseStatus.badRequest, reason: error.reason)
+        }
+    }
+
+    /// The answer when the memory budget for bodies is spent: come back in a second.
+    static let overloaded = HTTPFailure(
+        status: ResponseStatus.serviceUnavailable, reason: "the memory budget for request bodies is spent",
+        retryAfter: 1)
+
+    /// Whether the request declares a body (a length above zero, or chunked transfer).
+    static func hasBody(_ request: Request) -> Bool {
+        if let length = request.headers[.contentLength].flatMap(Int.init) { return length > 0 }
+        return request.headers[.transferEncoding] != nil
+    }
+
+    /// Checks a bearer key before the body is read: an unknown key is refused (and counted against the address)
+    /// without reading what may be megabytes.
+    private func checkKey(_ apiKey: String?, from context: ServerContext) async throws {
+        let failures = failedAuthentications
+        do {
+            try await authenticator.checkKey(
+                apiKey, mayQueryStore: { !failures.isThrottled(context.clientAddress) }, logger: logger)
+        } catch let error as ServiceError where error.code == .unauthorized {
+            failures.record(context.clientAddress)
+            throw error
+        } catch let error as ServiceError where error.code == .throttled {
+            throw Throttled(wait: failures.wait(for: context.clientAddress))
         }
     }
 
@@ -130,7 +198,12 @@ struct VerificationEndpoint: Sendable {
     static func outcome(for error: any Error) -> VerificationOutcome {
         switch error {
         case let failure as HTTPFailure:
-            return .failure(failure.status, detail: failure.reason)
+            var outcome = VerificationOutcome.failure(failure.status, detail: failure.reason)
+            if let seconds = failure.retryAfter {
+                outcome.body["retryable"] = .bool(true)
+                outcome.body["retry_after"] = .integer(Int64(seconds))
+            }
+            return outcome
         case let refusal as UsageGate.Refusal:
             return outcome(for: refusal)
         case let throttled as Throttled:
@@ -245,10 +318,18 @@ struct Throttled: Error {
     let wait: Duration
 }
 
-/// A failure of the HTTP exchange itself (method, media type, size, unreadable body).
+/// A failure of the HTTP exchange itself (method, media type, size, unreadable body, no memory for the body).
 struct HTTPFailure: Error {
     let status: Int
     let reason: String
+    /// Seconds after which a retry may succeed, for failures of the moment.
+    var retryAfter: Int?
+
+    init(status: Int, reason: String, retryAfter: Int? = nil) {
+        self.status = status
+        self.reason = reason
+        self.retryAfter = retryAfter
+    }
 }
 
 /// Request ids: 96 random bits as hex, sent back in `X-Request-ID` and the body, and logged.

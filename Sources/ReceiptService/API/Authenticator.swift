@@ -81,6 +81,18 @@ public final class Authenticator: Sendable {
             sharedSecret: opened.sharedSecret)
     }
 
+    /// Checks the API key alone, before a request's body is read; throws as
+    /// ``authenticate(apiKey:token:mayQueryStore:logger:)`` does. A key that passes is remembered, so the full check
+    /// that follows costs no second lookup.
+    public func checkKey(_ apiKey: String?, mayQueryStore: @Sendable () -> Bool = { true }, logger: Logger)
+        async throws
+    {
+        guard let apiKey, !apiKey.isEmpty, apiKey.utf8.count <= VerificationRequest.maximumFieldLength else {
+            throw Self.refusal("apikey missing")
+        }
+        _ = try await keyEntry(for: apiKey, mayQueryStore: mayQueryStore, logger: logger)
+    }
+
     private static func refusal(_ reason: String) -> ServiceError { ServiceError(.unauthorized, reason) }
 
     private func keyEntry(for presented: String, mayQueryStore: () -> Bool, logger: Logger) async throws -> KeyEntry {
