@@ -72,6 +72,6 @@ private func serve(
     var group = ServiceGroupConfiguration(
         services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
     group.maximumGracefulShutdownDuration = configuration.shutdownTimeout
-    group.maximumCancellationDuration = .seconds(5)
+    group.maximumCancellationDuration = .seconds(2)
     try await ServiceGroup(configuration: group).run()
 }
