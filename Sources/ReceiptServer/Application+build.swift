@@ -74,7 +74,8 @@ public func buildApplication(
         // counts before the store's pool (first in `services`) closes.
         services: services + [
             UsageFlusher(
-                meter: gate.meter, store: tenancy.store, interval: configuration.usageFlushInterval,
+                meter: gate.meter, store: tenancy.store, grants: gate.grants,
+                interval: configuration.usageFlushInterval,
                 deadline: deadline, logger: logger)
         ],
         logger: logger)

@@ -215,4 +215,35 @@ private func integer(_ value: JSONValue?) -> Int? {
                     String(tenant.apiKey.prefix(12))))
         }
     }
+
+    /// The quota holds across servers: with a rate limit that does not bind, two servers answer no more verdicts than
+    /// the quota between them (before grants, each answered the whole quota).
+    @Test("two servers on one database answer no more than the quota between them", arguments: StoreKind.available)
+    func quotaAcrossServers(kind: StoreKind) async throws {
+        try await withLiveService(kind) { service in
+            try service.cli.expectSuccess(["plan", "set", "metered", "--quota", "100", "--rate-limit", "100000"])
+            let tenant = try service.tenant(plan: "metered", appArguments: ["--allow-test-data"])
+            let receipt = try service.receipt(count: 1)
+            let fields = [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", receipt)]
+            let servers = [
+                try await service.startServer(logName: "q1.log"), try await service.startServer(logName: "q2.log"),
+            ]
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                var statuses: [Int] = []
+                for index in 0..<300 {
+                    let server = servers[index % 2]
+                    group.addTask { integer(try await service.post(to: server, form: fields).json()["status"]) ?? -1 }
+                    // Sixteen calls in flight at a time, over both servers.
+                    if index >= 15, let status = try await group.next() { statuses.append(status) }
+                }
+                for try await status in group { statuses.append(status) }
+                return statuses
+            }
+            let valid = statuses.filter { $0 == 0 }.count
+            #expect(valid == 100, "\(valid) verdicts answered for a quota of 100")
+            #expect(statuses.filter { $0 == 429 }.count == 300 - valid)
+            for server in servers { #expect(server.stop() == 0, "\(server.logText)") }
+            #expect(try Self.usage(service.cli, account: tenant.email).total == valid)
+        }
+    }
 }

@@ -78,10 +78,15 @@ final class InstrumentedStore: TenancyStore {
         await enter("standing")
         return try await base.standing(accountID: accountID, month: month)
     }
-    func addUsage(_ counts: [UsageKey: Int]) async throws {
+    func addUsage(_ counts: [UsageKey: Int], grants: GrantRenewal?) async throws {
         await enter("addUsage")
-        try await base.addUsage(counts)
+        try await base.addUsage(counts, grants: grants)
     }
+    func claimQuota(_ claim: QuotaClaim, now: Date) async throws -> Int {
+        await enter("claimQuota")
+        return try await base.claimQuota(claim, now: now)
+    }
+    func releaseQuotaGrants(server: UUID) async throws { try await base.releaseQuotaGrants(server: server) }
 
     // The rest passes through.
     func migrate() async throws { try await base.migrate() }

@@ -128,4 +128,77 @@ import Testing
             #expect(meter.unflushedCalls == 0)
         }
     }
+
+    /// Quota grants: whatever the servers claim, the stored calls plus every live grant stay within the quota.
+    @Test("quota grants never let the servers together past the quota", arguments: StoreKind.available)
+    func quotaGrantsShareTheQuota(kind: StoreKind) async throws {
+        try await withTestStore(kind) { store, _ in
+            let account = StoreContractTests.account()
+            try await store.insertAccount(account)
+            let month = Meter.AccountMonth(accountID: account.id, month: Self.november)
+            let now = Self.firstOfNovember.usageMonth.start
+            let (first, second) = (UUID(), UUID())
+            func claim(_ server: UUID, holding: Int = 0, maximum: Int = 1_000, at date: Date = now) async throws
+                -> Int
+            {
+                try await store.claimQuota(
+                    QuotaClaim(
+                        accountMonth: month, server: server, quota: 100, holding: holding, maximumGrant: maximum,
+                        expiresAt: date.addingTimeInterval(30)),
+                    now: date)
+            }
+            // A quarter of what is left each time, at most the maximum; the two servers' grants add up to no more.
+            #expect(try await claim(first) == 25)
+            #expect(try await claim(second) == 18)  // (100 - 25) / 4
+            #expect(try await claim(first, holding: 25, maximum: 5) == 5)  // first now holds 30
+            // first holds 30, second 18: a claim of second sees 100 - 30 - 18 = 52 left and takes a quarter.
+            #expect(try await claim(second, holding: 18) == 13)
+
+            // Flushing moves calls from a grant into the stored count: the sum stays, so nothing more is granted
+            // beyond the quota.
+            try await store.addUsage(
+                [Self.key(account.id, UUID(), Self.firstOfNovember): 40],
+                grants: GrantRenewal(server: first, expiresAt: now.addingTimeInterval(30)))
+            #expect(try await store.monthlyCalls(month: Self.november)[account.id] == 40)
+            // 40 stored, first's grant 30 - 40 → 0, second holds 31: 29 left, a quarter of it.
+            #expect(try await claim(first) == 7)
+
+            // Sequentially draining with both servers never grants more than the quota in all.
+            let fresh = StoreContractTests.account(email: "fresh@example.com")
+            try await store.insertAccount(fresh)
+            let freshMonth = Meter.AccountMonth(accountID: fresh.id, month: Self.november)
+            var held: [UUID: Int] = [first: 0, second: 0]
+            var rounds = 0
+            while rounds < 200 {
+                rounds += 1
+                let server = rounds % 2 == 0 ? first : second
+                let granted = try await store.claimQuota(
+                    QuotaClaim(
+                        accountMonth: freshMonth, server: server, quota: 100, holding: held[server]!,
+                        maximumGrant: 10, expiresAt: now.addingTimeInterval(30)),
+                    now: now)
+                held[server]! += granted
+                if granted == 0 && rounds > 2 { break }
+            }
+            #expect(held[first]! + held[second]! == 100)
+
+            // A server that stops renewing: its grant lapses and the other may use it.
+            let later = now.addingTimeInterval(60)
+            let granted = try await store.claimQuota(
+                QuotaClaim(
+                    accountMonth: freshMonth, server: first, quota: 100, holding: held[first]!, maximumGrant: 1_000,
+                    expiresAt: later.addingTimeInterval(30)),
+                now: later)
+            #expect(granted == (100 - held[first]!) / 4)
+
+            // Released grants are free at once.
+            try await store.releaseQuotaGrants(server: first)
+            let afterRelease = try await store.claimQuota(
+                QuotaClaim(
+                    accountMonth: freshMonth, server: second, quota: 100, holding: 0, maximumGrant: 1_000,
+                    expiresAt: later.addingTimeInterval(30)),
+                now: later)
+            #expect(afterRelease == 25)
+        }
+    }
 }

@@ -11,6 +11,8 @@ import ServiceLifecycle
 struct UsageFlusher: Service {
     let meter: Meter
     let store: any TenancyStore
+    /// This server's quota grants: renewed by each flush, given up when the server stops.
+    let grants: QuotaGrantPolicy
     let interval: Duration
     /// The time limit of one flush, so that a database outage cannot hold a graceful stop.
     let deadline: StoreDeadline
@@ -31,14 +33,28 @@ struct UsageFlusher: Service {
         let lost = meter.unflushedCalls
         if lost > 0 {
             logger.error("usage counts could not be written before stopping", metadata: ["usage.lost_calls": "\(lost)"])
+        } else {
+            // What this server was granted and did not use goes back to the others now, not when it expires.
+            do {
+                try await deadline.run("releasing quota grants") { [store, grants] in
+                    try await store.releaseQuotaGrants(server: grants.server)
+                }
+            } catch {
+                logger.warning("quota grants not released; they lapse by themselves", metadata: ["error": "\(error)"])
+            }
         }
     }
 
     /// Flushes once; returns whether it succeeded.
     private func flushOnce() async -> Bool {
         do {
-            let written = try await deadline.run("the usage flush") { [meter, store] in
-                try await meter.flush(to: store, now: Date())
+            let startedAt = ContinuousClock.now
+            let date = Date()
+            let renewal = GrantRenewal(server: grants.server, expiresAt: grants.expiry(from: date))
+            let written = try await deadline.run("the usage flush") { [meter, store, grants] in
+                try await meter.flush(
+                    to: store, now: date,
+                    grants: (renewal, startedAt: startedAt, validUntil: grants.validity(from: startedAt)))
             }
             if written > 0 { logger.trace("usage flushed", metadata: ["usage.calls": "\(written)"]) }
             return true

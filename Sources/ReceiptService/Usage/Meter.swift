@@ -45,6 +45,22 @@ public final class Meter: Sendable {
         var committed = 0
         /// Calls admitted and still running.
         var reserved = 0
+        /// Calls the store's quota grant still lets this server admit (beyond those it counted or is running).
+        var grantRemaining = 0
+        /// Until when the grant may be used: a margin before it lapses in the store.
+        var grantValidUntil: ContinuousClock.Instant?
+    }
+
+    /// The outcome of ``reserve(_:stored:since:quota:grantsAt:)``.
+    public enum Reservation: Sendable, Equatable {
+        /// The call may run; `fromGrant` says whether it took a unit of the quota grant (given back if it ends
+        /// unbilled).
+        case admitted(fromGrant: Bool)
+        /// The month's quota is used up.
+        case quotaUsedUp
+        /// The call needs a unit of a quota grant and this server holds none that is still valid: claim one, then
+        /// try again.
+        case needsGrant
     }
 
     private struct State {
@@ -92,14 +108,61 @@ public final class Meter: Sendable {
         }
     }
 
-    /// Ends a reservation: counts the call under `key` when it was billable, or just releases it.
-    public func settle(_ accountMonth: AccountMonth, counting key: UsageKey?) {
+    /// Like ``reserve(_:stored:since:quota:)``, and with a finite quota also takes one unit of this server's quota
+    /// grant (valid at `now`), so that the calls of every server together stay within the quota.
+    public func reserve(
+        _ accountMonth: AccountMonth, stored: Int, since mark: ReadMark, quota: Int?,
+        grantsAt now: ContinuousClock.Instant
+    ) -> Reservation {
+        state.withLock { state in
+            var totals = state.totals[accountMonth] ?? Totals()
+            guard let quota else {
+                totals.reserved += 1
+                state.totals[accountMonth] = totals
+                return .admitted(fromGrant: false)
+            }
+            let unstored = totals.counted - mark.committed
+            guard stored + unstored + totals.reserved < quota else { return .quotaUsedUp }
+            guard let validUntil = totals.grantValidUntil, validUntil > now, totals.grantRemaining > 0 else {
+                return .needsGrant
+            }
+            totals.grantRemaining -= 1
+            totals.reserved += 1
+            state.totals[accountMonth] = totals
+            return .admitted(fromGrant: true)
+        }
+    }
+
+    /// Calls of the account's month that this server counted but has not stored, and calls it is running: what its
+    /// grant in the store must keep covering.
+    public func holding(_ accountMonth: AccountMonth) -> Int {
+        state.withLock { state in
+            guard let totals = state.totals[accountMonth] else { return 0 }
+            return totals.counted - totals.committed + totals.reserved
+        }
+    }
+
+    /// Records a new grant of the account's month: `remaining` more calls, usable until `validUntil`.
+    public func setGrant(_ accountMonth: AccountMonth, remaining: Int, validUntil: ContinuousClock.Instant) {
+        state.withLock { state in
+            var totals = state.totals[accountMonth] ?? Totals()
+            totals.grantRemaining = remaining
+            totals.grantValidUntil = validUntil
+            state.totals[accountMonth] = totals
+        }
+    }
+
+    /// Ends a reservation: counts the call under `key` when it was billable, or just releases it (and gives its
+    /// unit back to the grant it came from).
+    public func settle(_ accountMonth: AccountMonth, counting key: UsageKey?, returningGrant: Bool = false) {
         state.withLock { state in
             var totals = state.totals[accountMonth] ?? Totals()
             totals.reserved = max(0, totals.reserved - 1)
             if let key {
                 totals.counted += 1
                 state.pending[key, default: 0] += 1
+            } else if returningGrant {
+                totals.grantRemaining += 1
             }
             state.totals[accountMonth] = totals
         }
@@ -111,7 +174,14 @@ public final class Meter: Sendable {
     /// Writes everything counted so far with one ``TenancyStore/addUsage(_:)``; on failure the counts stay here for
     /// the next flush. Returns how many calls were written; a call while another flush runs writes nothing.
     @discardableResult
-    public func flush(to store: any TenancyStore, now: Date) async throws -> Int {
+    ///
+    /// With `grants`, the flush also moves the written calls out of this server's quota grants in the store and
+    /// renews them; a grant of a month it wrote that was still valid when the flush started (so still in the store)
+    /// stays usable here until `grants.validUntil`.
+    public func flush(
+        to store: any TenancyStore, now: Date,
+        grants: (renewal: GrantRenewal, startedAt: ContinuousClock.Instant, validUntil: ContinuousClock.Instant)? = nil
+    ) async throws -> Int {
         let taken: [UsageKey: Int]? = state.withLock { state in
             guard !state.flushInProgress else { return nil }
             state.flushInProgress = true
@@ -122,7 +192,7 @@ public final class Meter: Sendable {
         }
         guard let batch = taken else { return 0 }
         do {
-            try await store.addUsage(batch)
+            try await store.addUsage(batch, grants: grants?.renewal)
         } catch {
             state.withLock { state in
                 for (key, calls) in state.flushing { state.pending[key, default: 0] += calls }
@@ -137,6 +207,9 @@ public final class Meter: Sendable {
             for (key, calls) in state.flushing {
                 state.totals[key.accountMonth, default: Totals()].committed += calls
                 written += calls
+                if let grants, let until = state.totals[key.accountMonth]?.grantValidUntil, until > grants.startedAt {
+                    state.totals[key.accountMonth]?.grantValidUntil = grants.validUntil
+                }
             }
             state.flushing = [:]
             state.flushInProgress = false

@@ -9,6 +9,9 @@ import Synchronization
 /// metadata, which every commit changes; PostgreSQL: a `LISTEN` on the channel every CLI change notifies) and for at
 /// most ``standingMaxAge``, which bounds how old other servers' counts may be. So a plan or account change made with
 /// the CLI applies to the next call on every server, and a busy account costs no database round trip per call.
+///
+/// A finite quota is shared by all servers through quota grants claimed from the store (``QuotaClaim``): a call
+/// takes a unit of this server's grant, so the servers together never answer more verdicts than the quota.
 public struct UsageGate: Sendable {
     /// The store the standing is read from and the meter flushes to.
     public let store: any TenancyStore
@@ -16,14 +19,18 @@ public struct UsageGate: Sendable {
     public let meter: Meter
     /// This server's rate limits.
     public let rateLimiter: RateLimiter<UUID>
-    /// The time limit on the standing's read.
+    /// The time limit on the standing's read and on quota claims.
     public let deadline: StoreDeadline
+    /// How this server holds quota grants, so that every server together stays within each finite quota.
+    public let grants: QuotaGrantPolicy
     /// The wall clock, for days and months (UTC).
     public let now: @Sendable () -> Date
     /// How long a standing read may be reused while the store reports no change.
     public let standingMaxAge: Duration
 
     private let cache: StandingCache
+    /// The quota claim running for each account's month: one at a time per month on this server.
+    private let claims = RunningClaims()
 
     /// Store reads that overlapped a flush are retried this many times before the conservative count is used.
     static let cleanReadAttempts = 3
@@ -32,10 +39,11 @@ public struct UsageGate: Sendable {
     public init(
         store: any TenancyStore, meter: Meter = Meter(), rateLimiter: RateLimiter<UUID> = RateLimiter(),
         standingMaxAge: Duration = .seconds(1), deadline: StoreDeadline = StoreDeadline(nil),
-        now: @escaping @Sendable () -> Date = { Date() }
+        grants: QuotaGrantPolicy = QuotaGrantPolicy(), now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store
         self.deadline = deadline
+        self.grants = grants
         self.meter = meter
         self.rateLimiter = rateLimiter
         self.standingMaxAge = standingMaxAge
@@ -49,6 +57,8 @@ public struct UsageGate: Sendable {
         let appID: UUID
         let endpoint: UsageEndpoint
         let day: UsageDay
+        /// Whether the call took a unit of this server's quota grant (given back if it ends unbilled).
+        let fromGrant: Bool
     }
 
     /// Why a call was not let through.
@@ -85,14 +95,55 @@ public struct UsageGate: Sendable {
         if let wait = rateLimiter.acquire(caller.account.id, rate: plan.rateLimitPerSecond, now: .now) {
             return .refused(.rateLimited(plan: plan.name, perSecond: plan.rateLimitPerSecond, retryAfter: wait))
         }
-        guard meter.reserve(accountMonth, stored: standing.monthCalls, since: mark, quota: plan.monthlyQuota) else {
-            return .refused(
-                .quotaExhausted(plan: plan.name, quota: plan.monthlyQuota ?? 0, resetsAt: day.usageMonth.next.start))
+        let exhausted = Refusal.quotaExhausted(
+            plan: plan.name, quota: plan.monthlyQuota ?? 0, resetsAt: day.usageMonth.next.start)
+        // A finite quota is shared by every server through grants claimed from the store; a claim answers for all
+        // calls of this server waiting on it, and is repeated while other calls took what it granted.
+        for _ in 0..<Self.claimRounds {
+            switch meter.reserve(
+                accountMonth, stored: standing.monthCalls, since: mark, quota: plan.monthlyQuota, grantsAt: .now)
+            {
+            case .admitted(let fromGrant):
+                return .admitted(
+                    Ticket(
+                        accountID: caller.account.id, appID: caller.app.id, endpoint: endpoint, day: day,
+                        fromGrant: fromGrant))
+            case .quotaUsedUp:
+                return .refused(exhausted)
+            case .needsGrant:
+                let granted = try await claimGrant(
+                    accountMonth, quota: plan.monthlyQuota ?? 0, maximum: max(1, plan.rateLimitPerSecond))
+                if granted == 0 { return .refused(exhausted) }
+            }
         }
-        return .admitted(
-            Ticket(
-                accountID: caller.account.id, appID: caller.app.id,
-                endpoint: endpoint, day: day))
+        return .refused(exhausted)
+    }
+
+    /// Claims this server tries per call before it answers that the quota is used up.
+    static let claimRounds = 8
+
+    /// Claims a grant of the account's month from the store (or waits for the claim already running), records it in
+    /// the meter, and returns the calls granted.
+    private func claimGrant(_ accountMonth: Meter.AccountMonth, quota: Int, maximum: Int) async throws -> Int {
+        let task: Task<Int, any Error> = claims.running.withLock { running in
+            if let claim = running[accountMonth] { return claim }
+            let claim = Task { [self] in
+                defer { _ = claims.running.withLock { $0.removeValue(forKey: accountMonth) } }
+                let instant = ContinuousClock.now
+                let date = now()
+                let claim = QuotaClaim(
+                    accountMonth: accountMonth, server: grants.server, quota: quota,
+                    holding: meter.holding(accountMonth), maximumGrant: maximum, expiresAt: grants.expiry(from: date))
+                let granted = try await deadline.run("a quota claim") { [store] in
+                    try await store.claimQuota(claim, now: date)
+                }
+                meter.setGrant(accountMonth, remaining: granted, validUntil: grants.validity(from: instant))
+                return granted
+            }
+            running[accountMonth] = claim
+            return claim
+        }
+        return try await task.value
     }
 
     /// Ends an admitted call: counts it when `status` is a verdict (see ``UsageOutcome/init(status:)``), or only
@@ -103,7 +154,9 @@ public struct UsageGate: Sendable {
                 accountID: ticket.accountID, appID: ticket.appID, endpoint: ticket.endpoint, outcome: outcome,
                 day: ticket.day)
         }
-        meter.settle(Meter.AccountMonth(accountID: ticket.accountID, month: ticket.day.usageMonth), counting: key)
+        meter.settle(
+            Meter.AccountMonth(accountID: ticket.accountID, month: ticket.day.usageMonth), counting: key,
+            returningGrant: ticket.fromGrant)
     }
 
     /// The account's standing, reused from an earlier read when nothing can have changed since.
@@ -136,6 +189,11 @@ public struct UsageGate: Sendable {
         }
         return (standing, mark)
     }
+}
+
+/// The quota claims in flight, by account and month.
+private final class RunningClaims: Sendable {
+    let running = Mutex<[Meter.AccountMonth: Task<Int, any Error>]>([:])
 }
 
 /// Standing reads by account and month, each with the store's change marker it was read under.

@@ -344,7 +344,7 @@ public final class PostgresStore: TenancyStore, Service {
         }
     }
 
-    public func addUsage(_ counts: [UsageKey: Int]) async throws {
+    public func addUsage(_ counts: [UsageKey: Int], grants: GrantRenewal?) async throws {
         let batch = UsageBatch(counts)
         guard !batch.daily.isEmpty else { return }
         try await transaction { connection in
@@ -365,8 +365,54 @@ public final class PostgresStore: TenancyStore, Service {
                     VALUES (\(key.accountID), \(key.month.description), \(calls))
                     ON CONFLICT (account_id, month) DO UPDATE SET calls = usage_monthly.calls + excluded.calls
                     """, on: connection)
+                if let grants {
+                    // The stored calls take the place of the grant that covered them.
+                    try await self.rows(
+                        """
+                        UPDATE quota_grants SET granted = GREATEST(granted - \(calls), 0), expires_at = \(grants.expiresAt)
+                        WHERE account_id = \(key.accountID) AND month = \(key.month.description)
+                            AND server_id = \(grants.server)
+                        """, on: connection)
+                }
             }
         }
+    }
+
+    public func claimQuota(_ claim: QuotaClaim, now: Date) async throws -> Int {
+        let account = claim.accountMonth.accountID
+        let month = claim.accountMonth.month.description
+        return try await transaction { connection in
+            // One claim of a month at a time, across servers; flushes need no lock (they only move calls from a
+            // grant into the stored count), and one statement reads both in a single snapshot.
+            try await self.rows(
+                "SELECT pg_advisory_xact_lock(hashtextextended(\("quota:\(account):\(month)"), 0))", on: connection)
+            let used =
+                try await self.rows(
+                    """
+                    SELECT (COALESCE((SELECT calls FROM usage_monthly WHERE account_id = \(account) AND month = \(month)), 0)
+                        + COALESCE((SELECT SUM(granted) FROM quota_grants WHERE account_id = \(account)
+                            AND month = \(month) AND server_id <> \(claim.server) AND expires_at > \(now)), 0))::BIGINT
+                        AS used
+                    """, on: connection
+                ).first.map { try $0["used"].decode(Int.self) } ?? 0
+            let granted = claim.grant(available: claim.quota - used - claim.holding)
+            try await self.rows(
+                """
+                INSERT INTO quota_grants (account_id, month, server_id, granted, expires_at)
+                VALUES (\(account), \(month), \(claim.server), \(claim.holding + granted), \(claim.expiresAt))
+                ON CONFLICT (account_id, month, server_id)
+                DO UPDATE SET granted = excluded.granted, expires_at = excluded.expires_at
+                """, on: connection)
+            try await self.rows(
+                """
+                DELETE FROM quota_grants WHERE account_id = \(account) AND month = \(month) AND expires_at <= \(now)
+                """, on: connection)
+            return granted
+        }
+    }
+
+    public func releaseQuotaGrants(server: UUID) async throws {
+        try await run { try await rows("DELETE FROM quota_grants WHERE server_id = \(server)") }
     }
 
     public func usage(month: UsageMonth, accountID: UUID?, appID: UUID?) async throws -> [UsageRecord] {

@@ -104,3 +104,16 @@ CREATE TABLE usage_monthly (
     calls BIGINT NOT NULL CHECK (calls > 0),
     PRIMARY KEY (account_id, month)
 );
+
+-- version: 3 quota grants: calls of an account's month a server may answer without asking again
+-- A server claims a grant under a transaction-scoped advisory lock of the account's month, so that the month's
+-- stored calls plus every live grant never pass the quota; a flush moves calls from its grant into usage_monthly in
+-- the same transaction. A grant past expires_at (its server stopped renewing it) counts for nothing.
+CREATE TABLE quota_grants (
+    account_id UUID NOT NULL,
+    month TEXT NOT NULL CHECK (month ~ '^[0-9]{4}-[0-9]{2}$'),
+    server_id UUID NOT NULL,
+    granted BIGINT NOT NULL CHECK (granted >= 0),
+    expires_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (account_id, month, server_id)
+);

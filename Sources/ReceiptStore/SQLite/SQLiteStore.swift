@@ -360,7 +360,7 @@ public final class SQLiteStore: TenancyStore {
         }
     }
 
-    public func addUsage(_ counts: [UsageKey: Int]) async throws {
+    public func addUsage(_ counts: [UsageKey: Int], grants: GrantRenewal?) async throws {
         guard !counts.isEmpty else { return }
         try await transaction {
             let batch = UsageBatch(counts)
@@ -382,8 +382,55 @@ public final class SQLiteStore: TenancyStore {
                     INSERT INTO usage_monthly (account_id, month, calls) VALUES (?, ?, ?)
                     ON CONFLICT (account_id, month) DO UPDATE SET calls = usage_monthly.calls + excluded.calls
                     """, [.uuid(key.accountID), .text(key.month.description), .integer(calls)])
+                if let grants {
+                    // The stored calls take the place of the grant that covered them.
+                    _ = try await self.query(
+                        """
+                        UPDATE quota_grants SET granted = MAX(granted - ?, 0), expires_at = ?
+                        WHERE account_id = ? AND month = ? AND server_id = ?
+                        """,
+                        [
+                            .integer(calls), .millis(grants.expiresAt), .uuid(key.accountID),
+                            .text(key.month.description), .uuid(grants.server),
+                        ])
+                }
             }
         }
+    }
+
+    public func claimQuota(_ claim: QuotaClaim, now: Date) async throws -> Int {
+        let account = SQLiteData.uuid(claim.accountMonth.accountID)
+        let month = SQLiteData.text(claim.accountMonth.month.description)
+        // BEGIN IMMEDIATE: one writer at a time across processes, so the read and the grant are one step.
+        return try await transaction {
+            let rows = try await self.query(
+                """
+                SELECT COALESCE((SELECT calls FROM usage_monthly WHERE account_id = ? AND month = ?), 0)
+                    + COALESCE((SELECT SUM(granted) FROM quota_grants WHERE account_id = ? AND month = ?
+                        AND server_id <> ? AND expires_at > ?), 0) AS used
+                """,
+                [account, month, account, month, .uuid(claim.server), .millis(now)])
+            let used = try rows.first?.require("used").requireInt() ?? 0
+            let granted = claim.grant(available: claim.quota - used - claim.holding)
+            _ = try await self.query(
+                """
+                INSERT INTO quota_grants (account_id, month, server_id, granted, expires_at) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (account_id, month, server_id)
+                DO UPDATE SET granted = excluded.granted, expires_at = excluded.expires_at
+                """,
+                [
+                    account, month, .uuid(claim.server), .integer(claim.holding + granted),
+                    .millis(claim.expiresAt),
+                ])
+            _ = try await self.query(
+                "DELETE FROM quota_grants WHERE account_id = ? AND month = ? AND expires_at <= ?",
+                [account, month, .millis(now)])
+            return granted
+        }
+    }
+
+    public func releaseQuotaGrants(server: UUID) async throws {
+        try await run { _ = try await self.query("DELETE FROM quota_grants WHERE server_id = ?", [.uuid(server)]) }
     }
 
     public func usage(month: UsageMonth, accountID: UUID?, appID: UUID?) async throws -> [UsageRecord] {

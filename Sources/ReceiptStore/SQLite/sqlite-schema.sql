@@ -97,3 +97,13 @@ CREATE TABLE usage_monthly (
     calls INTEGER NOT NULL CHECK (calls > 0),
     PRIMARY KEY (account_id, month)
 );
+
+-- version: 3 quota grants: calls of an account's month a server may answer without asking again
+CREATE TABLE quota_grants (
+    account_id TEXT NOT NULL,
+    month TEXT NOT NULL,                                               -- UTC, YYYY-MM
+    server_id TEXT NOT NULL,
+    granted INTEGER NOT NULL CHECK (granted >= 0),
+    expires_at INTEGER NOT NULL,                                       -- milliseconds since 1970
+    PRIMARY KEY (account_id, month, server_id)
+);
