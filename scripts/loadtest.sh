@@ -5,6 +5,7 @@
 # Usage: scripts/loadtest.sh [DURATION_SECONDS=30] [CONNECTIONS=16] [THREADS=1]
 # Prints wrk's report (throughput, latency percentiles) and the server's resident memory sampled every 10 s.
 #
+# CURRENT_BIN=DIR uses a release build of this commit made elsewhere instead of building one.
 # BASELINE_BIN=DIR compares against another build in the same run: DIR holds a `receiptverify` built from another
 # commit (for example issue 4's, before quotas and metering). The two are loaded in turn, baseline first, ROUNDS
 # times each (default 2), and a summary gives each run's figures and the ratio of the means.
@@ -22,10 +23,15 @@ if ! command -v wrk >/dev/null 2>&1; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
 fi
 
-log "building release (scratch .build-release)"
-swift build -c release --product receiptverify --scratch-path .build-release >/dev/null
-swift build -c release --product ReceiptBench --scratch-path .build-release >/dev/null
-CURRENT=.build-release/release
+if [ -n "${CURRENT_BIN:-}" ]; then
+    # A release build made elsewhere (a directory holding receiptverify and ReceiptBench of this commit).
+    CURRENT=$CURRENT_BIN
+else
+    log "building release (scratch .build-release)"
+    swift build -c release --product receiptverify --scratch-path .build-release >/dev/null
+    swift build -c release --product ReceiptBench --scratch-path .build-release >/dev/null
+    CURRENT=.build-release/release
+fi
 
 WORK=$(mktemp -d /tmp/receiptverify-load.XXXXXX)
 SERVER_PID=

@@ -192,7 +192,8 @@ import Testing
                 #expect(stalled.headers[.retryAfter] == "1")
                 #expect(String(buffer: stalled.body).contains(#""retryable":true"#))
                 try await client.execute(uri: "/readyz", method: .get) { #expect($0.status == .serviceUnavailable) }
-                #expect(started.duration(to: clock.now) < .seconds(2))
+                // Two deadlines of 300 ms, and slack for a busy machine: not the minutes an outage lasts.
+                #expect(started.duration(to: clock.now) < .seconds(5))
 
                 store.resume()
                 try await Task.sleep(for: .milliseconds(1_100))  // past the readiness answer's reuse

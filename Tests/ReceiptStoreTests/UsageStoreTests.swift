@@ -191,6 +191,25 @@ import Testing
                 now: later)
             #expect(granted == (100 - held[first]!) / 4)
 
+            // A claim counted its holding before its own flush stored part of it: the store takes those calls off
+            // the holding (its count of what this server's flushes stored says how many), so nothing is counted twice.
+            let racing = StoreContractTests.account(email: "racing@example.com")
+            try await store.insertAccount(racing)
+            let racingMonth = Meter.AccountMonth(accountID: racing.id, month: Self.november)
+            func racingClaim(holding: Int, flushed: Int) async throws -> Int {
+                try await store.claimQuota(
+                    QuotaClaim(
+                        accountMonth: racingMonth, server: first, quota: 10, holding: holding, flushed: flushed,
+                        maximumGrant: 1_000, expiresAt: now.addingTimeInterval(30)),
+                    now: now)
+            }
+            #expect(try await racingClaim(holding: 0, flushed: 0) == 2)  // a quarter of 10
+            try await store.addUsage(
+                [Self.key(racing.id, UUID(), Self.firstOfNovember): 2],
+                grants: GrantRenewal(server: first, expiresAt: now.addingTimeInterval(30)))
+            // Counted as holding 2 with 0 known stored, but the store says 2 were stored: 8 are left, a quarter is 2.
+            #expect(try await racingClaim(holding: 2, flushed: 0) == 2)
+
             // Released grants are free at once.
             try await store.releaseQuotaGrants(server: first)
             let afterRelease = try await store.claimQuota(

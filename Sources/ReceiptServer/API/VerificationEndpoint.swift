@@ -198,22 +198,16 @@ struct VerificationEndpoint: Sendable {
     static func outcome(for error: any Error) -> VerificationOutcome {
         switch error {
         case let failure as HTTPFailure:
-            var outcome = VerificationOutcome.failure(failure.status, detail: failure.reason)
-            if let seconds = failure.retryAfter {
-                outcome.body["retryable"] = .bool(true)
-                outcome.body["retry_after"] = .integer(Int64(seconds))
-            }
+            var outcome = VerificationOutcome.failure(
+                failure.status, retryable: failure.retryAfter != nil, detail: failure.reason)
+            if let seconds = failure.retryAfter { outcome.body["retry_after"] = .integer(Int64(seconds)) }
             return outcome
         case let refusal as UsageGate.Refusal:
             return outcome(for: refusal)
         case let throttled as Throttled:
-            let seconds = Self.wholeSeconds(throttled.wait)
-            var outcome = VerificationOutcome.failure(
-                ResponseStatus.tooManyRequests, detail: "too many failed authentications from this address")
-            outcome.body["description"] = .string(
-                "Too many failed authentications from this address; retry after \(seconds) s")
-            outcome.body["retry_after"] = .integer(Int64(seconds))
-            return outcome
+            return tooManyRequests(detail: "too many failed authentications from this address", wait: throttled.wait) {
+                "Too many failed authentications from this address; retry after \($0) s"
+            }
         case let error as ServiceError:
             switch error.code {
             case .unauthorized: return .failure(ResponseStatus.unauthorized, detail: error.reason)
@@ -244,13 +238,9 @@ struct VerificationEndpoint: Sendable {
         case .notInPlan(let plan):
             return .failure(ResponseStatus.paymentRequired, detail: "plan '\(plan)' does not include /apiencrypted")
         case .rateLimited(let plan, let perSecond, let wait):
-            let seconds = Self.wholeSeconds(wait)
-            var outcome = VerificationOutcome.failure(
-                ResponseStatus.tooManyRequests, detail: "rate limit of plan '\(plan)' (\(perSecond)/s)")
-            outcome.body["description"] = .string(
-                "Rate limit reached: plan '\(plan)' allows \(perSecond) requests per second; retry after \(seconds) s")
-            outcome.body["retry_after"] = .integer(Int64(seconds))
-            return outcome
+            return tooManyRequests(detail: "rate limit of plan '\(plan)' (\(perSecond)/s)", wait: wait) {
+                "Rate limit reached: plan '\(plan)' allows \(perSecond) requests per second; retry after \($0) s"
+            }
         case .quotaExhausted(let plan, let quota, let resetsAt):
             let seconds = Self.wholeSeconds(.seconds(resetsAt.timeIntervalSinceNow))
             let reset = UsageDay(containing: resetsAt).description + "T00:00:00Z"
@@ -262,6 +252,16 @@ struct VerificationEndpoint: Sendable {
             outcome.body["quota_resets_at"] = .string(reset)
             return outcome
         }
+    }
+
+    /// A 429: the description names the limit and the wait in whole seconds, also given as `retry_after` (and the
+    /// `Retry-After` header).
+    static func tooManyRequests(detail: String, wait: Duration, description: (Int) -> String) -> VerificationOutcome {
+        let seconds = wholeSeconds(wait)
+        var outcome = VerificationOutcome.failure(ResponseStatus.tooManyRequests, detail: detail)
+        outcome.body["description"] = .string(description(seconds))
+        outcome.body["retry_after"] = .integer(Int64(seconds))
+        return outcome
     }
 
     /// A wait in whole seconds, rounded up and at least 1, as `Retry-After` wants it.

@@ -21,7 +21,7 @@ public struct StoreDeadline: Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard race.start(continuation) else { return }
-                race.worker = Task {
+                let worker = Task {
                     let result: Result<T, any Error>
                     do {
                         result = .success(try await work())
@@ -30,7 +30,7 @@ public struct StoreDeadline: Sendable {
                     }
                     race.finish(result)
                 }
-                race.timer = Task {
+                let timer = Task {
                     do {
                         try await Task.sleep(for: limit)
                     } catch {
@@ -38,6 +38,7 @@ public struct StoreDeadline: Sendable {
                     }
                     race.finish(.failure(ServiceError(.unavailable, "\(what) took longer than \(limit)")))
                 }
+                race.hold(worker: worker, timer: timer)
             }
         } onCancel: {
             race.finish(.failure(CancellationError()))
@@ -57,25 +58,16 @@ private final class Race<T: Sendable>: Sendable {
 
     private let state = Mutex(State())
 
-    var worker: Task<Void, Never>? {
-        get { state.withLock { $0.worker } }
-        set {
-            let done = state.withLock { state in
-                state.worker = newValue
-                return state.done
-            }
-            if done { newValue?.cancel() }
+    /// Keeps the two running tasks, so that the race's end cancels the loser; cancels both if it has ended already.
+    func hold(worker: Task<Void, Never>, timer: Task<Void, Never>) {
+        let decided = state.withLock { state in
+            state.worker = worker
+            state.timer = timer
+            return state.done
         }
-    }
-
-    var timer: Task<Void, Never>? {
-        get { state.withLock { $0.timer } }
-        set {
-            let done = state.withLock { state in
-                state.timer = newValue
-                return state.done
-            }
-            if done { newValue?.cancel() }
+        if decided {
+            worker.cancel()
+            timer.cancel()
         }
     }
 

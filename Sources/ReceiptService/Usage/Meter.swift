@@ -133,12 +133,12 @@ public final class Meter: Sendable {
         }
     }
 
-    /// Calls of the account's month that this server counted but has not stored, and calls it is running: what its
-    /// grant in the store must keep covering.
-    public func holding(_ accountMonth: AccountMonth) -> Int {
+    /// Calls of the account's month that this server counted but has not stored, and calls it is running (what its
+    /// grant in the store must keep covering), with the calls its flushes are known to have stored.
+    public func holding(_ accountMonth: AccountMonth) -> (holding: Int, flushed: Int) {
         state.withLock { state in
-            guard let totals = state.totals[accountMonth] else { return 0 }
-            return totals.counted - totals.committed + totals.reserved
+            guard let totals = state.totals[accountMonth] else { return (0, 0) }
+            return (totals.counted - totals.committed + totals.reserved, totals.committed)
         }
     }
 

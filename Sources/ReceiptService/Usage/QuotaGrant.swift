@@ -15,6 +15,10 @@ public struct QuotaClaim: Sendable {
     /// Calls this server counted but has not stored yet, and calls it is answering now: its grant must keep
     /// covering them.
     public let holding: Int
+    /// The calls of the month this server knew its flushes had stored when it counted ``holding``: a flush that
+    /// stored more since (its count in the store says how many) is taken off the holding, so that no call is counted
+    /// twice.
+    public let flushed: Int
     /// The most calls one claim may grant.
     public let maximumGrant: Int
     /// When the grant lapses unless a flush or another claim renews it (a server that died frees it then).
@@ -22,14 +26,22 @@ public struct QuotaClaim: Sendable {
 
     /// Creates a claim.
     public init(
-        accountMonth: Meter.AccountMonth, server: UUID, quota: Int, holding: Int, maximumGrant: Int, expiresAt: Date
+        accountMonth: Meter.AccountMonth, server: UUID, quota: Int, holding: Int, flushed: Int = 0,
+        maximumGrant: Int, expiresAt: Date
     ) {
         self.accountMonth = accountMonth
         self.server = server
         self.quota = quota
         self.holding = holding
+        self.flushed = flushed
         self.maximumGrant = maximumGrant
         self.expiresAt = expiresAt
+    }
+
+    /// The holding without the calls stored since it was counted, given what the store says this server's flushes
+    /// stored (`storedByServer`, nil when it keeps no count).
+    public func holding(storedByServer: Int?) -> Int {
+        max(0, holding - max(0, (storedByServer ?? flushed) - flushed))
     }
 
     /// The calls to grant when `available` calls of the month are neither stored nor held by a live grant of another

@@ -131,9 +131,10 @@ public struct UsageGate: Sendable {
                 defer { _ = claims.running.withLock { $0.removeValue(forKey: accountMonth) } }
                 let instant = ContinuousClock.now
                 let date = now()
+                let (holding, flushed) = meter.holding(accountMonth)
                 let claim = QuotaClaim(
-                    accountMonth: accountMonth, server: grants.server, quota: quota,
-                    holding: meter.holding(accountMonth), maximumGrant: maximum, expiresAt: grants.expiry(from: date))
+                    accountMonth: accountMonth, server: grants.server, quota: quota, holding: holding,
+                    flushed: flushed, maximumGrant: maximum, expiresAt: grants.expiry(from: date))
                 let granted = try await deadline.run("a quota claim") { [store] in
                     try await store.claimQuota(claim, now: date)
                 }

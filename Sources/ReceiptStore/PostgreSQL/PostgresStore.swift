@@ -369,7 +369,8 @@ public final class PostgresStore: TenancyStore, Service {
                     // The stored calls take the place of the grant that covered them.
                     try await self.rows(
                         """
-                        UPDATE quota_grants SET granted = GREATEST(granted - \(calls), 0), expires_at = \(grants.expiresAt)
+                        UPDATE quota_grants SET granted = GREATEST(granted - \(calls), 0), flushed = flushed + \(calls),
+                            expires_at = \(grants.expiresAt)
                         WHERE account_id = \(key.accountID) AND month = \(key.month.description)
                             AND server_id = \(grants.server)
                         """, on: connection)
@@ -386,20 +387,24 @@ public final class PostgresStore: TenancyStore, Service {
             // grant into the stored count), and one statement reads both in a single snapshot.
             try await self.rows(
                 "SELECT pg_advisory_xact_lock(hashtextextended(\("quota:\(account):\(month)"), 0))", on: connection)
-            let used =
-                try await self.rows(
-                    """
-                    SELECT (COALESCE((SELECT calls FROM usage_monthly WHERE account_id = \(account) AND month = \(month)), 0)
-                        + COALESCE((SELECT SUM(granted) FROM quota_grants WHERE account_id = \(account)
-                            AND month = \(month) AND server_id <> \(claim.server) AND expires_at > \(now)), 0))::BIGINT
-                        AS used
-                    """, on: connection
-                ).first.map { try $0["used"].decode(Int.self) } ?? 0
-            let granted = claim.grant(available: claim.quota - used - claim.holding)
+            let row = try await self.rows(
+                """
+                SELECT (COALESCE((SELECT calls FROM usage_monthly WHERE account_id = \(account) AND month = \(month)), 0)
+                    + COALESCE((SELECT SUM(granted) FROM quota_grants WHERE account_id = \(account)
+                        AND month = \(month) AND server_id <> \(claim.server) AND expires_at > \(now)), 0))::BIGINT
+                    AS used,
+                    (SELECT flushed FROM quota_grants WHERE account_id = \(account) AND month = \(month)
+                        AND server_id = \(claim.server)) AS flushed
+                """, on: connection
+            ).first
+            let used = try row.map { try $0["used"].decode(Int.self) } ?? 0
+            let holding = claim.holding(storedByServer: try row?["flushed"].decode(Int?.self))
+            let granted = claim.grant(available: claim.quota - used - holding)
             try await self.rows(
                 """
-                INSERT INTO quota_grants (account_id, month, server_id, granted, expires_at)
-                VALUES (\(account), \(month), \(claim.server), \(claim.holding + granted), \(claim.expiresAt))
+                INSERT INTO quota_grants (account_id, month, server_id, granted, flushed, expires_at)
+                VALUES (\(account), \(month), \(claim.server), \(holding + granted), \(claim.flushed),
+                    \(claim.expiresAt))
                 ON CONFLICT (account_id, month, server_id)
                 DO UPDATE SET granted = excluded.granted, expires_at = excluded.expires_at
                 """, on: connection)

@@ -114,6 +114,7 @@ CREATE TABLE quota_grants (
     month TEXT NOT NULL CHECK (month ~ '^[0-9]{4}-[0-9]{2}$'),
     server_id UUID NOT NULL,
     granted BIGINT NOT NULL CHECK (granted >= 0),
+    flushed BIGINT NOT NULL DEFAULT 0 CHECK (flushed >= 0),           -- calls this server's flushes stored
     expires_at TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (account_id, month, server_id)
 );

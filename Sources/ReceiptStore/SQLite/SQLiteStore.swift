@@ -386,11 +386,11 @@ public final class SQLiteStore: TenancyStore {
                     // The stored calls take the place of the grant that covered them.
                     _ = try await self.query(
                         """
-                        UPDATE quota_grants SET granted = MAX(granted - ?, 0), expires_at = ?
+                        UPDATE quota_grants SET granted = MAX(granted - ?, 0), flushed = flushed + ?, expires_at = ?
                         WHERE account_id = ? AND month = ? AND server_id = ?
                         """,
                         [
-                            .integer(calls), .millis(grants.expiresAt), .uuid(key.accountID),
+                            .integer(calls), .integer(calls), .millis(grants.expiresAt), .uuid(key.accountID),
                             .text(key.month.description), .uuid(grants.server),
                         ])
                 }
@@ -407,19 +407,25 @@ public final class SQLiteStore: TenancyStore {
                 """
                 SELECT COALESCE((SELECT calls FROM usage_monthly WHERE account_id = ? AND month = ?), 0)
                     + COALESCE((SELECT SUM(granted) FROM quota_grants WHERE account_id = ? AND month = ?
-                        AND server_id <> ? AND expires_at > ?), 0) AS used
+                        AND server_id <> ? AND expires_at > ?), 0) AS used,
+                    (SELECT flushed FROM quota_grants WHERE account_id = ? AND month = ? AND server_id = ?) AS flushed
                 """,
-                [account, month, account, month, .uuid(claim.server), .millis(now)])
+                [
+                    account, month, account, month, .uuid(claim.server), .millis(now), account, month,
+                    .uuid(claim.server),
+                ])
             let used = try rows.first?.require("used").requireInt() ?? 0
-            let granted = claim.grant(available: claim.quota - used - claim.holding)
+            let holding = claim.holding(storedByServer: rows.first?.column("flushed")?.integer.map { Int($0) })
+            let granted = claim.grant(available: claim.quota - used - holding)
             _ = try await self.query(
                 """
-                INSERT INTO quota_grants (account_id, month, server_id, granted, expires_at) VALUES (?, ?, ?, ?, ?)
+                INSERT INTO quota_grants (account_id, month, server_id, granted, flushed, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT (account_id, month, server_id)
                 DO UPDATE SET granted = excluded.granted, expires_at = excluded.expires_at
                 """,
                 [
-                    account, month, .uuid(claim.server), .integer(claim.holding + granted),
+                    account, month, .uuid(claim.server), .integer(holding + granted), .integer(claim.flushed),
                     .millis(claim.expiresAt),
                 ])
             _ = try await self.query(

@@ -104,6 +104,7 @@ CREATE TABLE quota_grants (
     month TEXT NOT NULL,                                               -- UTC, YYYY-MM
     server_id TEXT NOT NULL,
     granted INTEGER NOT NULL CHECK (granted >= 0),
+    flushed INTEGER NOT NULL DEFAULT 0 CHECK (flushed >= 0),          -- calls this server's flushes stored
     expires_at INTEGER NOT NULL,                                       -- milliseconds since 1970
     PRIMARY KEY (account_id, month, server_id)
 );
