@@ -5,7 +5,8 @@ import ReceiptCore
 /// The decision from "a request of an authenticated caller" to an answer: decode the receipt, verify it locally or
 /// with Apple as the app's mode says, apply the app's checks, and shape the answer as Apple's `verifyReceipt` would.
 public struct VerificationService: Sendable {
-    /// The local verifier; nil when the operator configured no trust anchors.
+    /// The local verifier (the server always has one: Apple's roots are built in); nil only where local
+    /// verification is not wanted, as in tests of the Apple path.
     public let verifier: ReceiptVerifier?
     /// Apple's `verifyReceipt`; nil when the server runs without it.
     public let apple: (any AppleReceiptVerifying)?
