@@ -61,6 +61,4 @@ final class BodyBudget: Sendable {
         #endif
     }
 
-    /// Bytes held by bodies being read now.
-    var current: Int { used.load(ordering: .relaxed) }
 }

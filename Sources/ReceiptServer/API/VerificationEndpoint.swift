@@ -152,28 +152,30 @@ struct VerificationEndpoint: Sendable {
     /// Checks a bearer key before the body is read: an unknown key is refused (and counted against the address)
     /// without reading what may be megabytes.
     private func checkKey(_ apiKey: String?, from context: ServerContext) async throws {
-        let failures = failedAuthentications
-        do {
-            try await authenticator.checkKey(
-                apiKey, mayQueryStore: { !failures.isThrottled(context.clientAddress) }, logger: logger)
-        } catch let error as ServiceError where error.code == .unauthorized {
-            failures.record(context.clientAddress)
-            throw error
-        } catch let error as ServiceError where error.code == .throttled {
-            throw Throttled(wait: failures.wait(for: context.clientAddress))
+        try await withFailureBudget(of: context) { mayQueryStore in
+            try await authenticator.checkKey(apiKey, mayQueryStore: mayQueryStore, logger: logger)
         }
     }
 
-    /// The caller, counting a failure against the client's address; an address over its budget of failures is
-    /// answered from the authentication caches only (429 for what they cannot answer).
+    /// The caller that the request's key and token identify.
     private func authenticate(_ request: Request, _ parsed: VerificationRequest, from context: ServerContext)
         async throws -> Caller
     {
+        let apiKey = try bearerOrField(request, parsed.apiKey)
+        return try await withFailureBudget(of: context) { mayQueryStore in
+            try await authenticator.authenticate(
+                apiKey: apiKey, token: parsed.token, mayQueryStore: mayQueryStore, logger: logger)
+        }
+    }
+
+    /// Runs an authentication step under the client address's budget of failures: a refusal counts against it, and
+    /// an address over it is answered from the authentication caches only (429 for what they cannot answer).
+    private func withFailureBudget<T>(
+        of context: ServerContext, _ step: (_ mayQueryStore: @escaping @Sendable () -> Bool) async throws -> T
+    ) async throws -> T {
         let failures = failedAuthentications
         do {
-            return try await authenticator.authenticate(
-                apiKey: try bearerOrField(request, parsed.apiKey), token: parsed.token,
-                mayQueryStore: { !failures.isThrottled(context.clientAddress) }, logger: logger)
+            return try await step { !failures.isThrottled(context.clientAddress) }
         } catch let error as ServiceError where error.code == .unauthorized {
             failures.record(context.clientAddress)
             throw error
@@ -283,8 +285,6 @@ struct VerificationEndpoint: Sendable {
             bytes = JSONValue.object(outcome.body).encoded
         }
         if outcome.status == ResponseStatus.methodNotAllowed { headers[.allow] = "POST" }
-        // The rest of an oversized body is not worth reading: the connection closes after this answer.
-        if outcome.status == ResponseStatus.payloadTooLarge { headers[.connection] = "close" }
         if outcome.status == ResponseStatus.unauthorized { headers[.wwwAuthenticate] = "Bearer" }
         if case .integer(let seconds)? = outcome.body["retry_after"] { headers[.retryAfter] = "\(seconds)" }
         return Response(

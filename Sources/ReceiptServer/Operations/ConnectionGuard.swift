@@ -23,8 +23,6 @@ final class ConnectionLimiter: Sendable {
         var waiting: [ObjectIdentifier: (channel: any Channel, since: ContinuousClock.Instant)] = [:]
         /// Connections displaced whose place went to another: their release gives nothing back.
         var displaced: Set<ObjectIdentifier> = []
-        var refused = 0
-        var evicted = 0
     }
 
     private let state = Mutex(State())
@@ -50,13 +48,9 @@ final class ConnectionLimiter: Sendable {
             }
             guard let oldest = state.waiting.min(by: { $0.value.since < $1.value.since }),
                 oldest.value.since.duration(to: now) >= evictionAge
-            else {
-                state.refused += 1
-                return .refused
-            }
+            else { return .refused }
             state.waiting[oldest.key] = nil
             state.displaced.insert(oldest.key)
-            state.evicted += 1
             return .displacing(oldest.value.channel)
         }
         switch decision {
@@ -87,12 +81,6 @@ final class ConnectionLimiter: Sendable {
         }
     }
 
-    /// Connections open now.
-    var current: Int { state.withLock { $0.open } }
-    /// Connections closed at once because the cap was reached, since start.
-    var refused: Int { state.withLock { $0.refused } }
-    /// Waiting connections closed to make room for a new one, since start.
-    var evicted: Int { state.withLock { $0.evicted } }
 }
 
 /// Guards one connection: closes it at once when the server is at its connection cap, closes it when a request is

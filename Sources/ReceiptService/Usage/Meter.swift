@@ -96,40 +96,32 @@ public final class Meter: Sendable {
     /// month is used up: `stored` calls in the store as read after `mark`, plus this server's counts not committed
     /// by then, plus calls still running.
     public func reserve(_ accountMonth: AccountMonth, stored: Int, since mark: ReadMark, quota: Int?) -> Bool {
-        state.withLock { state in
-            var totals = state.totals[accountMonth] ?? Totals()
-            if let quota {
-                let unstored = totals.counted - mark.committed
-                guard stored + unstored + totals.reserved < quota else { return false }
-            }
-            totals.reserved += 1
-            state.totals[accountMonth] = totals
-            return true
-        }
+        reserve(accountMonth, stored: stored, since: mark, quota: quota, grantsAt: nil) != .quotaUsedUp
     }
 
-    /// Like ``reserve(_:stored:since:quota:)``, and with a finite quota also takes one unit of this server's quota
-    /// grant (valid at `now`), so that the calls of every server together stay within the quota.
+    /// Like ``reserve(_:stored:since:quota:)``; with `now`, a finite quota also takes one unit of this server's
+    /// quota grant (valid at `now`), so that the calls of every server together stay within the quota.
     public func reserve(
         _ accountMonth: AccountMonth, stored: Int, since mark: ReadMark, quota: Int?,
-        grantsAt now: ContinuousClock.Instant
+        grantsAt now: ContinuousClock.Instant?
     ) -> Reservation {
         state.withLock { state in
             var totals = state.totals[accountMonth] ?? Totals()
-            guard let quota else {
-                totals.reserved += 1
-                state.totals[accountMonth] = totals
-                return .admitted(fromGrant: false)
+            var fromGrant = false
+            if let quota {
+                let unstored = totals.counted - mark.committed
+                guard stored + unstored + totals.reserved < quota else { return .quotaUsedUp }
+                if let now {
+                    guard let validUntil = totals.grantValidUntil, validUntil > now, totals.grantRemaining > 0 else {
+                        return .needsGrant
+                    }
+                    totals.grantRemaining -= 1
+                    fromGrant = true
+                }
             }
-            let unstored = totals.counted - mark.committed
-            guard stored + unstored + totals.reserved < quota else { return .quotaUsedUp }
-            guard let validUntil = totals.grantValidUntil, validUntil > now, totals.grantRemaining > 0 else {
-                return .needsGrant
-            }
-            totals.grantRemaining -= 1
             totals.reserved += 1
             state.totals[accountMonth] = totals
-            return .admitted(fromGrant: true)
+            return .admitted(fromGrant: fromGrant)
         }
     }
 
