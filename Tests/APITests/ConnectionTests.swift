@@ -15,21 +15,8 @@ import Testing
         let descriptor: Int32
 
         init(port: Int) throws {
-            descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard descriptor >= 0 else { throw SetupError("socket failed") }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            guard connected == 0 else {
-                close(descriptor)
-                throw SetupError("connect failed")
-            }
+            guard let descriptor = connectLoopback(port: port) else { throw SetupError("connect failed") }
+            self.descriptor = descriptor
             // Reads give up after 10 s, so a server that never closes fails the test instead of hanging it.
             var timeout = timeval(tv_sec: 10, tv_usec: 0)
             setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

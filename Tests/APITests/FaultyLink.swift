@@ -29,10 +29,7 @@ final class FaultyLink: Sendable {
         self.upstreamPort = upstreamPort
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.listener = listener
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var address = loopbackAddress(port: 0)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
@@ -73,21 +70,9 @@ final class FaultyLink: Sendable {
     }
 
     private func pump(_ client: Int32) {
-        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(upstreamPort).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        defer {
-            close(client)
-            close(server)
-        }
-        guard connected else { return }
+        defer { close(client) }
+        guard let server = connectLoopback(port: upstreamPort) else { return }
+        defer { close(server) }
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while !stopped {
             switch mode {
