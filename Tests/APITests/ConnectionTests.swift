@@ -153,8 +153,9 @@ import Testing
         try await withLiveService(.sqlite, serveArguments: ["--max-connections", "4"]) { service in
             let port = try Self.port(of: service)
             let idle = try (0..<4).map { _ in try RawConnection(port: port) }
-            try await Task.sleep(for: .milliseconds(200))
-            // The four have waited less than a second: the fifth is refused at once.
+            try await Task.sleep(for: .milliseconds(50))
+            // The four have waited less than the quarter second that makes a connection displaceable: the fifth is
+            // refused at once.
             let clock = ContinuousClock()
             let started = clock.now
             #expect(try RawConnection(port: port).readUntilClosed() == "")

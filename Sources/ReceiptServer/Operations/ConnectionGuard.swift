@@ -27,7 +27,7 @@ final class ConnectionLimiter: Sendable {
 
     private let state = Mutex(State())
 
-    init(maximum: Int, evictionAge: Duration = .seconds(1)) {
+    init(maximum: Int, evictionAge: Duration = .milliseconds(250)) {
         self.maximum = maximum
         self.evictionAge = evictionAge
     }
