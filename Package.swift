@@ -112,6 +112,9 @@ let package = Package(
                 "AppleClients",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                // `serve` installs NIO's event loops as Swift concurrency's executor (already in the graph).
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strictness
         ),

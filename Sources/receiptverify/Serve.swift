@@ -3,6 +3,8 @@ import ArgumentParser
 import Foundation
 import Logging
 import ReceiptServer
+import NIOCore
+import NIOPosix
 import ReceiptService
 
 /// `receiptverify serve`: runs the HTTP service until SIGTERM/SIGINT.
@@ -90,6 +92,10 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
+        // Swift concurrency's jobs run on NIO's event loops instead of a second pool of threads: a request's work
+        // then stays on the loop that read it, with no thread hops and no two pools competing for the cores, which
+        // held p99 at 14-31 x p50 under load (docs/performance.md, "The tail"). Only the server does this.
+        _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         try await reportingErrors {
             let environment = ProcessInfo.processInfo.environment
             var logger = try options.logger()
