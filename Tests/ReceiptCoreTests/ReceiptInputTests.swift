@@ -54,6 +54,25 @@ import Testing
         #expect(ReceiptError(code).isMalformed)
     }
 
+    /// The fast decoder agrees with Foundation on every length and tail (0, 1 or 2 padding characters), and a stray
+    /// character anywhere, in a whole quantum or the last one, is refused.
+    @Test func base64DecodingMatchesFoundationAndRefusesStrayCharacters() throws {
+        var generator = SystemRandomNumberGenerator()
+        for length in 1...300 {
+            let bytes = [0x30] + (1..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let text = Data(bytes).base64EncodedString()
+            let input = try ReceiptInput.decode(text)
+            #expect(input.bytes == bytes && input.repairs.isEmpty, "length \(length)")
+            for position in [0, text.count / 2, text.count - 1] where text.dropFirst(position).first != "=" {
+                var broken = Array(text.utf8)
+                broken[position] = UInt8(ascii: "!")
+                #expect(throws: ReceiptError(.malformedBase64), "length \(length), position \(position)") {
+                    try ReceiptInput.decode(String(decoding: broken, as: UTF8.self))
+                }
+            }
+        }
+    }
+
     @Test func oversizedInputIsRejectedBeforeDecoding() {
         let huge = String(repeating: "A", count: ReceiptInput.maximumTextLength + 4)
         #expect(throws: ReceiptError(.malformedBase64)) { try ReceiptInput.decode(huge) }

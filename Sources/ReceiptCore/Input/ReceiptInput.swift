@@ -52,9 +52,16 @@ public struct ReceiptInput: Sendable, Equatable {
         guard text.utf8.count <= maximumTextLength else {
             throw ReceiptError(.malformedBase64, "receipt text is longer than \(maximumTextLength) bytes")
         }
-        var repairs: [Repair] = []
         var characters = Array(text.utf8)
         trimWhitespace(&characters)
+        // The common cases, a clean compact JWS and clean padded base64 of a receipt, in one pass each.
+        if isCompactJWS(characters) { return ReceiptInput(kind: .jws, bytes: characters, repairs: []) }
+        if !characters.starts(with: Self.jwsPrefix), let bytes = Base64.decode(characters),
+            let input = recognised(bytes)
+        {
+            return input
+        }
+        var repairs: [Repair] = []
         guard !characters.isEmpty else { throw ReceiptError(.malformedBase64, "receipt is empty") }
 
         if characters.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
@@ -97,19 +104,27 @@ public struct ReceiptInput: Sendable, Equatable {
         }
     }
 
-    /// Whether `text` is a compact JWS: three dot-separated base64url parts, the header starting `eyJ` (`{"`).
-    static func isCompactJWS(_ text: [UInt8]) -> Bool {
-        guard text.starts(with: Array("eyJ".utf8)) else { return false }
-        var dots = 0
-        for byte in text {
-            if byte == UInt8(ascii: ".") {
-                dots += 1
-            } else if !Base64.isURLSafeCharacter(byte) {
-                return false
-            }
+    /// A once-decoded text that is plainly a unified receipt or an iOS 6 receipt (not base64 of base64, not a JWS).
+    private static func recognised(_ bytes: [UInt8]) -> ReceiptInput? {
+        switch bytes.first {
+        case 0x30: return ReceiptInput(kind: .unifiedReceipt, bytes: bytes, repairs: [])
+        case UInt8(ascii: "{"): return ReceiptInput(kind: .transactionReceipt, bytes: bytes, repairs: [])
+        default: return nil
         }
-        return dots == 2
     }
+
+    /// Whether `text` reads as a compact JWS: it starts `eyJ` (`{"`), has two dots and no line break or tab.
+    ///
+    /// The characters of its parts are not checked here: decoding them as base64url does that (an unreadable one is
+    /// a malformed JWS), and a header already seen is matched byte for byte without being decoded again.
+    static func isCompactJWS(_ text: [UInt8]) -> Bool {
+        text.starts(with: jwsPrefix) && Base64.occurrences(of: UInt8(ascii: "."), in: text) == 2
+            && Base64.occurrences(of: 0x0A, in: text) == 0 && Base64.occurrences(of: 0x0D, in: text) == 0
+            && Base64.occurrences(of: 0x09, in: text) == 0
+    }
+
+    /// How a compact JWS begins: base64url of `{"`.
+    static let jwsPrefix: [UInt8] = Array("eyJ".utf8)
 
     private static func trimWhitespace(_ bytes: inout [UInt8]) {
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 }

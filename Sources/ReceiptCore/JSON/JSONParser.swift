@@ -37,7 +37,12 @@ public enum JSONParser {
         var index = 0
 
         mutating func skipWhitespace() {
-            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
         }
 
         mutating func value(depth: Int) throws -> JSONValue {
@@ -128,7 +133,19 @@ public enum JSONParser {
 
         mutating func string() throws -> String {
             index += 1
-            var output: [UInt8] = []
+            // Most strings have no escape: found whole, they are made from the input's bytes in one step.
+            let start = index
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\"") {
+                    let text = try Self.text(bytes[start..<index])
+                    index += 1
+                    return text
+                }
+                if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+                index += 1
+            }
+            var output = Array(bytes[start..<index])
             while true {
                 guard index < bytes.count else { throw Failure() }
                 let byte = bytes[index]
@@ -166,6 +183,18 @@ public enum JSONParser {
                 case 0..<0x20: throw Failure()
                 default: output.append(byte)
                 }
+            }
+        }
+
+        /// `bytes` as a string: ASCII directly (the stdlib's validating initialiser is generic and costs metadata
+        /// look-ups), anything else validated as UTF-8.
+        static func text(_ bytes: ArraySlice<UInt8>) throws -> String {
+            try bytes.withUnsafeBufferPointer { buffer in
+                var high: UInt8 = 0
+                for byte in buffer { high |= byte }
+                if high < 0x80 { return String(decoding: buffer, as: UTF8.self) }
+                guard let text = String(validating: buffer, as: UTF8.self) else { throw Failure() }
+                return text
             }
         }
 
@@ -221,6 +250,12 @@ public enum JSONParser {
                 guard index > exponentStart else { throw Failure() }
             }
             guard index - start <= JSONParser.maximumNumberLength else { throw Failure() }
+            // Integers of up to 18 digits cannot overflow: their value is summed directly.
+            if isInteger, integerDigits <= 18 {
+                var value: Int64 = 0
+                for position in integerStart..<index { value = value * 10 + Int64(bytes[position] &- 0x30) }
+                return .integer(integerStart > start ? -value : value)
+            }
             let text = String(decoding: bytes[start..<index], as: UTF8.self)
             if isInteger, let integer = Int64(text) { return .integer(integer) }
             guard let double = Double(text), double.isFinite else { throw Failure() }

@@ -1,8 +1,9 @@
 /// A JSON value that keeps object keys in the order they were added, as Apple's answers are laid out.
 ///
 /// Apple's `verifyReceipt` JSON mixes strings that hold numbers (`"quantity": "1"`) with real numbers
-/// (`"adam_id": 0`); this type keeps that distinction exactly.
-public indirect enum JSONValue: Sendable, Hashable {
+/// (`"adam_id": 0`); this type keeps that distinction exactly. Not `indirect`: arrays and objects already hold their
+/// elements on the heap, and a box per scalar value would cost an allocation each.
+public enum JSONValue: Sendable, Hashable {
     case string(String)
     case integer(Int64)
     case double(Double)

@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import X509
 
 /// Verifies StoreKit 2 JWS as Apple's App Store Server Library does: the ES256 signature by the `x5c` leaf, then the
 /// chain at the date Apple signed the item.
@@ -10,19 +12,30 @@ import Foundation
 /// nested items' (verified too).
 struct JWSVerifier: Sendable {
     let chains: ChainVerifier
+    let headers: JWSHeaderCache
 
     func verify(_ text: [UInt8], allowTestData: Bool, depth: Int = 0) throws -> VerifiedReceipt {
-        let jws = try SignedJWS(compact: text)
-        let policy: ChainPolicy
-        switch jws.certificates.count {
-        case 3: policy = .storeKit
-        case 1: policy = .xcodeStoreKit
-        default:
-            throw ReceiptError(
-                .invalidChain, "a StoreKit x5c holds three certificates (Xcode's one), found \(jws.certificates.count)")
+        let jws: SignedJWS
+        let header: JWSHeaderCache.Entry
+        let headerPart = SignedJWS.headerPart(of: text)
+        if let headerPart, let known = headers.entry(for: headerPart) {
+            jws = try SignedJWS(compact: text, knownHeader: ())
+            header = known
+        } else {
+            jws = try SignedJWS(compact: text)
+            guard jws.certificates.count == 3 || jws.certificates.count == 1 else {
+                throw ReceiptError(
+                    .invalidChain,
+                    "a StoreKit x5c holds three certificates (Xcode's one), found \(jws.certificates.count)")
+            }
+            let carried = try chains.certificates(jws.certificates)
+            header = JWSHeaderCache.Entry(
+                carried: carried, signerKey: P256.Signing.PublicKey(carried.certificates[0].publicKey))
+            if let headerPart { headers.remember(header, for: headerPart) }
         }
-        let carried = try chains.certificates(jws.certificates)
-        guard jws.isSigned(by: carried.certificates[0]) else {
+        let policy: ChainPolicy = header.carried.certificates.count == 3 ? .storeKit : .xcodeStoreKit
+        let carried = header.carried
+        guard let signerKey = header.signerKey, jws.isSigned(by: signerKey) else {
             throw ReceiptError(.invalidSignature, "the JWS signature does not verify with its x5c leaf key")
         }
         let payload = jws.payload

@@ -5,10 +5,12 @@
 /// repeat costs one signature check; validity dates are compared on every call.
 public struct ReceiptVerifier: Sendable {
     let chains: ChainVerifier
+    let headers: JWSHeaderCache
 
     /// Creates a verifier that trusts `anchors` only.
     public init(anchors: TrustAnchors, cacheCapacity: Int = 1_024) {
         chains = ChainVerifier(anchors: anchors, capacity: cacheCapacity)
+        headers = JWSHeaderCache(capacity: max(1, cacheCapacity / 4))
     }
 
     /// Verifies decoded input; throws ``ReceiptError`` naming the failed check.
@@ -26,7 +28,7 @@ public struct ReceiptVerifier: Sendable {
         case .transactionReceipt:
             return try TransactionReceiptVerifier(chains: chains).verify(input.bytes, allowTestData: allowTestData)
         case .jws:
-            return try JWSVerifier(chains: chains).verify(input.bytes, allowTestData: allowTestData)
+            return try JWSVerifier(chains: chains, headers: headers).verify(input.bytes, allowTestData: allowTestData)
         }
     }
 }
