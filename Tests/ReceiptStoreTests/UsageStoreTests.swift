@@ -68,11 +68,11 @@ import Testing
             try await store.insertAccount(account)
             let apps = [UUID(), UUID(), UUID()]
             let now = Self.firstOfNovember.usageMonth.start
-            let month = Meter.AccountMonth(accountID: account.id, month: Self.november)
+            let month = UsageMeter.AccountMonth(accountID: account.id, month: Self.november)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<2 {
                     group.addTask {
-                        let meter = Meter()
+                        let meter = UsageMeter()
                         for round in 0..<20 {
                             // The same keys from both meters, in different orders: a deadlock would fail the test.
                             for (index, app) in apps.enumerated() where (index + round) % 3 != 0 {
@@ -98,11 +98,11 @@ import Testing
         try await withTestStore(.sqlite) { store, _ in
             let account = StoreContractTests.account()
             try await store.insertAccount(account)
-            let month = Meter.AccountMonth(accountID: account.id, month: Self.november)
+            let month = UsageMeter.AccountMonth(accountID: account.id, month: Self.november)
             let key = Self.key(account.id, UUID(), Self.firstOfNovember)
             // Another server already flushed 2 of the quota of 5.
             try await store.addUsage([key: 2])
-            let meter = Meter()
+            let meter = UsageMeter()
             func admit() async throws -> Bool {
                 let mark = meter.beginRead(month)
                 let stored = try await store.standing(accountID: account.id, month: Self.november)?.monthCalls ?? -1
@@ -135,7 +135,7 @@ import Testing
         try await withTestStore(kind) { store, _ in
             let account = StoreContractTests.account()
             try await store.insertAccount(account)
-            let month = Meter.AccountMonth(accountID: account.id, month: Self.november)
+            let month = UsageMeter.AccountMonth(accountID: account.id, month: Self.november)
             let now = Self.firstOfNovember.usageMonth.start
             let (first, second) = (UUID(), UUID())
             func claim(_ server: UUID, holding: Int = 0, maximum: Int = 1_000, at date: Date = now) async throws
@@ -166,7 +166,7 @@ import Testing
             // Sequentially draining with both servers never grants more than the quota in all.
             let fresh = StoreContractTests.account(email: "fresh@example.com")
             try await store.insertAccount(fresh)
-            let freshMonth = Meter.AccountMonth(accountID: fresh.id, month: Self.november)
+            let freshMonth = UsageMeter.AccountMonth(accountID: fresh.id, month: Self.november)
             var held: [UUID: Int] = [first: 0, second: 0]
             var rounds = 0
             while rounds < 200 {
@@ -195,7 +195,7 @@ import Testing
             // the holding (its count of what this server's flushes stored says how many), so nothing is counted twice.
             let racing = StoreContractTests.account(email: "racing@example.com")
             try await store.insertAccount(racing)
-            let racingMonth = Meter.AccountMonth(accountID: racing.id, month: Self.november)
+            let racingMonth = UsageMeter.AccountMonth(accountID: racing.id, month: Self.november)
             func racingClaim(holding: Int, flushed: Int) async throws -> Int {
                 try await store.claimQuota(
                     QuotaClaim(

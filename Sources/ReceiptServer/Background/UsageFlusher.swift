@@ -9,7 +9,7 @@ import ServiceLifecycle
 /// A failed flush keeps the counts in memory for the next one and logs an error; counts still unwritten when the
 /// process stops are logged as lost (their number only).
 struct UsageFlusher: Service {
-    let meter: Meter
+    let meter: UsageMeter
     let store: any TenancyStore
     /// This server's quota grants: renewed by each flush, given up when the server stops.
     let grants: QuotaGrantPolicy

@@ -7,7 +7,7 @@ import Foundation
 /// as the quota runs out: a quarter of what is left, so the last calls of a month are granted a few at a time.
 public struct QuotaClaim: Sendable {
     /// The account's month.
-    public let accountMonth: Meter.AccountMonth
+    public let accountMonth: UsageMeter.AccountMonth
     /// The claiming server (random per process).
     public let server: UUID
     /// The plan's monthly quota.
@@ -26,7 +26,7 @@ public struct QuotaClaim: Sendable {
 
     /// Creates a claim.
     public init(
-        accountMonth: Meter.AccountMonth, server: UUID, quota: Int, holding: Int, flushed: Int = 0,
+        accountMonth: UsageMeter.AccountMonth, server: UUID, quota: Int, holding: Int, flushed: Int = 0,
         maximumGrant: Int, expiresAt: Date
     ) {
         self.accountMonth = accountMonth

@@ -16,7 +16,7 @@ public struct UsageGate: Sendable {
     /// The store the standing is read from and the meter flushes to.
     public let store: any TenancyStore
     /// This server's counts.
-    public let meter: Meter
+    public let meter: UsageMeter
     /// This server's rate limits.
     public let rateLimiter: RateLimiter<UUID>
     /// The time limit on the standing's read and on quota claims.
@@ -37,7 +37,7 @@ public struct UsageGate: Sendable {
 
     /// Creates a gate.
     public init(
-        store: any TenancyStore, meter: Meter = Meter(), rateLimiter: RateLimiter<UUID> = RateLimiter(),
+        store: any TenancyStore, meter: UsageMeter = UsageMeter(), rateLimiter: RateLimiter<UUID> = RateLimiter(),
         standingMaxAge: Duration = .seconds(1), deadline: StoreDeadline = StoreDeadline(nil),
         grants: QuotaGrantPolicy = QuotaGrantPolicy(), now: @escaping @Sendable () -> Date = { Date() }
     ) {
@@ -85,7 +85,7 @@ public struct UsageGate: Sendable {
     public func admit(_ caller: Caller, to endpoint: UsageEndpoint) async throws -> Admission {
         let date = now()
         let day = UsageDay(containing: date)
-        let accountMonth = Meter.AccountMonth(accountID: caller.account.id, month: day.usageMonth)
+        let accountMonth = UsageMeter.AccountMonth(accountID: caller.account.id, month: day.usageMonth)
         let (standing, mark) = try await standing(of: accountMonth)
         guard let standing, standing.isEnabled else { return .refused(.accountDisabled) }
         let plan = standing.plan
@@ -124,7 +124,7 @@ public struct UsageGate: Sendable {
 
     /// Claims a grant of the account's month from the store (or waits for the claim already running), records it in
     /// the meter, and returns the calls granted.
-    private func claimGrant(_ accountMonth: Meter.AccountMonth, quota: Int, maximum: Int) async throws -> Int {
+    private func claimGrant(_ accountMonth: UsageMeter.AccountMonth, quota: Int, maximum: Int) async throws -> Int {
         let task: Task<Int, any Error> = claims.running.withLock { running in
             if let claim = running[accountMonth] { return claim }
             let claim = Task { [self] in
@@ -156,15 +156,15 @@ public struct UsageGate: Sendable {
                 day: ticket.day)
         }
         meter.settle(
-            Meter.AccountMonth(accountID: ticket.accountID, month: ticket.day.usageMonth), counting: key,
+            UsageMeter.AccountMonth(accountID: ticket.accountID, month: ticket.day.usageMonth), counting: key,
             returningGrant: ticket.fromGrant)
     }
 
     /// The account's standing, reused from an earlier read when nothing can have changed since.
     ///
-    /// A reused read keeps its ``Meter/ReadMark``: the counts it holds are still exactly the ones committed before it,
+    /// A reused read keeps its ``UsageMeter/ReadMark``: the counts it holds are still exactly the ones committed before it,
     /// so the meter's arithmetic stays exact. Only reads that no flush overlapped are kept.
-    private func standing(of accountMonth: Meter.AccountMonth) async throws -> (AccountStanding?, Meter.ReadMark) {
+    private func standing(of accountMonth: UsageMeter.AccountMonth) async throws -> (AccountStanding?, UsageMeter.ReadMark) {
         // Taken before the read: a change committed while it runs moves the marker, so the read is not reused.
         let marker = store.changeMarker()
         let instant = ContinuousClock.now
@@ -183,7 +183,7 @@ public struct UsageGate: Sendable {
         return (standing, mark)
     }
 
-    private func read(_ accountMonth: Meter.AccountMonth) async throws -> (AccountStanding?, Meter.ReadMark) {
+    private func read(_ accountMonth: UsageMeter.AccountMonth) async throws -> (AccountStanding?, UsageMeter.ReadMark) {
         let mark = meter.beginRead(accountMonth)
         let standing = try await deadline.run("the account's standing") { [store] in
             try await store.standing(accountID: accountMonth.accountID, month: accountMonth.month)
@@ -194,14 +194,14 @@ public struct UsageGate: Sendable {
 
 /// The quota claims in flight, by account and month.
 private final class RunningClaims: Sendable {
-    let running = Mutex<[Meter.AccountMonth: Task<Int, any Error>]>([:])
+    let running = Mutex<[UsageMeter.AccountMonth: Task<Int, any Error>]>([:])
 }
 
 /// Standing reads by account and month, each with the store's change marker it was read under.
 private final class StandingCache: Sendable {
     struct Entry: Sendable {
         let standing: AccountStanding
-        let mark: Meter.ReadMark
+        let mark: UsageMeter.ReadMark
         let marker: Int
         let readAt: ContinuousClock.Instant
     }
@@ -209,16 +209,16 @@ private final class StandingCache: Sendable {
     /// Entries kept at most; the cache is emptied when it would grow beyond this.
     static let capacity = 100_000
 
-    private let entries = Mutex<[Meter.AccountMonth: Entry]>([:])
+    private let entries = Mutex<[UsageMeter.AccountMonth: Entry]>([:])
 
-    func entry(for key: Meter.AccountMonth, marker: Int, notBefore: ContinuousClock.Instant) -> Entry? {
+    func entry(for key: UsageMeter.AccountMonth, marker: Int, notBefore: ContinuousClock.Instant) -> Entry? {
         entries.withLock { entries in
             guard let entry = entries[key], entry.marker == marker, entry.readAt >= notBefore else { return nil }
             return entry
         }
     }
 
-    func store(_ entry: Entry, for key: Meter.AccountMonth) {
+    func store(_ entry: Entry, for key: UsageMeter.AccountMonth) {
         entries.withLock { entries in
             if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
             entries[key] = entry

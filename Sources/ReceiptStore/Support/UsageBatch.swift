@@ -6,12 +6,12 @@ import ReceiptService
 /// order, so two servers flushing at once wait for each other instead of deadlocking.
 struct UsageBatch {
     let daily: [(key: UsageKey, calls: Int)]
-    let monthly: [(key: Meter.AccountMonth, calls: Int)]
+    let monthly: [(key: UsageMeter.AccountMonth, calls: Int)]
 
     init(_ counts: [UsageKey: Int]) {
         let positive = counts.filter { $0.value > 0 }
         daily = positive.map { (key: $0.key, calls: $0.value) }.sorted { $0.key < $1.key }
-        var monthly: [Meter.AccountMonth: Int] = [:]
+        var monthly: [UsageMeter.AccountMonth: Int] = [:]
         for (key, calls) in positive {
             monthly[key.accountMonth, default: 0] += calls
         }

@@ -10,7 +10,7 @@ import Synchronization
 /// ``beginRead(_:)``/``readWasClean(_:)`` let the caller detect that and read again, and the count assumed to be
 /// in the store is always the lower bound (the total committed when the read began), so a decision errs towards
 /// refusing, never towards letting a call past the quota.
-public final class Meter: Sendable {
+public final class UsageMeter: Sendable {
     /// One account's month: the unit a quota is counted in and a monthly total is stored under.
     public struct AccountMonth: Sendable, Hashable, Comparable {
         /// The account.
