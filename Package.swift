@@ -28,6 +28,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.34.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.24.0"),
+        // Metrics API (already in the graph through Hummingbird) and its Prometheus back end for `/metrics`.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.1.0"),
     ],
     targets: [
         // Pure verification core: no I/O, no clock, no logging.
@@ -49,6 +52,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strictness
         ),
@@ -62,6 +66,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strictness
         ),
@@ -98,7 +103,11 @@ let package = Package(
                 // HTTP parts as Hummingbird's pipeline carries them, for the connection guard (already in the graph).
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
+            // The API's contract, served at /openapi.json.
+            resources: [.embedInCode("Operations/openapi.json")],
             swiftSettings: strictness
         ),
         // The executable: argument parsing only; every command calls a library.
@@ -181,7 +190,9 @@ let package = Package(
         .testTarget(
             name: "ReceiptServerTests",
             dependencies: [
-                "ReceiptServer", "ReceiptStore", "ReceiptService", "TestSupport",
+                "ReceiptServer", "ReceiptStore", "ReceiptService", "ReceiptCore", "ReceiptTestKit", "TestSupport",
+                "AppleClients",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CoreMetrics
 import Foundation
 import Logging
 import NIOCore
@@ -15,10 +16,17 @@ public final class VerifyReceiptClient: AppleReceiptVerifying {
     /// Where and how Apple is reached.
     public let configuration: VerifyReceiptConfiguration
     private let http: HTTPClient
+    private let metrics: any MetricsFactory
 
-    /// Creates a client with its own connection pool; call ``shutdown()`` when done.
-    public init(configuration: VerifyReceiptConfiguration) {
+    /// Creates a client with its own connection pool, counting its exchanges into `metrics` (nil: nowhere); call
+    /// ``shutdown()`` when done.
+    ///
+    /// Metrics: `receiptverify_apple_requests_total{environment, result}` (result: `answered`, `retryable` for an
+    /// answer Apple marks as such, `http_error`, `network`, `timeout`, `invalid`), the duration of each exchange in
+    /// `receiptverify_apple_request_duration_seconds{environment}`, and `receiptverify_apple_retries_total{environment}`.
+    public init(configuration: VerifyReceiptConfiguration, metrics: (any MetricsFactory)? = nil) {
         self.configuration = configuration
+        self.metrics = metrics ?? NOOPMetricsHandler.instance
         var httpConfiguration = HTTPClient.Configuration()
         httpConfiguration.timeout = .init(connect: .init(configuration.connectTimeout), read: nil)
         httpConfiguration.redirectConfiguration = .disallow
@@ -63,21 +71,27 @@ public final class VerifyReceiptClient: AppleReceiptVerifying {
         let url = environment == .sandbox ? configuration.sandboxURL : configuration.productionURL
         var attempt = 1
         while true {
+            let started = ContinuousClock.now
             let result = await send(payload, to: url, environment: environment, until: deadline, logger: logger)
+            record(result, environment: environment, duration: started.duration(to: .now))
             let pause = Self.backoff(attempt: attempt, base: configuration.backoffBase)
             let mayRetry = attempt < configuration.maximumAttempts && ContinuousClock.now.advanced(by: pause) < deadline
             switch result {
             case .answered(let answer) where !answer.isRetryable || !mayRetry: return answer
-            case .failed(let error, let retryable) where !retryable || !mayRetry: throw error
+            case .failed(let error, let retryable, _) where !retryable || !mayRetry: throw error
             case .answered(let answer):
                 logger.debug(
                     "retrying verifyReceipt",
                     metadata: ["apple.environment": "\(environment.rawValue)", "apple.status": "\(answer.status)"])
-            case .failed(let error, _):
+            case .failed(let error, _, _):
                 logger.debug(
                     "retrying verifyReceipt",
                     metadata: ["apple.environment": "\(environment.rawValue)", "error": "\(error.reason)"])
             }
+            Counter(
+                label: "receiptverify_apple_retries_total", dimensions: [("environment", environment.rawValue)],
+                factory: metrics
+            ).increment()
             try await Task.sleep(for: pause)
             attempt += 1
         }
@@ -86,7 +100,30 @@ public final class VerifyReceiptClient: AppleReceiptVerifying {
     private enum Attempt {
         case answered(AppleReceiptAnswer)
         /// Network failure, timeout, HTTP error or an answer that is not `verifyReceipt` JSON.
-        case failed(ServiceError, retryable: Bool)
+        case failed(ServiceError, retryable: Bool, kind: FailureKind)
+    }
+
+    /// What went wrong with an exchange, as a metric label.
+    private enum FailureKind: String {
+        case timeout, network, invalid
+        case httpError = "http_error"
+    }
+
+    /// Counts one exchange and its duration.
+    private func record(_ attempt: Attempt, environment: AppStoreEnvironment, duration: Duration) {
+        let result: String
+        switch attempt {
+        case .answered(let answer): result = answer.isRetryable ? "retryable" : "answered"
+        case .failed(_, _, let kind): result = kind.rawValue
+        }
+        Counter(
+            label: "receiptverify_apple_requests_total",
+            dimensions: [("environment", environment.rawValue), ("result", result)], factory: metrics
+        ).increment()
+        Timer(
+            label: "receiptverify_apple_request_duration_seconds", dimensions: [("environment", environment.rawValue)],
+            factory: metrics
+        ).recordNanoseconds(duration.nanoseconds)
     }
 
     /// One HTTP exchange. Network failures and HTTP 5xx may succeed on retry; a timeout past the deadline, another
@@ -97,7 +134,7 @@ public final class VerifyReceiptClient: AppleReceiptVerifying {
     ) async -> Attempt {
         let name = "verifyReceipt (\(environment.rawValue))"
         let remaining = ContinuousClock.now.duration(to: deadline)
-        guard remaining > .zero else { return .failed(Self.timedOut, retryable: false) }
+        guard remaining > .zero else { return .failed(Self.timedOut, retryable: false, kind: .timeout) }
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
@@ -109,26 +146,32 @@ public final class VerifyReceiptClient: AppleReceiptVerifying {
             status = response.status
             bytes = try await response.body.collect(upTo: configuration.maximumResponseSize)
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
-            return .failed(Self.timedOut, retryable: false)
+            return .failed(Self.timedOut, retryable: false, kind: .timeout)
         } catch is NIOTooManyBytesError {
-            return .failed(ServiceError(.appleUnavailable, "\(name) answered more than the size limit"), retryable: false)
+            return .failed(
+                ServiceError(.appleUnavailable, "\(name) answered more than the size limit"), retryable: false,
+                kind: .invalid)
         } catch {
-            return .failed(ServiceError(.appleUnavailable, "\(name) failed: \(error)"), retryable: true)
-        }
-        if status.code >= 500 {
-            return .failed(ServiceError(.appleUnavailable, "\(name) answered HTTP \(status.code)"), retryable: true)
+            return .failed(
+                ServiceError(.appleUnavailable, "\(name) failed: \(error)"), retryable: true, kind: .network)
         }
         guard status == .ok else {
-            return .failed(ServiceError(.appleUnavailable, "\(name) answered HTTP \(status.code)"), retryable: false)
+            return .failed(
+                ServiceError(.appleUnavailable, "\(name) answered HTTP \(status.code)"),
+                retryable: status.code >= 500, kind: .httpError)
         }
         let parsed: JSONValue
         do {
             parsed = try JSONParser.parse(bytes.readableBytesView)
         } catch {
-            return .failed(ServiceError(.appleUnavailable, "\(name) answered something that is not JSON"), retryable: false)
+            return .failed(
+                ServiceError(.appleUnavailable, "\(name) answered something that is not JSON"), retryable: false,
+                kind: .invalid)
         }
         guard case .object(let object) = parsed, case .integer(let code) = object["status"] else {
-            return .failed(ServiceError(.appleUnavailable, "\(name) answered JSON without a status"), retryable: false)
+            return .failed(
+                ServiceError(.appleUnavailable, "\(name) answered JSON without a status"), retryable: false,
+                kind: .invalid)
         }
         let appleSays: Bool?
         if case .bool(let flag)? = object["is-retryable"] { appleSays = flag } else { appleSays = nil }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PostgresNIO
 import ReceiptService
 
 /// Where tenancy data lives: an SQLite file (the default) or a PostgreSQL database.
@@ -58,6 +59,16 @@ public enum StoreLocation: Sendable, Equatable {
                 try await store.migrate()
                 return try await body(store)
             }
+        }
+    }
+
+    /// The most database connections a store at this location opens: PostgreSQL's pool size (the URL's `pool_size`,
+    /// or PostgresNIO's default), 1 for SQLite's one connection.
+    public var poolSize: Int {
+        switch self {
+        case .sqlite: return 1
+        case .postgres(let url):
+            return (try? PostgresURL.configuration(from: url).options.maximumConnections) ?? 1
         }
     }
 }

@@ -10,7 +10,8 @@ import ReceiptService
 /// (endpoint, rate limit, monthly quota), verify, count the call if it was billable, answer.
 ///
 /// Every answer is JSON with `status`, `description` and `request_id` (a successful `/apiencrypted` answer is that
-/// JSON sealed with the app's key). One info line per request is logged, never with the receipt, key or secrets.
+/// JSON sealed with the app's key). What the log line and the metrics need goes into the context's
+/// ``RequestRecord``; ``RequestLogMiddleware`` and ``MetricsMiddleware`` write them.
 struct VerificationEndpoint: Sendable {
     /// Which route.
     enum Kind: String, Sendable {
@@ -34,9 +35,7 @@ struct VerificationEndpoint: Sendable {
     let logger: Logger
 
     func respond(to request: Request, context: ServerContext, kind: Kind) async -> Response {
-        let started = ContinuousClock.now
-        let requestID = RequestID.generate()
-        var token: String?
+        let requestID = context.requestID
         var nonce: String?
         var outcome: VerificationOutcome
         var sealed: String?
@@ -46,9 +45,10 @@ struct VerificationEndpoint: Sendable {
         defer { bodies.release(body.reserved) }
         do {
             let parsed = try await read(request, context: context, into: &body)
-            token = parsed.token
+            context.record.token = parsed.token
             nonce = parsed.nonce
             let caller = try await authenticate(request, parsed, from: context)
+            context.record.caller = caller
             let ticket: UsageGate.Ticket
             switch try await gate.admit(caller, to: kind.usageEndpoint) {
             case .admitted(let admitted): ticket = admitted
@@ -73,7 +73,8 @@ struct VerificationEndpoint: Sendable {
         }
         var response = Self.response(outcome, sealed: sealed, requestID: requestID)
         if !body.isComplete, Self.hasBody(request) { response.headers[.connection] = "close" }
-        log(outcome, request: request, kind: kind, token: token, requestID: requestID, started: started)
+        context.record.outcome = RequestRecord.Outcome(
+            status: outcome.status, source: outcome.source, input: outcome.input?.rawValue, detail: outcome.detail)
         return response
     }
 
@@ -272,7 +273,10 @@ struct VerificationEndpoint: Sendable {
         return max(1, Int(components.seconds) + (components.attoseconds > 0 ? 1 : 0))
     }
 
-    static func response(_ outcome: VerificationOutcome, sealed: String?, requestID: String) -> Response {
+    /// The HTTP answer for `outcome`; a 405 names the `allowed` methods.
+    static func response(
+        _ outcome: VerificationOutcome, sealed: String?, requestID: String, allowed: String = "POST"
+    ) -> Response {
         var headers = HTTPFields()
         headers[RequestID.header] = requestID
         headers[.cacheControl] = "no-store"
@@ -284,7 +288,7 @@ struct VerificationEndpoint: Sendable {
             headers[.contentType] = "application/json"
             bytes = JSONValue.object(outcome.body).encoded
         }
-        if outcome.status == ResponseStatus.methodNotAllowed { headers[.allow] = "POST" }
+        if outcome.status == ResponseStatus.methodNotAllowed { headers[.allow] = allowed }
         if outcome.status == ResponseStatus.unauthorized { headers[.wwwAuthenticate] = "Bearer" }
         if case .integer(let seconds)? = outcome.body["retry_after"] { headers[.retryAfter] = "\(seconds)" }
         return Response(
@@ -292,25 +296,6 @@ struct VerificationEndpoint: Sendable {
             body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    private func log(
-        _ outcome: VerificationOutcome, request: Request, kind: Kind, token: String?, requestID: String,
-        started: ContinuousClock.Instant
-    ) {
-        let elapsed = started.duration(to: .now)
-        let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
-        var metadata: Logger.Metadata = [
-            "request_id": "\(requestID)", "http.route": "\(kind.rawValue)",
-            "http.status": "\(ResponseStatus.httpStatus(of: outcome.status))", "status": "\(outcome.status)",
-            "app.token": "\(token.map { App.hasTokenShape($0) ? $0 : "malformed" } ?? "-")",
-            "latency_ms": "\(Double(microseconds) / 1000)", "verification.source": "\(outcome.source.rawValue)",
-        ]
-        if let detail = outcome.detail { metadata["reason"] = "\(detail)" }
-        if ResponseStatus.httpStatus(of: outcome.status) >= 500 {
-            logger.error("request failed", metadata: metadata)
-        } else {
-            logger.info("request", metadata: metadata)
-        }
-    }
 }
 
 /// An address over its budget of failed authentications asked for a lookup the caches cannot answer.
@@ -332,9 +317,3 @@ struct HTTPFailure: Error {
     }
 }
 
-/// Request ids: 96 random bits as hex, sent back in `X-Request-ID` and the body, and logged.
-enum RequestID {
-    static let header = HTTPField.Name("X-Request-ID")!
-
-    static func generate() -> String { Hex.encode(SecureRandom.bytes(12)) }
-}

@@ -9,23 +9,98 @@ import ServiceLifecycle
 /// Builds the HTTP application over a store that is already migrated and whose master key has been checked.
 ///
 /// - Parameters:
-///   - configuration: where to listen, body limit, authentication cache.
+///   - configuration: where to listen, limits, the authentication cache, where metrics are served.
 ///   - tenancy: accounts, keys and apps.
 ///   - verification: the local verifier and Apple client, as the apps' modes need them.
+///   - metrics: the application's metrics (the Apple client and the store record into the same registry).
 ///   - services: long-running services the application runs beside the server (a PostgreSQL pool, …); the usage
-///     flusher is added after them.
+///     flusher (and the metrics listener, if it has its own port) are added after them.
 ///   - logger: the application's logger.
 public func buildApplication(
     configuration: ServerConfiguration, tenancy: TenancyService, verification: VerificationService,
-    services: [any Service] = [], logger: Logger
+    metrics: ServerMetrics = ServerMetrics(), services: [any Service] = [], logger: Logger
 ) -> Application<RouterResponder<ServerContext>> {
+    let components = ServerComponents(configuration: configuration, store: tenancy.store, metrics: metrics)
+    let router = buildRouter(
+        configuration: configuration, tenancy: tenancy, verification: verification, components: components,
+        logger: logger)
+    var extraServices: [any Service] = [
+        UsageFlusher(
+            meter: components.gate.meter, store: tenancy.store, grants: components.gate.grants,
+            interval: configuration.usageFlushInterval, deadline: components.deadline, status: components.flushes,
+            logger: logger)
+    ]
+    if let port = configuration.metricsPort {
+        extraServices.append(
+            buildMetricsApplication(
+                hostname: configuration.metricsHostname, port: port, components: components, logger: logger))
+    }
+    return Application(
+        router: router,
+        // The guard of each connection: the connection cap, the whole-request deadline, `Connection: close`; and the
+        // idle timeout, which closes connections that send nothing, between requests or in the middle of one.
+        server: .http1(
+            configuration: .init(
+                additionalChannelHandlers: [
+                    ConnectionGuard(
+                        limiter: components.connections,
+                        requestTimeout: configuration.requestTimeout.map { TimeAmount($0) })
+                ],
+                idleTimeout: configuration.idleTimeout.map { TimeAmount($0) })),
+        configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
+        // Services stop in reverse order after the server has finished its requests: the flusher writes the last
+        // counts before the store's pool (first in `services`) closes.
+        services: services + extraServices,
+        logger: logger)
+}
+
+/// What the routes share with each other and with the services beside the server.
+struct ServerComponents: Sendable {
+    /// Every database read a request waits for has this deadline: an outage answers 503 instead of holding requests.
+    let deadline: StoreDeadline
+    let gate: UsageGate
+    let connections: ConnectionLimiter
+    let metrics: ServerMetrics
+    let flushes: FlushStatus
+
+    init(configuration: ServerConfiguration, store: any TenancyStore, metrics: ServerMetrics) {
+        deadline = StoreDeadline(configuration.databaseTimeout, metrics: metrics.factory)
+        gate = UsageGate(store: store, deadline: deadline)
+        connections = ConnectionLimiter(maximum: configuration.maximumConnections)
+        self.metrics = metrics
+        flushes = FlushStatus(metrics: metrics.factory)
+        metrics.setPoolSize(configuration.store.poolSize)
+    }
+
+    /// The metrics in Prometheus text format, with the figures read at scrape time brought up to date.
+    func renderMetrics() -> Response {
+        let text = metrics.render(
+            pendingCalls: gate.meter.unflushedCalls, sinceLastFlush: flushes.sinceLastSuccess,
+            connections: connections.open)
+        return Response(
+            status: .ok,
+            headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: text)))
+    }
+}
+
+/// The routes: the verification API, health and readiness, the API's contract, and metrics unless they have a port of
+/// their own. Every route answers errors in the API's JSON shape, and a known path asked with another method gets
+/// 405 with `Allow`.
+func buildRouter(
+    configuration: ServerConfiguration, tenancy: TenancyService, verification: VerificationService,
+    components: ServerComponents, logger: Logger
+) -> Router<ServerContext> {
     let router = Router(context: ServerContext.self)
+    // Outermost first: the log line and the metrics see every answer, errors turned into JSON included.
+    router.add(middleware: RequestLogMiddleware(logger: logger))
+    router.add(middleware: MetricsMiddleware(metrics: components.metrics))
     router.add(middleware: JSONErrorMiddleware())
+
+    // Operations.
     router.get("/healthz") { _, _ in HealthStatus(status: "ok") }
     router.head("/healthz") { _, _ in HTTPResponse.Status.ok }
-    // Every database read a request waits for has this deadline: an outage answers 503 instead of holding requests.
-    let deadline = StoreDeadline(configuration.databaseTimeout)
-    let readinessCheck = ReadinessCheck(store: tenancy.store, deadline: deadline, logger: logger)
+    let readinessCheck = ReadinessCheck(store: tenancy.store, deadline: components.deadline, logger: logger)
     let readiness: @Sendable (Request, ServerContext) async throws -> HealthStatus = { _, _ in
         guard await readinessCheck.isReady() else {
             throw HTTPError(.serviceUnavailable, message: "database unavailable")
@@ -37,48 +112,55 @@ public func buildApplication(
         _ = try await readiness(request, context)
         return HTTPResponse.Status.ok
     }
+    router.get("/openapi.json") { _, _ in OpenAPIDocument.response() }
+    var operations: [(String, [HTTPRequest.Method])] = [
+        ("/healthz", [.get, .head]), ("/readyz", [.get, .head]), ("/openapi.json", [.get]),
+    ]
+    if configuration.metricsPort == nil {
+        router.get("/metrics") { _, _ in components.renderMetrics() }
+        operations.append(("/metrics", [.get]))
+    }
 
-    let connections = ConnectionLimiter(maximum: configuration.maximumConnections)
-    let gate = UsageGate(store: tenancy.store, deadline: deadline)
+    // The verification API.
     let endpoint = VerificationEndpoint(
         authenticator: Authenticator(
-            tenancy: tenancy, cacheTTL: configuration.authenticationCacheTTL, deadline: deadline),
+            tenancy: tenancy, cacheTTL: configuration.authenticationCacheTTL, deadline: components.deadline),
         failedAuthentications: FailedAuthentications(perSecond: configuration.failedAuthenticationsPerSecond),
-        gate: gate,
+        gate: components.gate,
         verification: verification, maximumBodySize: configuration.maximumBodySize,
         bodies: BodyBudget(limit: configuration.maximumBodyMemory), logger: logger)
     for kind in [VerificationEndpoint.Kind.plain, .encrypted] {
         router.post(RouterPath(kind.rawValue)) { request, context in
             await endpoint.respond(to: request, context: context, kind: kind)
         }
-        for method in [HTTPRequest.Method.get, .put, .patch, .delete, .head, .options] {
-            router.on(RouterPath(kind.rawValue), method: method) { _, _ -> Response in
-                throw HTTPError(.methodNotAllowed)
-            }
+    }
+    for (path, methods) in operations + [("/api", [.post]), ("/apiencrypted", [.post])] {
+        router.refuseOtherMethods(on: path, allowing: methods)
+    }
+    return router
+}
+
+/// The metrics listener on its own port: `/metrics` and nothing else (JSON 404 for the rest).
+func buildMetricsApplication(hostname: String, port: Int, components: ServerComponents, logger: Logger)
+    -> Application<RouterResponder<ServerContext>>
+{
+    let router = Router(context: ServerContext.self)
+    router.add(middleware: JSONErrorMiddleware())
+    router.get("/metrics") { _, _ in components.renderMetrics() }
+    router.refuseOtherMethods(on: "/metrics", allowing: [.get])
+    return Application(
+        router: router, configuration: .init(address: .hostname(hostname, port: port), serverName: nil),
+        logger: logger)
+}
+
+extension Router where Context == ServerContext {
+    /// Answers 405 (with `Allow`) to every common method `path` does not take.
+    func refuseOtherMethods(on path: String, allowing allowed: [HTTPRequest.Method]) {
+        let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
+        for method in methods where !allowed.contains(method) {
+            on(RouterPath(path), method: method) { _, _ -> Response in throw MethodNotAllowed(allowed: allowed) }
         }
     }
-    return Application(
-        router: router,
-        // Closes connections that send nothing for the timeout, between requests or in the middle of one, so idle or
-        // stalled clients cannot hold connections (and their buffers) open.
-        // The guard of each connection: the connection cap, the whole-request deadline, `Connection: close`.
-        server: .http1(
-            configuration: .init(
-                additionalChannelHandlers: [
-                    ConnectionGuard(
-                        limiter: connections, requestTimeout: configuration.requestTimeout.map { TimeAmount($0) })
-                ],
-                idleTimeout: configuration.idleTimeout.map { TimeAmount($0) })),
-        configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
-        // Services stop in reverse order after the server has finished its requests: the flusher writes the last
-        // counts before the store's pool (first in `services`) closes.
-        services: services + [
-            UsageFlusher(
-                meter: gate.meter, store: tenancy.store, grants: gate.grants,
-                interval: configuration.usageFlushInterval,
-                deadline: deadline, logger: logger)
-        ],
-        logger: logger)
 }
 
 /// The body of `/healthz` and `/readyz`.

@@ -1,19 +1,40 @@
+import HTTPTypes
 import Hummingbird
 import ReceiptCore
 import ReceiptService
 
-/// Turns the router's own errors (unknown path, wrong method) into JSON answers shaped like every other one.
-struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+/// Turns every error a route throws (unknown path, wrong method, an unready database, anything unexpected) into a
+/// JSON answer shaped like every other one: `status`, `description`, `request_id`; never Hummingbird's plain text.
+struct JSONErrorMiddleware: RouterMiddleware {
+    typealias Context = ServerContext
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
         do {
             return try await next(request, context)
-        } catch let error as HTTPError {
-            var outcome = VerificationOutcome.failure(Int(error.status.code))
-            let requestID = RequestID.generate()
-            outcome.body["request_id"] = .string(requestID)
-            return VerificationEndpoint.response(outcome, sealed: nil, requestID: requestID)
+        } catch {
+            let status = (error as? any HTTPResponseError).map { Int($0.status.code) } ?? ResponseStatus.internalError
+            var outcome = VerificationOutcome.failure(status)
+            if status == ResponseStatus.serviceUnavailable {
+                outcome.body["retryable"] = .bool(true)
+                outcome.body["retry_after"] = .integer(1)
+            }
+            outcome.body["request_id"] = .string(context.requestID)
+            return VerificationEndpoint.response(
+                outcome, sealed: nil, requestID: context.requestID,
+                allowed: (error as? MethodNotAllowed)?.allowed.map(\.rawValue).joined(separator: ", ") ?? "POST")
         }
+    }
+}
+
+/// A known path asked with a method it does not take: 405 with `Allow` naming the ones it does.
+struct MethodNotAllowed: HTTPResponseError {
+    let allowed: [HTTPRequest.Method]
+
+    var status: HTTPResponse.Status { .methodNotAllowed }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(status: status, headers: [.allow: allowed.map(\.rawValue).joined(separator: ", ")])
     }
 }

@@ -27,7 +27,8 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
             "trust.built_in": "\(!configuration.replacesBuiltInRoots)",
         ])
     let verifier = ReceiptVerifier(anchors: anchors)
-    let apple = VerifyReceiptClient(configuration: configuration.apple)
+    let metrics = ServerMetrics()
+    let apple = VerifyReceiptClient(configuration: configuration.apple, metrics: metrics.factory)
     let verification = VerificationService(verifier: verifier, apple: apple)
     do {
         switch configuration.store {
@@ -35,8 +36,8 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
             let store = try await SQLiteStore.open(path: path, logger: logger)
             do {
                 try await serve(
-                    store: store, services: [], verification: verification, configuration: configuration,
-                    masterKey: masterKey, logger: logger)
+                    store: store, services: [], verification: verification, metrics: metrics,
+                    configuration: configuration, masterKey: masterKey, logger: logger)
                 try await store.close()
             } catch {
                 try? await store.close()
@@ -45,8 +46,8 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
         case .postgres(let url):
             let store = try PostgresStore(url: url, logger: logger, listensForChanges: true)
             try await serve(
-                store: store, services: [store], verification: verification, configuration: configuration,
-                masterKey: masterKey, logger: logger)
+                store: store, services: [store], verification: verification, metrics: metrics,
+                configuration: configuration, masterKey: masterKey, logger: logger)
         }
         try await apple.shutdown()
     } catch {
@@ -56,13 +57,13 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
 }
 
 private func serve(
-    store: any TenancyStore, services: [any Service], verification: VerificationService,
+    store: any TenancyStore, services: [any Service], verification: VerificationService, metrics: ServerMetrics,
     configuration: ServerConfiguration, masterKey: MasterKey, logger: Logger
 ) async throws {
     let tenancy = TenancyService(store: store, masterKey: masterKey)
     var app = buildApplication(
-        configuration: configuration, tenancy: tenancy, verification: verification, services: services,
-        logger: logger)
+        configuration: configuration, tenancy: tenancy, verification: verification, metrics: metrics,
+        services: services, logger: logger)
     app.beforeServerStarts {
         try await store.migrate()
         try await tenancy.checkMasterKey()

@@ -29,6 +29,8 @@ import ReceiptStore
 /// | `--apple-connect-timeout` / `RECEIPTVERIFY_APPLE_CONNECT_TIMEOUT` | `3` | seconds to open a connection to Apple |
 /// | `--apple-timeout` / `RECEIPTVERIFY_APPLE_TIMEOUT` | `15` | seconds for a whole exchange with Apple, retries included |
 /// | `--apple-attempts` / `RECEIPTVERIFY_APPLE_ATTEMPTS` | `3` | attempts per environment on retryable failures |
+/// | `--metrics-port` / `RECEIPTVERIFY_METRICS_PORT` | none | serve `/metrics` on this port instead of the main one |
+/// | `--metrics-hostname` / `RECEIPTVERIFY_METRICS_HOSTNAME` | `127.0.0.1` | address of the metrics listener |
 public struct ServerConfiguration: Sendable {
     /// The address to listen on.
     public var hostname: String
@@ -64,6 +66,10 @@ public struct ServerConfiguration: Sendable {
     public var requestTimeout: Duration?
     /// How Apple's `verifyReceipt` is reached.
     public var apple: VerifyReceiptConfiguration
+    /// The port of a listener serving `/metrics` alone; nil serves `/metrics` on the main port.
+    public var metricsPort: Int?
+    /// The address the metrics listener binds to.
+    public var metricsHostname: String
 
     /// Creates a configuration.
     public init(
@@ -75,7 +81,7 @@ public struct ServerConfiguration: Sendable {
         failedAuthenticationsPerSecond: Int? = 10, databaseTimeout: Duration? = .seconds(2),
         shutdownTimeout: Duration = .seconds(25),
         usageFlushInterval: Duration = .seconds(1),
-        apple: VerifyReceiptConfiguration = .init()
+        apple: VerifyReceiptConfiguration = .init(), metricsPort: Int? = nil, metricsHostname: String = "127.0.0.1"
     ) {
         self.hostname = hostname
         self.port = port
@@ -93,5 +99,7 @@ public struct ServerConfiguration: Sendable {
         self.shutdownTimeout = shutdownTimeout
         self.usageFlushInterval = usageFlushInterval
         self.apple = apple
+        self.metricsPort = metricsPort
+        self.metricsHostname = metricsHostname
     }
 }

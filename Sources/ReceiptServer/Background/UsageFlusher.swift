@@ -1,5 +1,7 @@
+import CoreMetrics
 import Foundation
 import Logging
+import Synchronization
 import ReceiptService
 import ServiceLifecycle
 
@@ -16,6 +18,8 @@ struct UsageFlusher: Service {
     let interval: Duration
     /// The time limit of one flush, so that a database outage cannot hold a graceful stop.
     let deadline: StoreDeadline
+    /// When the last flush succeeded, and the failures, for the metrics.
+    let status: FlushStatus
     let logger: Logger
 
     /// Final flush attempts on shutdown, a short pause apart, before the remaining counts are given up.
@@ -57,12 +61,32 @@ struct UsageFlusher: Service {
                     grants: (renewal, startedAt: startedAt, validUntil: grants.validity(from: startedAt)))
             }
             if written > 0 { logger.trace("usage flushed", metadata: ["usage.calls": "\(written)"]) }
+            status.succeeded()
             return true
         } catch {
+            status.failed()
             logger.error(
                 "usage flush failed; counts kept for the next attempt",
                 metadata: ["usage.pending_calls": "\(meter.unflushedCalls)", "error": "\(error)"])
             return false
         }
     }
+}
+
+/// How the usage flushes go: the instant of the last success (`receiptverify_usage_flush_lag_seconds` is the time
+/// since) and the failures (`receiptverify_usage_flush_failures_total`).
+final class FlushStatus: Sendable {
+    private let lastSuccess = Mutex(ContinuousClock.now)
+    private let failures: Counter
+
+    init(metrics: any MetricsFactory) {
+        failures = Counter(label: "receiptverify_usage_flush_failures_total", factory: metrics)
+    }
+
+    func succeeded() { lastSuccess.withLock { $0 = .now } }
+
+    func failed() { failures.increment() }
+
+    /// The time since the last successful flush (since the start before the first).
+    var sinceLastSuccess: Duration { lastSuccess.withLock { $0 }.duration(to: .now) }
 }

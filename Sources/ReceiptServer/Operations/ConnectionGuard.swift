@@ -32,6 +32,9 @@ final class ConnectionLimiter: Sendable {
         self.evictionAge = evictionAge
     }
 
+    /// The connections open now.
+    var open: Int { state.withLock { $0.open } }
+
     /// Takes a place for a new connection; false when the cap is reached and no waiting connection can be displaced
     /// (the new connection is then closed).
     func admit() -> Bool {

@@ -1,6 +1,6 @@
 import ReceiptCore
 
-/// The `status` codes of our answers (DESIGN.md §2) and the fixed sentence that goes with each.
+/// The `status` codes of our answers (docs/api.md, "Status codes") and the fixed sentence that goes with each.
 ///
 /// Apple's own codes (21000-21010, 21100-21199) keep Apple's meaning; the others mirror an HTTP status.
 public enum ResponseStatus {
@@ -35,7 +35,7 @@ public enum ResponseStatus {
         case unauthorized: return "The API key or app token is not valid"
         case paymentRequired: return "The account's plan does not include this endpoint"
         case notFound: return "No such endpoint"
-        case methodNotAllowed: return "Only POST is accepted here"
+        case methodNotAllowed: return "This method is not accepted here; the Allow header names the ones that are"
         case payloadTooLarge: return "The request body is too large"
         case unsupportedMediaType: return "The body must be application/json or application/x-www-form-urlencoded"
         case tooManyRequests: return "Too many requests; slow down or raise the plan's limits"

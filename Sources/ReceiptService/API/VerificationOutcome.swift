@@ -20,6 +20,8 @@ public struct VerificationOutcome: Sendable {
     public var source: Source
     /// Why it failed, for the log only (never in the body).
     public var detail: String?
+    /// The kind of input that was judged; nil when no receipt could be read.
+    public var input: ReceiptInput.Kind?
 
     /// Creates an outcome.
     public init(status: Int, body: JSONObject, source: Source, detail: String? = nil) {

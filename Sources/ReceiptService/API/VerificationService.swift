@@ -61,6 +61,7 @@ public struct VerificationService: Sendable {
             }
         }
         if outcome.isValid, let repairs = input.repairsValue { outcome.body["repairs"] = repairs }
+        outcome.input = input.kind
         return outcome
     }
 

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Synchronization
 
 /// A time limit on work that waits for the database, so that an outage fails fast instead of holding requests.
@@ -8,14 +9,32 @@ import Synchronization
 public struct StoreDeadline: Sendable {
     /// The limit; nil for none.
     public let limit: Duration?
+    /// Operations under way (`receiptverify_database_operations_in_flight`).
+    private let inFlight: Meter
+    /// Operations that ran out of time (`receiptverify_database_timeouts_total`).
+    private let timeouts: Counter
 
-    /// Creates a deadline of `limit` (nil: no limit).
-    public init(_ limit: Duration?) {
+    /// Creates a deadline of `limit` (nil: no limit), counting into `metrics` (nil: counting nowhere).
+    public init(_ limit: Duration?, metrics: (any MetricsFactory)? = nil) {
         self.limit = limit
+        let factory = metrics ?? NOOPMetricsHandler.instance
+        inFlight = Meter(label: "receiptverify_database_operations_in_flight", factory: factory)
+        timeouts = Counter(label: "receiptverify_database_timeouts_total", factory: factory)
     }
 
     /// The result of `work`, or ``ServiceError/Code/unavailable`` naming `what` when it takes longer than ``limit``.
     public func run<T: Sendable>(_ what: String, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        inFlight.increment()
+        defer { inFlight.decrement() }
+        do {
+            return try await race(what, work)
+        } catch let error as ServiceError where error.code == .unavailable {
+            timeouts.increment()
+            throw error
+        }
+    }
+
+    private func race<T: Sendable>(_ what: String, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
         guard let limit else { return try await work() }
         let race = Race<T>()
         return try await withTaskCancellationHandler {
@@ -92,5 +111,14 @@ private final class Race<T: Sendable>: Sendable {
         guard let (continuation, tasks) = decided else { return }
         continuation?.resume(with: result)
         for task in tasks { task.cancel() }
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (saturating far beyond any time a request takes).
+    public var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds.multipliedReportingOverflow(by: 1_000_000_000).overflow
+            ? .max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

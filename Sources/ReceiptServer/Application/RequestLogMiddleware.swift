@@ -1,0 +1,61 @@
+import Hummingbird
+import Logging
+import ReceiptService
+
+/// One log line per answer, never with the receipt, a key or a secret: `info` for the verification routes (`error`
+/// for a 5xx answer), `debug` for the others (health checks and metrics scrapes would drown the log), with the
+/// request id, route template, HTTP status, our `status`, the app token, who judged, the latency and, for a failure,
+/// the reason.
+struct RequestLogMiddleware: RouterMiddleware {
+    typealias Context = ServerContext
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        let started = ContinuousClock.now
+        let response = try await next(request, context)
+        let outcome = context.record.outcome
+        let httpStatus = Int(response.status.code)
+        let level: Logger.Level = httpStatus >= 500 ? .error : outcome != nil ? .info : .debug
+        guard logger.logLevel <= level else { return response }
+        let elapsed = started.duration(to: .now)
+        let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+        var metadata: Logger.Metadata = [
+            "request_id": "\(context.requestID)", "http.route": "\(context.endpointPath ?? "NotFound")",
+            "http.method": "\(request.method)", "http.status": "\(httpStatus)",
+            "latency_ms": "\(Double(microseconds) / 1000)",
+        ]
+        if let outcome {
+            metadata["status"] = "\(outcome.status)"
+            metadata["app.token"] = "\(context.record.token ?? "-")"
+            metadata["verification.source"] = "\(outcome.source.rawValue)"
+            if let input = outcome.input { metadata["verification.input"] = "\(input)" }
+            if let detail = outcome.detail { metadata["reason"] = "\(detail)" }
+        }
+        logger.log(level: level, httpStatus >= 500 ? "request failed" : "request", metadata: metadata)
+        return response
+    }
+}
+
+/// Counts every answer by route template, method and status, with its duration, and every verification outcome
+/// (``ServerMetrics``).
+struct MetricsMiddleware: RouterMiddleware {
+    typealias Context = ServerContext
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        let started = ContinuousClock.now
+        let response = try await next(request, context)
+        metrics.recordRequest(
+            route: context.endpointPath ?? "NotFound", method: request.method.rawValue,
+            status: Int(response.status.code), duration: started.duration(to: .now))
+        if let outcome = context.record.outcome {
+            metrics.recordVerification(
+                input: outcome.input ?? "none", source: outcome.source.rawValue, status: outcome.status)
+        }
+        return response
+    }
+}
