@@ -6,9 +6,6 @@
 
 /// The process's open-file limit, which bounds the connections `serve` can hold.
 enum DescriptorLimit {
-    /// Descriptors kept free of connections for the database pool, logs, files and the runtime.
-    static let reserve = 256
-
     /// Raises the soft limit to the hard one (a systemd unit without `LimitNOFILE` starts at 1,024) and returns the
     /// soft limit in force afterwards.
     static func raise() -> Int {
@@ -22,8 +19,4 @@ enum DescriptorLimit {
         return limit.rlim_cur > rlim_t(Int32.max) ? Int(Int32.max) : Int(limit.rlim_cur)
     }
 
-    /// The default connection cap under `limit`: three quarters of it, and at least ``reserve`` descriptors free.
-    static func defaultConnections(under limit: Int) -> Int {
-        max(16, min(limit * 3 / 4, limit - reserve))
-    }
 }

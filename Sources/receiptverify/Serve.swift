@@ -89,7 +89,31 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Attempts per Apple environment on retryable failures. Env: RECEIPTVERIFY_APPLE_ATTEMPTS. Default: 3")
     var appleAttempts: String?
 
+    @Option(
+        help:
+            "Serve /metrics on this port instead of the main one (0: the main port). Env: RECEIPTVERIFY_METRICS_PORT. Default: 0"
+    )
+    var metricsPort: String?
+
+    @Option(
+        help: "Address of the metrics listener. Env: RECEIPTVERIFY_METRICS_HOSTNAME. Default: 127.0.0.1")
+    var metricsHostname: String?
+
     @OptionGroup var options: GlobalOptions
+
+    /// The flags given, by name, for ``ServeSettings``.
+    var flags: [String: String?] {
+        [
+            "hostname": hostname, "port": port, "max-body-size": maxBodySize, "max-body-memory": maxBodyMemory,
+            "auth-cache-ttl": authCacheTTL, "idle-timeout": idleTimeout, "max-connections": maxConnections,
+            "request-timeout": requestTimeout, "auth-failures-per-second": authFailuresPerSecond,
+            "database-timeout-ms": databaseTimeoutMs, "shutdown-timeout": shutdownTimeout,
+            "usage-flush-interval-ms": usageFlushIntervalMs, "apple-production-url": appleProductionURL,
+            "apple-sandbox-url": appleSandboxURL, "apple-connect-timeout": appleConnectTimeout,
+            "apple-timeout": appleTimeout, "apple-attempts": appleAttempts, "metrics-port": metricsPort,
+            "metrics-hostname": metricsHostname,
+        ]
+    }
 
     func run() async throws {
         // Swift concurrency's jobs run on NIO's event loops instead of a second pool of threads: a request's work
@@ -100,60 +124,17 @@ struct Serve: AsyncParsableCommand {
             let environment = ProcessInfo.processInfo.environment
             var logger = try options.logger()
             if options.logLevel == nil, environment["RECEIPTVERIFY_LOG_LEVEL"] == nil { logger.logLevel = .info }
-            func setting(_ flag: String?, _ name: String) -> (text: String, name: String)? {
-                if let flag { return (flag, "--" + name) }
-                let variable = "RECEIPTVERIFY_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
-                return environment[variable].map { ($0, variable) }
+            let configuration: ServerConfiguration
+            do {
+                configuration = try ServeSettings(flags: flags, environment: environment).configuration(
+                    store: options.storeLocation, trustAnchorDirectory: trust.directory,
+                    replacesBuiltInRoots: try trust.replacesBuiltInRoots(),
+                    // The soft open-file limit is raised to the hard one first (a systemd unit without LimitNOFILE
+                    // starts at 1,024).
+                    descriptorLimit: DescriptorLimit.raise())
+            } catch let invalid as ServeSettings.Invalid {
+                throw CommandFailure(invalid.description)
             }
-            func number(_ flag: String?, _ name: String, _ range: ClosedRange<Int>, default value: Int) throws -> Int {
-                guard let (text, source) = setting(flag, name) else { return value }
-                guard let number = Int(text), range.contains(number) else {
-                    throw CommandFailure(
-                        "\(source) must be a whole number in \(range.lowerBound)...\(range.upperBound)")
-                }
-                return number
-            }
-            func url(_ flag: String?, _ name: String, default value: String) throws -> String {
-                guard let (text, source) = setting(flag, name) else { return value }
-                guard let parsed = URL(string: text), ["http", "https"].contains(parsed.scheme ?? ""),
-                    parsed.host != nil
-                else { throw CommandFailure("\(source) must be an http(s) URL") }
-                return text
-            }
-            let defaults = VerifyReceiptConfiguration()
-            let apple = VerifyReceiptConfiguration(
-                productionURL: try url(appleProductionURL, "apple-production-url", default: defaults.productionURL),
-                sandboxURL: try url(appleSandboxURL, "apple-sandbox-url", default: defaults.sandboxURL),
-                connectTimeout: .seconds(try number(appleConnectTimeout, "apple-connect-timeout", 1...300, default: 3)),
-                totalTimeout: .seconds(try number(appleTimeout, "apple-timeout", 1...600, default: 15)),
-                maximumAttempts: try number(appleAttempts, "apple-attempts", 1...10, default: 3))
-            // Connections are capped below the open-file limit (raised to its hard value first), keeping descriptors
-            // for the database, logs and the runtime: a process out of descriptors can die inside libdispatch.
-            let descriptors = DescriptorLimit.raise()
-            let connectionRange = 1...max(1, descriptors - 64)
-            let bodySize = try number(maxBodySize, "max-body-size", 1024...(64 << 20), default: 2 << 20)
-            let configuration = ServerConfiguration(
-                hostname: setting(hostname, "hostname")?.text ?? "127.0.0.1",
-                port: try number(port, "port", 0...65535, default: 8080), store: options.storeLocation,
-                trustAnchorDirectory: trust.directory, replacesBuiltInRoots: try trust.replacesBuiltInRoots(),
-                maximumBodySize: bodySize,
-                maximumBodyMemory: try number(
-                    maxBodyMemory, "max-body-memory", bodySize...(16 << 30), default: max(64 << 20, bodySize)),
-                authenticationCacheTTL: .seconds(try number(authCacheTTL, "auth-cache-ttl", 0...3600, default: 5)),
-                idleTimeout: try number(idleTimeout, "idle-timeout", 0...3600, default: 30).nonZeroSeconds,
-                maximumConnections: try number(
-                    maxConnections, "max-connections", connectionRange,
-                    default: DescriptorLimit.defaultConnections(under: descriptors)),
-                requestTimeout: try number(requestTimeout, "request-timeout", 0...3600, default: 30).nonZeroSeconds,
-                failedAuthenticationsPerSecond: try number(
-                    authFailuresPerSecond, "auth-failures-per-second", 0...1_000_000, default: 10
-                ).nonZero,
-                databaseTimeout: try number(databaseTimeoutMs, "database-timeout-ms", 0...600_000, default: 2_000)
-                    .nonZeroMilliseconds,
-                shutdownTimeout: .seconds(try number(shutdownTimeout, "shutdown-timeout", 1...3600, default: 25)),
-                usageFlushInterval: .milliseconds(
-                    try number(usageFlushIntervalMs, "usage-flush-interval-ms", 10...60_000, default: 1000)),
-                apple: apple)
             let (masterKey, _) = try options.masterKeySource.load()
             try await runServer(configuration: configuration, masterKey: masterKey, logger: logger)
         }
@@ -170,15 +151,4 @@ struct Migrate: AsyncParsableCommand {
         try await options.withTenancy { _ in }
         if !options.json { print("database is up to date") } else { print(#"{"status":"ok"}"#) }
     }
-}
-
-extension Int {
-    /// This number, or nil for 0 ("no limit").
-    fileprivate var nonZero: Int? { self == 0 ? nil : self }
-
-    /// This many milliseconds, or nil for 0 ("no limit").
-    fileprivate var nonZeroMilliseconds: Duration? { self == 0 ? nil : .milliseconds(self) }
-
-    /// This many seconds, or nil for 0 ("never").
-    fileprivate var nonZeroSeconds: Duration? { self == 0 ? nil : .seconds(self) }
 }

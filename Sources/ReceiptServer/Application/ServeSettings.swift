@@ -1,0 +1,121 @@
+import AppleClients
+import Foundation
+import ReceiptStore
+
+/// `receiptverify serve`'s own settings, read from flags and the environment into a ``ServerConfiguration``.
+///
+/// Each setting is a flag (`--max-body-size`) or its environment variable (`RECEIPTVERIFY_MAX_BODY_SIZE`); the flag
+/// wins. The settings every command shares (database, master key, log level) and the trust settings are read by the
+/// executable and passed in. README.md's settings table, `.env.example` and `serve --help` list the same settings
+/// (a test compares them).
+public struct ServeSettings: Sendable {
+    /// A setting's text was refused; the message names the flag or variable and what it must be.
+    public struct Invalid: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The flags given, by name without dashes (`max-body-size`); absent flags are missing or nil.
+    public var flags: [String: String?]
+    /// The process environment.
+    public var environment: [String: String]
+
+    /// Creates settings from flags and an environment.
+    public init(flags: [String: String?], environment: [String: String]) {
+        self.flags = flags
+        self.environment = environment
+    }
+
+    /// The environment variable of setting `name`: `RECEIPTVERIFY_` and the name in capitals, `-` as `_`.
+    public static func variable(of name: String) -> String {
+        "RECEIPTVERIFY_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
+    }
+
+    /// The text of setting `name` and where it came from (`--name` or the variable), if given.
+    func text(_ name: String) -> (text: String, source: String)? {
+        if let flag = flags[name] ?? nil { return (flag, "--" + name) }
+        let variable = Self.variable(of: name)
+        return environment[variable].map { ($0, variable) }
+    }
+
+    /// A whole number in `range`, or `value` when the setting is absent.
+    func number(_ name: String, _ range: ClosedRange<Int>, default value: Int) throws -> Int {
+        guard let (text, source) = text(name) else { return value }
+        guard let number = Int(text.trimmingCharacters(in: .whitespaces)), range.contains(number) else {
+            throw Invalid(description: "\(source) must be a whole number in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return number
+    }
+
+    /// An http(s) URL with a host, or `value` when the setting is absent.
+    func url(_ name: String, default value: String) throws -> String {
+        guard let (text, source) = text(name) else { return value }
+        guard let parsed = URL(string: text), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
+            throw Invalid(description: "\(source) must be an http(s) URL")
+        }
+        return text
+    }
+
+    /// The server configuration these settings describe.
+    ///
+    /// - Parameters:
+    ///   - store: the database, from the shared settings.
+    ///   - trustAnchorDirectory: the trust settings, read by the executable.
+    ///   - replacesBuiltInRoots: likewise.
+    ///   - descriptorLimit: the process's open-file limit, which bounds `--max-connections`.
+    public func configuration(
+        store: StoreLocation, trustAnchorDirectory: String?, replacesBuiltInRoots: Bool, descriptorLimit: Int
+    ) throws -> ServerConfiguration {
+        let appleDefaults = VerifyReceiptConfiguration()
+        let apple = VerifyReceiptConfiguration(
+            productionURL: try url("apple-production-url", default: appleDefaults.productionURL),
+            sandboxURL: try url("apple-sandbox-url", default: appleDefaults.sandboxURL),
+            connectTimeout: .seconds(try number("apple-connect-timeout", 1...300, default: 3)),
+            totalTimeout: .seconds(try number("apple-timeout", 1...600, default: 15)),
+            maximumAttempts: try number("apple-attempts", 1...10, default: 3))
+        // Connections are capped below the open-file limit, keeping descriptors for the database, logs and the
+        // runtime: a process out of descriptors can die inside libdispatch.
+        let bodySize = try number("max-body-size", 1024...(64 << 20), default: 2 << 20)
+        let port = try number("port", 0...65535, default: 8080)
+        let metricsPort = try number("metrics-port", 0...65535, default: 0)
+        if metricsPort != 0, metricsPort == port {
+            throw Invalid(description: "the metrics port must differ from the main port (\(port))")
+        }
+        return ServerConfiguration(
+            hostname: text("hostname")?.text ?? "127.0.0.1", port: port, store: store,
+            trustAnchorDirectory: trustAnchorDirectory, replacesBuiltInRoots: replacesBuiltInRoots,
+            maximumBodySize: bodySize,
+            maximumBodyMemory: try number(
+                "max-body-memory", bodySize...(16 << 30), default: max(64 << 20, bodySize)),
+            authenticationCacheTTL: .seconds(try number("auth-cache-ttl", 0...3600, default: 5)),
+            idleTimeout: try number("idle-timeout", 0...3600, default: 30).nonZeroSeconds,
+            maximumConnections: try number(
+                "max-connections", 1...max(1, descriptorLimit - 64),
+                default: Self.defaultConnections(under: descriptorLimit)),
+            requestTimeout: try number("request-timeout", 0...3600, default: 30).nonZeroSeconds,
+            failedAuthenticationsPerSecond: try number("auth-failures-per-second", 0...1_000_000, default: 10).nonZero,
+            databaseTimeout: try number("database-timeout-ms", 0...600_000, default: 2_000).nonZeroMilliseconds,
+            shutdownTimeout: .seconds(try number("shutdown-timeout", 1...3600, default: 25)),
+            usageFlushInterval: .milliseconds(try number("usage-flush-interval-ms", 10...60_000, default: 1000)),
+            apple: apple, metricsPort: metricsPort.nonZero,
+            metricsHostname: text("metrics-hostname")?.text ?? "127.0.0.1")
+    }
+
+    /// Descriptors kept free of connections for the database pool, logs, files and the runtime.
+    public static let reservedDescriptors = 256
+
+    /// The default connection cap under `limit`: three quarters of it, and at least ``reservedDescriptors`` free.
+    public static func defaultConnections(under limit: Int) -> Int {
+        max(16, min(limit * 3 / 4, limit - reservedDescriptors))
+    }
+}
+
+extension Int {
+    /// This number, or nil for 0 ("no limit").
+    fileprivate var nonZero: Int? { self == 0 ? nil : self }
+
+    /// This many milliseconds, or nil for 0 ("no limit").
+    fileprivate var nonZeroMilliseconds: Duration? { self == 0 ? nil : .milliseconds(self) }
+
+    /// This many seconds, or nil for 0 ("never").
+    fileprivate var nonZeroSeconds: Duration? { self == 0 ? nil : .seconds(self) }
+}

@@ -1,0 +1,64 @@
+import AppleClients
+import Foundation
+import ReceiptServer
+import ReceiptStore
+import Testing
+
+/// `serve`'s flags and environment read into a ``ServerConfiguration``: defaults, the flag over the variable, and a
+/// one-line refusal naming the setting for every bad value.
+@Suite struct ServeSettingsTests {
+    func configuration(_ flags: [String: String?] = [:], environment: [String: String] = [:], descriptors: Int = 4096)
+        throws -> ServerConfiguration
+    {
+        try ServeSettings(flags: flags, environment: environment).configuration(
+            store: .sqlite(path: "rv.sqlite"), trustAnchorDirectory: nil, replacesBuiltInRoots: false,
+            descriptorLimit: descriptors)
+    }
+
+    @Test func defaultsAreTheDocumentedOnes() throws {
+        let configuration = try configuration()
+        #expect(configuration.hostname == "127.0.0.1" && configuration.port == 8080)
+        #expect(configuration.maximumBodySize == 2 << 20 && configuration.maximumBodyMemory == 64 << 20)
+        #expect(configuration.authenticationCacheTTL == .seconds(5) && configuration.idleTimeout == .seconds(30))
+        #expect(configuration.maximumConnections == 3072)
+        #expect(configuration.requestTimeout == .seconds(30) && configuration.failedAuthenticationsPerSecond == 10)
+        #expect(configuration.databaseTimeout == .seconds(2) && configuration.shutdownTimeout == .seconds(25))
+        #expect(configuration.usageFlushInterval == .seconds(1))
+        #expect(configuration.apple.productionURL == "https://buy.itunes.apple.com/verifyReceipt")
+        #expect(configuration.apple.maximumAttempts == 3 && configuration.apple.totalTimeout == .seconds(15))
+        #expect(configuration.metricsPort == nil && configuration.metricsHostname == "127.0.0.1")
+    }
+
+    @Test func theFlagWinsOverTheVariableAndZeroMeansNone() throws {
+        let configuration = try configuration(
+            ["port": "9000", "idle-timeout": "0", "metrics-port": "9100"],
+            environment: [
+                "RECEIPTVERIFY_PORT": "7000", "RECEIPTVERIFY_DATABASE_TIMEOUT_MS": "0",
+                "RECEIPTVERIFY_AUTH_FAILURES_PER_SECOND": "0", "RECEIPTVERIFY_METRICS_HOSTNAME": "0.0.0.0",
+                "RECEIPTVERIFY_APPLE_SANDBOX_URL": "http://127.0.0.1:9/verifyReceipt",
+            ])
+        #expect(configuration.port == 9000 && configuration.idleTimeout == nil)
+        #expect(configuration.databaseTimeout == nil && configuration.failedAuthenticationsPerSecond == nil)
+        #expect(configuration.metricsPort == 9100 && configuration.metricsHostname == "0.0.0.0")
+        #expect(configuration.apple.sandboxURL == "http://127.0.0.1:9/verifyReceipt")
+    }
+
+    @Test(arguments: [
+        (["port": "80000"], [:], "--port must be a whole number in 0...65535"),
+        ([:], ["RECEIPTVERIFY_MAX_BODY_SIZE": "lots"], "RECEIPTVERIFY_MAX_BODY_SIZE must be a whole number in"),
+        (["apple-production-url": "ftp://apple"], [:], "--apple-production-url must be an http(s) URL"),
+        (["max-connections": "5000"], [:], "--max-connections must be a whole number in 1...4032"),
+        (["max-body-size": "4096", "max-body-memory": "1024"], [:], "--max-body-memory must be a whole number in"),
+        (["port": "9000", "metrics-port": "9000"], [:], "the metrics port must differ from the main port"),
+    ] as [([String: String], [String: String], String)])
+    func aBadValueIsRefusedNamingItsSetting(flags: [String: String], environment: [String: String], message: String) {
+        do {
+            _ = try configuration(flags, environment: environment)
+            Issue.record("accepted \(flags) \(environment)")
+        } catch let invalid as ServeSettings.Invalid {
+            #expect(invalid.description.hasPrefix(message), "\(invalid.description)")
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+}
