@@ -1,4 +1,4 @@
-/// The `status` of a verification answer, with Apple's codes where Apple defines them (DESIGN.md §2).
+/// The `status` of a verification answer, with Apple's codes where Apple defines them (docs/api.md, "Status codes").
 public enum VerificationStatus: Int, Sendable, CaseIterable {
     /// The receipt is valid.
     case valid = 0

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import _CryptoExtras
 
-/// Encrypts `/apiencrypted` answers with the app's key (DESIGN.md §2, docs/api.md).
+/// Encrypts `/apiencrypted` answers with the app's key (docs/api.md, "`/apiencrypted`").
 ///
 /// - `aes-256-cbc`: `base64(IV[16] ‖ AES-256-CBC-PKCS7(json))`, byte-compatible with `openssl enc -aes-256-cbc`.
 /// - `aes-256-gcm`: `base64(nonce[16] ‖ ciphertext ‖ tag[16])`, no associated data.

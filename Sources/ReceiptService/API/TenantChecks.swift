@@ -1,6 +1,6 @@
 import ReceiptCore
 
-/// The app's checks on an authentic receipt (DESIGN.md §3.7); a failed check is a 403 answer.
+/// The app's checks on an authentic receipt (docs/api.md, "Status codes", 403); a failed check is a 403 answer.
 enum TenantChecks {
     /// Why the receipt fails the app's checks (for the log), or nil when it passes.
     ///

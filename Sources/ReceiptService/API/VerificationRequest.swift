@@ -1,6 +1,6 @@
 /// What a client sent to `/api` or `/apiencrypted`, after the HTTP layer decoded the form or JSON body.
 ///
-/// Field names follow DESIGN.md §2; the HTTP layer also accepts Apple's spellings (`receipt-data`, …).
+/// Field names follow docs/api.md ("Request"); the HTTP layer also accepts Apple's spellings (`receipt-data`, …).
 public struct VerificationRequest: Sendable, Equatable {
     /// The account's API key (`apikey`, or `Authorization: Bearer …`).
     public var apiKey: String?

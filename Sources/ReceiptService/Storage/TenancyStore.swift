@@ -2,9 +2,11 @@ import Foundation
 
 /// Durable storage of plans, accounts, API keys, apps and usage counters.
 ///
-/// Every method is atomic: it either completes or leaves the database unchanged. Implementations map their
-/// constraint violations to ``ServiceError`` codes (`duplicateEmail`, `unknownPlan`, `unknownAccount`) and
-/// every other failure to ``ServiceError/Code/storage`` with the driver's text only in the reason.
+/// Every method's writes are atomic: all of them or none (``migrate()``: each version). PostgreSQL announces a plan
+/// or account change in a statement of its own once the change is written; if that fails, the method throws although
+/// the change stays. Implementations map their constraint violations to ``ServiceError`` codes (`duplicateEmail` for
+/// a taken email, `invalidArgument` for a plan or account that does not exist) and every other failure to
+/// ``ServiceError/Code/storage`` with the driver's text only in the reason.
 public protocol TenancyStore: Sendable {
     /// Applies every migration this version knows and the database has not seen; safe to run concurrently.
     func migrate() async throws
@@ -52,7 +54,8 @@ public protocol TenancyStore: Sendable {
     /// The app with this token, if any.
     func app(token: String) async throws -> App?
 
-    /// A value that changes whenever accounts or plans may have changed, in this process or another, taken without
+    /// A value that changes whenever a plan or an existing account may have changed, in this process or another
+    /// (SQLite: any commit; PostgreSQL: a notification from ``savePlan(_:)`` or ``updateAccount(_:)``), taken without
     /// a round trip to the database so it can be checked on every request; nil while changes cannot be observed, and
     /// then nothing read from the store may be reused.
     func changeMarker() -> Int?

@@ -27,7 +27,8 @@ public final class PostgresStore: TenancyStore, Service {
         self.script = try MigrationScript(String(decoding: PackageResources.schema_sql, as: UTF8.self))
     }
 
-    /// Runs the connection pool until the task is cancelled, and listens for changes made by other processes.
+    /// Runs the connection pool until the task is cancelled or a graceful shutdown begins; with `listensForChanges`,
+    /// keeps one of its connections listening on ``changeChannel``.
     public func run() async throws {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.client.run() }
@@ -40,7 +41,9 @@ public final class PostgresStore: TenancyStore, Service {
 
     // MARK: Change notifications
 
-    /// The channel every change to accounts, plans, keys and apps is announced on (`pg_notify`, sent on commit).
+    /// The channel plan and account changes are announced on (`pg_notify`, after the change is committed). New
+    /// accounts and changes to keys and apps are not announced: servers see keys and apps when their authentication
+    /// cache entries expire.
     static let changeChannel = "receiptverify_changes"
 
     /// Notifications received, and whether a connection is listening now.
