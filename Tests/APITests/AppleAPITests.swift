@@ -15,7 +15,9 @@ import Testing
         return try String(contentsOf: fixtures.appendingPathComponent(name), encoding: .utf8)
     }
 
-    @Test("apple mode: Apple's answer passes through; secrets, redirects, retries and failures", arguments: StoreKind.available)
+    @Test(
+        "apple mode: Apple's answer passes through; secrets, redirects, retries and failures",
+        arguments: StoreKind.available)
     func appleMode(kind: StoreKind) async throws {
         guard let revenuecat = try Self.recorded("apple-responses/revenuecat_status0_unified_sandbox_2020.json"),
             let expired = try Self.recorded("apple-responses/mbaasy_status21006_ios6_expired_subscription_2015.json")
@@ -116,14 +118,18 @@ import Testing
             let other = try service.tenant(appArguments: ["--bundle-id", "com.example.app", "--mode", "apple"])
             service.apple.reset()
             service.apple.script("production", .json(revenuecat))
-            answer = try await service.post(form: [("apikey", other.apiKey), ("token", other.token), ("receipt", receipt)])
+            answer = try await service.post(form: [
+                ("apikey", other.apiKey), ("token", other.token), ("receipt", receipt),
+            ])
             #expect(answer.httpStatus == 403)
 
             // A StoreKit 2 JWS never goes to Apple.
             service.apple.reset()
             let jwsTenant = try service.tenant(appArguments: ["--mode", "apple", "--allow-test-data"])
             let jws = try JWSBuilder().build(signedBy: service.jwsPKI)
-            answer = try await service.post(form: [("apikey", jwsTenant.apiKey), ("token", jwsTenant.token), ("receipt", jws)])
+            answer = try await service.post(form: [
+                ("apikey", jwsTenant.apiKey), ("token", jwsTenant.token), ("receipt", jws),
+            ])
             #expect(try answer.json()["status"] == .integer(0))
             #expect(service.apple.received.isEmpty)
 
@@ -132,7 +138,9 @@ import Testing
         }
     }
 
-    @Test("local-then-apple asks Apple when no local verdict can be reached (iOS 6, built-in roots replaced by test roots)", arguments: StoreKind.available)
+    @Test(
+        "local-then-apple asks Apple when no local verdict can be reached (iOS 6, built-in roots replaced by test roots)",
+        arguments: StoreKind.available)
     func fallback(kind: StoreKind) async throws {
         guard let receipt = try Self.recorded("receipts/ios6_sandbox_mindmob_2012.b64"),
             let recorded = try Self.recorded("apple-responses/itunesiap_vcr_status0_ios6_mindmob_sandbox_2015.json")
@@ -144,7 +152,9 @@ import Testing
 
             service.apple.script("production", .status(21007))
             service.apple.script("sandbox", .json(recorded))
-            let answer = try await service.post(form: [("apikey", fallback.apiKey), ("token", fallback.token), ("receipt", receipt)])
+            let answer = try await service.post(form: [
+                ("apikey", fallback.apiKey), ("token", fallback.token), ("receipt", receipt),
+            ])
             let body = try answer.json()
             #expect(body["status"] == .integer(0))
             #expect(body["receipt"]?["bid"] == .string("com.mindmobapp.MindMob"))
@@ -152,7 +162,9 @@ import Testing
 
             // In local mode the same receipt cannot be authenticated here, and Apple is not asked.
             service.apple.reset()
-            let refused = try await service.post(form: [("apikey", local.apiKey), ("token", local.token), ("receipt", receipt)])
+            let refused = try await service.post(form: [
+                ("apikey", local.apiKey), ("token", local.token), ("receipt", receipt),
+            ])
             #expect(try refused.json()["status"] == .integer(21003))
             #expect(service.apple.received.isEmpty)
         }
@@ -160,14 +172,18 @@ import Testing
 
     @Test("SIGTERM lets an in-flight request finish", arguments: [StoreKind.sqlite])
     func gracefulShutdown(kind: StoreKind) async throws {
-        guard let revenuecat = try Self.recorded("apple-responses/revenuecat_status0_unified_sandbox_2020.json") else { return }
+        guard let revenuecat = try Self.recorded("apple-responses/revenuecat_status0_unified_sandbox_2020.json") else {
+            return
+        }
         try await withLiveService(kind) { service in
             let tenant = try service.tenant(appArguments: [
                 "--bundle-id", "com.revenuecat.sampleapp", "--environment", "sandbox", "--mode", "apple",
             ])
             service.apple.script("production", .delay(.milliseconds(1_500), then: revenuecat))
             let receipt = try service.receipt(count: 1)
-            async let answer = service.post(form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", receipt)])
+            async let answer = service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", receipt),
+            ])
             try await Task.sleep(for: .milliseconds(500))
             kill(service.processID, SIGTERM)
             let finished = try await answer

@@ -12,13 +12,17 @@ import Testing
             for cipher in ["aes-256-cbc", "aes-256-gcm"] {
                 let tenant = try service.tenant(appArguments: ["--allow-test-data", "--cipher", cipher])
                 let receipt = try service.receipt(count: 10)
-                let fields = [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", receipt), ("nonce", "replay-\(cipher)")]
+                let fields = [
+                    ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", receipt),
+                    ("nonce", "replay-\(cipher)"),
+                ]
                 let plain = try await service.post(form: fields)
                 let sealed = try await service.post("/apiencrypted", form: fields)
                 #expect(sealed.httpStatus == 200)
                 #expect(sealed.header("Content-Type")?.hasPrefix("text/plain") == true)
                 let bytes = try #require(Data(base64Encoded: sealed.text))
-                let opened = try cipher == "aes-256-cbc"
+                let opened =
+                    try cipher == "aes-256-cbc"
                     ? Self.opensslDecryptCBC(Array(bytes), key: tenant.resultKey)
                     : Self.pythonDecryptGCM(Array(bytes), key: tenant.resultKey)
                 var decrypted = try #require(try JSONParser.parse(opened).objectValue)
@@ -40,14 +44,16 @@ import Testing
                 }
 
                 // Errors stay plain JSON.
-                let failed = try await service.post("/apiencrypted", form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", "%%%")])
+                let failed = try await service.post(
+                    "/apiencrypted", form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", "%%%")])
                 #expect(failed.header("Content-Type") == "application/json")
                 #expect(try failed.json()["status"] == .integer(21002))
             }
             // A plan without the encrypted endpoint.
             let free = try service.tenant(plan: "free", appArguments: ["--allow-test-data"])
             let refused = try await service.post(
-                "/apiencrypted", form: [("apikey", free.apiKey), ("token", free.token), ("receipt", try service.receipt(count: 1))])
+                "/apiencrypted",
+                form: [("apikey", free.apiKey), ("token", free.token), ("receipt", try service.receipt(count: 1))])
             #expect(refused.httpStatus == 402)
             #expect(try refused.json()["status"] == .integer(402))
         }

@@ -64,7 +64,9 @@ import Testing
                 .replacingOccurrences(of: "=", with: "")
             let wrapped = stride(from: 0, to: urlSafe.count, by: 76).map { start in
                 let from = urlSafe.index(urlSafe.startIndex, offsetBy: start)
-                return String(urlSafe[from..<(urlSafe.index(from, offsetBy: 76, limitedBy: urlSafe.endIndex) ?? urlSafe.endIndex)])
+                return String(
+                    urlSafe[from..<(urlSafe.index(from, offsetBy: 76, limitedBy: urlSafe.endIndex) ?? urlSafe.endIndex)]
+                )
             }.joined(separator: "\n")
             let repaired = try await service.post(
                 form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", wrapped)])
@@ -74,8 +76,10 @@ import Testing
             #expect(Set(repairs).isSuperset(of: ["removed_line_breaks", "url_safe_alphabet"]))
 
             let double = try await service.post(
-                form: [("apikey", tenant.apiKey), ("token", tenant.token),
-                       ("receipt", Data(receipt.utf8).base64EncodedString())])
+                form: [
+                    ("apikey", tenant.apiKey), ("token", tenant.token),
+                    ("receipt", Data(receipt.utf8).base64EncodedString()),
+                ])
             #expect(try double.json()["repairs"]?.arrayValue?.contains(.string("double_base64")) == true)
         }
     }
@@ -89,9 +93,13 @@ import Testing
             let revoked = try service.cli.expectSuccess(["key", "create", "--account", tenant.email, "--json"])
                 .jsonObject()
             let revokedKey = try #require(revoked["key"]?.stringValue)
-            try service.cli.expectSuccess(["key", "revoke", "--account", tenant.email, try #require(revoked["id"]?.stringValue)])
+            try service.cli.expectSuccess([
+                "key", "revoke", "--account", tenant.email, try #require(revoked["id"]?.stringValue),
+            ])
 
-            func answer(_ fields: [(String, String)], headers: [(String, String)] = []) async throws -> LiveService.Answer {
+            func answer(_ fields: [(String, String)], headers: [(String, String)] = []) async throws
+                -> LiveService.Answer
+            {
                 try await service.post(form: fields + [("receipt", receipt)], headers: headers)
             }
             let wrongKey = "rvk_" + String(repeating: "0", count: 48)
@@ -100,11 +108,18 @@ import Testing
                 ("no token", try await answer([("apikey", tenant.apiKey)])),
                 ("unknown key", try await answer([("apikey", wrongKey), ("token", tenant.token)])),
                 ("malformed key", try await answer([("apikey", "hello"), ("token", tenant.token)])),
-                ("unknown token", try await answer([("apikey", tenant.apiKey), ("token", "app_" + String(repeating: "f", count: 32))])),
+                (
+                    "unknown token",
+                    try await answer([("apikey", tenant.apiKey), ("token", "app_" + String(repeating: "f", count: 32))])
+                ),
                 ("another account's token", try await answer([("apikey", tenant.apiKey), ("token", other.token)])),
                 ("revoked key", try await answer([("apikey", revokedKey), ("token", tenant.token)])),
-                ("bearer and field differ", try await answer(
-                    [("apikey", tenant.apiKey), ("token", tenant.token)], headers: [("Authorization", "Bearer \(other.apiKey)")])),
+                (
+                    "bearer and field differ",
+                    try await answer(
+                        [("apikey", tenant.apiKey), ("token", tenant.token)],
+                        headers: [("Authorization", "Bearer \(other.apiKey)")])
+                ),
                 // A client that swaps the fields, or mangles them, must not get its key logged as a token.
                 ("swapped fields", try await answer([("apikey", tenant.token), ("token", tenant.apiKey)])),
                 ("key as token, twice", try await answer([("apikey", tenant.apiKey), ("token", tenant.apiKey)])),
@@ -113,14 +128,17 @@ import Testing
             try service.cli.expectSuccess(["app", "update", other.token, "--disable"])
             failures.append(("disabled app", try await answer([("apikey", other.apiKey), ("token", other.token)])))
             try service.cli.expectSuccess(["account", "disable", tenant.email])
-            failures.append(("disabled account", try await answer([("apikey", tenant.apiKey), ("token", tenant.token)])))
+            failures.append(
+                ("disabled account", try await answer([("apikey", tenant.apiKey), ("token", tenant.token)])))
 
             for (name, failure) in failures {
                 #expect(failure.httpStatus == 401, "\(name)")
                 var body = try failure.json()
                 #expect(body["request_id"]?.stringValue?.isEmpty == false, "\(name)")
                 body["request_id"] = nil
-                #expect(JSONValue.object(body).encodedString == #"{"status":401,"description":"The API key or app token is not valid"}"#, "\(name)")
+                #expect(
+                    JSONValue.object(body).encodedString
+                        == #"{"status":401,"description":"The API key or app token is not valid"}"#, "\(name)")
             }
             // No part of a key reaches the log, whatever field it was sent in.
             for key in [tenant.apiKey, other.apiKey, revokedKey] {
@@ -158,36 +176,64 @@ import Testing
                 return (answer.httpStatus, status)
             }
             // Sample transaction ids are 1000000000 + index; products alternate monthly/coins.
-            #expect(try await status(credentials + [("receipt", receipt), ("transaction_id", "1000000003")]) == (200, 0))
-            #expect(try await status(credentials + [("receipt", receipt), ("transaction_id", "1000000003"),
-                                                    ("product_id", "com.example.app.coins")]) == (200, 0))
+            #expect(
+                try await status(credentials + [("receipt", receipt), ("transaction_id", "1000000003")]) == (200, 0))
+            #expect(
+                try await status(
+                    credentials + [
+                        ("receipt", receipt), ("transaction_id", "1000000003"),
+                        ("product_id", "com.example.app.coins"),
+                    ]) == (200, 0))
             #expect(try await status(credentials + [("receipt", receipt), ("transaction_id", "999")]) == (403, 403))
-            #expect(try await status(credentials + [("receipt", receipt), ("product_id", "com.example.app.gold")]) == (403, 403))
-            #expect(try await status(credentials + [("receipt", receipt), ("transaction_id", "1000000003"),
-                                                    ("product_id", "com.example.app.monthly")]) == (403, 403))
-            #expect(try await status(credentials + [("receipt", try service.receipt(count: 1, bundleID: "com.other.app"))]) == (403, 403))
+            #expect(
+                try await status(credentials + [("receipt", receipt), ("product_id", "com.example.app.gold")]) == (
+                    403, 403
+                ))
+            #expect(
+                try await status(
+                    credentials + [
+                        ("receipt", receipt), ("transaction_id", "1000000003"),
+                        ("product_id", "com.example.app.monthly"),
+                    ]) == (403, 403))
+            #expect(
+                try await status(credentials + [("receipt", try service.receipt(count: 1, bundleID: "com.other.app"))])
+                    == (403, 403))
             // Test-signed data on an app that does not allow it.
-            #expect(try await status([("apikey", strict.apiKey), ("token", strict.token), ("receipt", receipt)]) == (403, 403))
+            #expect(
+                try await status([("apikey", strict.apiKey), ("token", strict.token), ("receipt", receipt)]) == (
+                    403, 403
+                ))
             // Unreadable and not authentic.
             #expect(try await status(credentials + [("receipt", "!!not base64!!")]) == (200, 21002))
             #expect(try await status(credentials) == (200, 21002))
-            #expect(try await status(credentials + [("receipt", try service.receipt(count: 1, tampering: .signature))]) == (200, 21003))
-            #expect(try await status(credentials + [("receipt", try service.receipt(count: 1, tampering: .content))]) == (200, 21003))
+            #expect(
+                try await status(credentials + [("receipt", try service.receipt(count: 1, tampering: .signature))]) == (
+                    200, 21003
+                ))
+            #expect(
+                try await status(credentials + [("receipt", try service.receipt(count: 1, tampering: .content))]) == (
+                    200, 21003
+                ))
 
             // A StoreKit 2 JWS verifies locally; its payload comes back under `receipt` with Apple's names.
             var jws = JWSBuilder()
             jws.transactionID = "2000000000000042"
             let signed = try jws.build(signedBy: service.jwsPKI)
-            let answer = try await service.post(form: credentials + [("receipt", signed), ("transaction_id", "2000000000000042")])
+            let answer = try await service.post(
+                form: credentials + [("receipt", signed), ("transaction_id", "2000000000000042")])
             let body = try answer.json()
             #expect(body["status"] == .integer(0))
             #expect(body["kind"] == .string("signed_transaction"))
             #expect(body["receipt"]?["transactionId"] == .string("2000000000000042"))
-            #expect(try await status(credentials + [("receipt", signed), ("product_id", "com.example.app.yearly")]) == (403, 403))
+            #expect(
+                try await status(credentials + [("receipt", signed), ("product_id", "com.example.app.yearly")]) == (
+                    403, 403
+                ))
         }
     }
 
-    @Test("Apple's receipts: environment checks and local verification of the real thing", arguments: StoreKind.available)
+    @Test(
+        "Apple's receipts: environment checks and local verification of the real thing", arguments: StoreKind.available)
     func appleReceipts(kind: StoreKind) async throws {
         guard let fixtures = SharedFixtures.directory else {
             if SharedFixtures.isCI { Issue.record("fixtures missing under CI") }
@@ -195,17 +241,27 @@ import Testing
         }
         try await withLiveService(kind) { service in
             let receipt = try String(
-                contentsOf: fixtures.appendingPathComponent("receipts/revenuecat_sandbox_ios_2020.b64"), encoding: .utf8)
-            let sandbox = try service.tenant(appArguments: ["--bundle-id", "com.revenuecat.sampleapp", "--environment", "sandbox"])
-            let production = try service.tenant(appArguments: ["--bundle-id", "com.revenuecat.sampleapp", "--environment", "production"])
+                contentsOf: fixtures.appendingPathComponent("receipts/revenuecat_sandbox_ios_2020.b64"), encoding: .utf8
+            )
+            let sandbox = try service.tenant(appArguments: [
+                "--bundle-id", "com.revenuecat.sampleapp", "--environment", "sandbox",
+            ])
+            let production = try service.tenant(appArguments: [
+                "--bundle-id", "com.revenuecat.sampleapp", "--environment", "production",
+            ])
 
-            let answer = try await service.post(form: [("apikey", sandbox.apiKey), ("token", sandbox.token), ("receipt", receipt)])
+            let answer = try await service.post(form: [
+                ("apikey", sandbox.apiKey), ("token", sandbox.token), ("receipt", receipt),
+            ])
             let body = try answer.json()
             #expect(body["status"] == .integer(0))
             #expect(body["environment"] == .string("Sandbox"))
             // Our latest_receipt_info is Apple's, but for the subscription group Apple alone knows.
-            let recorded = try JSONParser.parse(Array(try Data(
-                contentsOf: fixtures.appendingPathComponent("apple-responses/revenuecat_status0_unified_sandbox_2020.json"))))
+            let recorded = try JSONParser.parse(
+                Array(
+                    try Data(
+                        contentsOf: fixtures.appendingPathComponent(
+                            "apple-responses/revenuecat_status0_unified_sandbox_2020.json"))))
             let apples = try #require(recorded["latest_receipt_info"]?.arrayValue).map { value -> JSONValue in
                 guard case .object(var object) = value else { return value }
                 object["subscription_group_identifier"] = nil
@@ -213,7 +269,9 @@ import Testing
             }
             #expect(body["latest_receipt_info"]?.arrayValue == apples)
 
-            let refused = try await service.post(form: [("apikey", production.apiKey), ("token", production.token), ("receipt", receipt)])
+            let refused = try await service.post(form: [
+                ("apikey", production.apiKey), ("token", production.token), ("receipt", receipt),
+            ])
             #expect(refused.httpStatus == 403)
             #expect(try refused.json()["status"] == .integer(403))
         }
@@ -237,7 +295,10 @@ import Testing
             for (bundleID, path, expectedKind) in [
                 ("com.revenuecat.sampleapp", "receipts/revenuecat_sandbox_ios_2020.b64", nil),
                 ("com.mindmobapp.MindMob", "receipts/ios6_sandbox_mindmob_2012.b64", nil),
-                ("com.audaos.audarecorder", "jws/apple_notification_did_renew_2022__signedTransactionInfo.jws", "signed_transaction"),
+                (
+                    "com.audaos.audarecorder", "jws/apple_notification_did_renew_2022__signedTransactionInfo.jws",
+                    "signed_transaction"
+                ),
                 ("com.audaos.audarecorder", "jws/apple_notification_did_renew_2022.jws", "notification"),
             ] as [(String, String, String?)] {
                 let tenant = try service.tenant(appArguments: ["--bundle-id", bundleID, "--environment", "sandbox"])
@@ -276,20 +337,29 @@ import Testing
                 #expect(body["request_id"]?.stringValue?.count == 24)
             }
             let big = String(repeating: "A", count: 70_000)
-            try check(try await service.post(form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", big)]), 413)
+            try check(
+                try await service.post(form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", big)]),
+                413)
             // Streamed without a length, the limit still holds.
-            try check(try await service.postStreamed(chunks: ["apikey=\(tenant.apiKey)&receipt="] + Array(repeating: String(repeating: "B", count: 8_192), count: 10)), 413)
+            try check(
+                try await service.postStreamed(
+                    chunks: ["apikey=\(tenant.apiKey)&receipt="]
+                        + Array(repeating: String(repeating: "B", count: 8_192), count: 10)), 413)
             try check(try await service.post("/api", body: "x", contentType: "text/plain"), 415)
             try check(try await service.post("/api", body: "{\"token\": ", contentType: "application/json"), 400)
             try check(try await service.post("/api", body: "[1]", contentType: "application/json"), 400)
-            try check(try await service.post("/api", body: "token=%zz", contentType: "application/x-www-form-urlencoded"), 400)
+            try check(
+                try await service.post("/api", body: "token=%zz", contentType: "application/x-www-form-urlencoded"), 400
+            )
             try check(try await service.post("/api", body: "token=a&token=b"), 400)
             let get = try await service.post("/api", body: "", method: .GET)
             try check(get, 405)
             #expect(get.header("Allow") == "POST")
             try check(try await service.post("/nothing", body: ""), 404)
             // The service still answers after all of that.
-            let fine = try await service.post(form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", try service.receipt(count: 1))])
+            let fine = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", try service.receipt(count: 1)),
+            ])
             #expect(fine.httpStatus == 200)
         }
     }

@@ -103,7 +103,9 @@ import Testing
                     #expect(
                         text.contains(
                             #"receiptverify_verifications_total{input="unified_receipt",source="local",status="0"} 1"#))
-                    #expect(text.contains(#"receiptverify_verifications_total{input="none",source="none",status="21002"} 1"#))
+                    #expect(
+                        text.contains(
+                            #"receiptverify_verifications_total{input="none",source="none",status="21002"} 1"#))
                     // Labels never carry a token, a key or an account.
                     #expect(!text.contains(fixture.token) && !text.contains(fixture.key))
                 }

@@ -43,14 +43,15 @@ import Testing
         #expect(configuration.apple.sandboxURL == "http://127.0.0.1:9/verifyReceipt")
     }
 
-    @Test(arguments: [
-        (["port": "80000"], [:], "--port must be a whole number in 0...65535"),
-        ([:], ["RECEIPTVERIFY_MAX_BODY_SIZE": "lots"], "RECEIPTVERIFY_MAX_BODY_SIZE must be a whole number in"),
-        (["apple-production-url": "ftp://apple"], [:], "--apple-production-url must be an http(s) URL"),
-        (["max-connections": "5000"], [:], "--max-connections must be a whole number in 1...4032"),
-        (["max-body-size": "4096", "max-body-memory": "1024"], [:], "--max-body-memory must be a whole number in"),
-        (["port": "9000", "metrics-port": "9000"], [:], "the metrics port must differ from the main port"),
-    ] as [([String: String], [String: String], String)])
+    @Test(
+        arguments: [
+            (["port": "80000"], [:], "--port must be a whole number in 0...65535"),
+            ([:], ["RECEIPTVERIFY_MAX_BODY_SIZE": "lots"], "RECEIPTVERIFY_MAX_BODY_SIZE must be a whole number in"),
+            (["apple-production-url": "ftp://apple"], [:], "--apple-production-url must be an http(s) URL"),
+            (["max-connections": "5000"], [:], "--max-connections must be a whole number in 1...4032"),
+            (["max-body-size": "4096", "max-body-memory": "1024"], [:], "--max-body-memory must be a whole number in"),
+            (["port": "9000", "metrics-port": "9000"], [:], "the metrics port must differ from the main port"),
+        ] as [([String: String], [String: String], String)])
     func aBadValueIsRefusedNamingItsSetting(flags: [String: String], environment: [String: String], message: String) {
         do {
             _ = try configuration(flags, environment: environment)

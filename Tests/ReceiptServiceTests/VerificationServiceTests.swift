@@ -116,8 +116,10 @@ import Testing
         }
         var receipt = JSONObject()
         receipt["in_app"] = .array([
-            item("3", original: "1", purchased: 300, expires: true), item("c", original: "c", purchased: 50, expires: false),
-            item("1", original: "1", purchased: 100, expires: true), item("9", original: "9", purchased: 200, expires: true),
+            item("3", original: "1", purchased: 300, expires: true),
+            item("c", original: "c", purchased: 50, expires: false),
+            item("1", original: "1", purchased: 100, expires: true),
+            item("9", original: "9", purchased: 200, expires: true),
         ])
         let all = LatestReceiptInfo.subscriptions(in: receipt, excludingOld: false)
         #expect(all.compactMap { $0["transaction_id"]?.stringValue } == ["1", "9", "3"])

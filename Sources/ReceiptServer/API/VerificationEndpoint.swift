@@ -316,4 +316,3 @@ struct HTTPFailure: Error {
         self.retryAfter = retryAfter
     }
 }
-

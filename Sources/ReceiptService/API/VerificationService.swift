@@ -18,7 +18,8 @@ public struct VerificationService: Sendable {
     }
 
     /// Verifies the request's receipt for `caller`; every outcome, failures included, is an answer.
-    public func verify(_ request: VerificationRequest, for caller: Caller, logger: Logger) async -> VerificationOutcome {
+    public func verify(_ request: VerificationRequest, for caller: Caller, logger: Logger) async -> VerificationOutcome
+    {
         var outcome = await decide(request, for: caller, logger: logger)
         if let nonce = request.nonce { outcome.body["nonce"] = .string(nonce) }
         return outcome

@@ -165,7 +165,9 @@ public struct UsageGate: Sendable {
     ///
     /// A reused read keeps its ``UsageMeter/ReadMark``: the counts it holds are still exactly the ones committed before it,
     /// so the meter's arithmetic stays exact. Only reads that no flush overlapped are kept.
-    private func standing(of accountMonth: UsageMeter.AccountMonth) async throws -> (AccountStanding?, UsageMeter.ReadMark) {
+    private func standing(of accountMonth: UsageMeter.AccountMonth) async throws -> (
+        AccountStanding?, UsageMeter.ReadMark
+    ) {
         // Taken before the read: a change committed while it runs moves the marker, so the read is not reused.
         let marker = store.changeMarker()
         let instant = ContinuousClock.now

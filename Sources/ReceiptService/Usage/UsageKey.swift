@@ -56,7 +56,9 @@ public struct UsageKey: Sendable, Hashable, Comparable {
     }
 
     /// The account's month the call counts towards.
-    public var accountMonth: UsageMeter.AccountMonth { UsageMeter.AccountMonth(accountID: accountID, month: day.usageMonth) }
+    public var accountMonth: UsageMeter.AccountMonth {
+        UsageMeter.AccountMonth(accountID: accountID, month: day.usageMonth)
+    }
 
     /// Orders keys the way a flush writes them, so that concurrent flushes from several servers take row locks in
     /// the same order and cannot deadlock.
