@@ -98,14 +98,14 @@ func buildRouter(
     router.add(middleware: JSONErrorMiddleware())
 
     // Operations.
-    router.get("/healthz") { _, _ in HealthStatus(status: "ok") }
+    router.get("/healthz") { _, _ in HealthStatus.ok.response }
     router.head("/healthz") { _, _ in HTTPResponse.Status.ok }
     let readinessCheck = ReadinessCheck(store: tenancy.store, deadline: components.deadline, logger: logger)
-    let readiness: @Sendable (Request, ServerContext) async throws -> HealthStatus = { _, _ in
+    let readiness: @Sendable (Request, ServerContext) async throws -> Response = { _, _ in
         guard await readinessCheck.isReady() else {
             throw HTTPError(.serviceUnavailable, message: "database unavailable")
         }
-        return HealthStatus(status: "ready")
+        return HealthStatus.ready.response
     }
     router.get("/readyz", use: readiness)
     router.head("/readyz") { request, context in
@@ -163,7 +163,16 @@ extension Router where Context == ServerContext {
     }
 }
 
-/// The body of `/healthz` and `/readyz`.
-struct HealthStatus: ResponseEncodable {
-    let status: String
+/// The answers of `/healthz` and `/readyz`, made once: a load balancer asks thousands of times.
+enum HealthStatus {
+    case ok, ready
+
+    private static let okBody = ByteBuffer(string: #"{"status":"ok"}"#)
+    private static let readyBody = ByteBuffer(string: #"{"status":"ready"}"#)
+
+    var response: Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: self == .ok ? Self.okBody : Self.readyBody))
+    }
 }
