@@ -50,7 +50,9 @@ extension JSONValue {
         var text = text
         // Almost every string is plain: copy it in one go when nothing needs escaping.
         let plain = text.withUTF8 { bytes -> Bool in
-            guard !bytes.contains(where: needsEscaping) else { return false }
+            var escapes = false
+            for byte in bytes { escapes = escapes || needsEscaping(byte) }
+            guard !escapes else { return false }
             output.append(contentsOf: bytes)
             return true
         }
@@ -73,6 +75,7 @@ extension JSONValue {
         output.append(UInt8(ascii: "\""))
     }
 
+    @inline(__always)
     private static func needsEscaping(_ byte: UInt8) -> Bool {
         byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }

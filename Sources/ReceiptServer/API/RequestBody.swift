@@ -108,27 +108,39 @@ enum RequestBody {
 
     /// `application/x-www-form-urlencoded` decoding: `+` is a space, `%XX` a byte; the result must be UTF-8.
     private static func percentDecoded(_ bytes: [UInt8], _ range: Range<Int>) throws(Unreadable) -> String {
-        var output = [UInt8](repeating: 0, count: range.count)
-        var count = 0
-        var index = range.lowerBound
-        while index < range.upperBound {
-            let byte = bytes[index]
-            switch byte {
-            case UInt8(ascii: "+"):
-                output[count] = UInt8(ascii: " ")
-            case UInt8(ascii: "%"):
-                guard index + 2 < range.upperBound, let high = hexValue(bytes[index + 1]),
-                    let low = hexValue(bytes[index + 2])
-                else { throw Unreadable(reason: "malformed percent-encoding") }
-                output[count] = high << 4 | low
-                index += 2
-            default:
-                output[count] = byte
+        // One pass through pointers (a receipt is tens of kilobytes, its `+`, `/` and `=` percent-encoded), noting
+        // whether every byte is ASCII: such text needs no UTF-8 validation.
+        var malformed = false
+        var seen: UInt8 = 0
+        let output = bytes.withUnsafeBufferPointer { input in
+            [UInt8](unsafeUninitializedCapacity: range.count) { out, initialized in
+                var count = 0
+                var index = range.lowerBound
+                while index < range.upperBound {
+                    var byte = input[index]
+                    if byte == UInt8(ascii: "+") {
+                        byte = UInt8(ascii: " ")
+                    } else if byte == UInt8(ascii: "%") {
+                        guard index + 2 < range.upperBound, let high = hexValue(input[index + 1]),
+                            let low = hexValue(input[index + 2])
+                        else {
+                            malformed = true
+                            break
+                        }
+                        byte = high << 4 | low
+                        index += 2
+                    }
+                    out[count] = byte
+                    seen |= byte
+                    count += 1
+                    index += 1
+                }
+                initialized = count
             }
-            count += 1
-            index += 1
         }
-        guard let text = String(validating: output[..<count], as: UTF8.self) else {
+        if malformed { throw Unreadable(reason: "malformed percent-encoding") }
+        if seen < 0x80 { return String(decoding: output, as: UTF8.self) }
+        guard let text = String(validating: output, as: UTF8.self) else {
             throw Unreadable(reason: "a form field is not UTF-8")
         }
         return text
