@@ -150,7 +150,8 @@ import Testing
                 for (uri, method, status, allow) in [
                     ("/nope", HTTPRequest.Method.get, 404, nil), ("/api", .get, 405, "POST"),
                     ("/healthz", .post, 405, "GET, HEAD"), ("/metrics", .delete, 405, "GET"),
-                    ("/openapi.json", .put, 405, "GET"),
+                    ("/openapi.json", .put, 405, "GET"), ("/api", .trace, 405, "POST"),
+                    ("/apiencrypted", HTTPRequest.Method("QUERY")!, 405, "POST"),
                 ] {
                     try await client.execute(uri: uri, method: method) { response in
                         #expect(Int(response.status.code) == status, "\(method) \(uri)")

@@ -25,6 +25,12 @@ import Testing
         #expect(json.receipt == "MI")
         #expect(json.excludeOldTransactions)
         #expect(json.transactionID == "42")
+
+        // JSON does not tell 42 from 42.0: an encoder that writes whole numbers with a fraction is read the same.
+        let doubles = try RequestBody.decode(
+            Array(#"{"token":"t","nonce":12345.0,"transaction_id":4.2e1,"exclude_old_transactions":1.0}"#.utf8),
+            as: .json)
+        #expect(doubles.nonce == "12345" && doubles.transactionID == "42" && doubles.excludeOldTransactions)
     }
 
     @Test(arguments: [

@@ -178,6 +178,11 @@ extension [String: RequestBody.Field] {
         switch field {
         case .text(let value), .json(.string(let value)): text = value
         case .json(.integer(let number)): text = String(number)
+        case .json(.double(let number)):
+            guard let whole = Self.wholeNumber(number) else {
+                throw RequestBody.Unreadable(reason: "field '\(name)' must be a string")
+            }
+            text = String(whole)
         case .json(.null): return nil
         case .json: throw RequestBody.Unreadable(reason: "field '\(name)' must be a string")
         }
@@ -187,6 +192,13 @@ extension [String: RequestBody.Field] {
         return text
     }
 
+    /// `number` as an integer when it is one written with a fraction or exponent (`12345.0`, `1e3`): JSON does not
+    /// tell the two apart, and clients' encoders write either. Only below 2^53, where a double is exact.
+    fileprivate static func wholeNumber(_ number: Double) -> Int64? {
+        guard number.isFinite, number == number.rounded(), abs(number) < 9_007_199_254_740_992 else { return nil }
+        return Int64(number)
+    }
+
     /// The boolean of the first of `names` present: JSON `true`/`false`, or `true`/`false`/`1`/`0` as text.
     fileprivate func flag(_ names: String...) throws(RequestBody.Unreadable) -> Bool {
         guard let name = names.first(where: { self[$0] != nil }), let field = self[name] else { return false }
@@ -194,6 +206,7 @@ extension [String: RequestBody.Field] {
         case .json(.bool(let value)): return value
         case .json(.null): return false
         case .json(.integer(let number)) where number == 0 || number == 1: return number == 1
+        case .json(.double(let number)) where number == 0 || number == 1: return number == 1
         case .text(let value), .json(.string(let value)):
             switch value.lowercased() {
             case "true", "1": return true

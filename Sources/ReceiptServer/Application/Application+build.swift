@@ -85,17 +85,23 @@ struct ServerComponents: Sendable {
 }
 
 /// The routes: the verification API, health and readiness, the API's contract, and metrics unless they have a port of
-/// their own. Every route answers errors in the API's JSON shape, and a known path asked with another method gets
-/// 405 with `Allow`.
+/// their own. Every route answers errors in the API's JSON shape, and a known path asked with another method (any)
+/// gets 405 with `Allow`.
 func buildRouter(
     configuration: ServerConfiguration, tenancy: TenancyService, verification: VerificationService,
     components: ServerComponents, logger: Logger
 ) -> Router<ServerContext> {
+    // Every route and the methods it takes; any other method on these paths is answered 405.
+    var routes: [String: [HTTPRequest.Method]] = [
+        "/healthz": [.get, .head], "/readyz": [.get, .head], "/openapi.json": [.get], "/api": [.post],
+        "/apiencrypted": [.post],
+    ]
+    if configuration.metricsPort == nil { routes["/metrics"] = [.get] }
     let router = Router(context: ServerContext.self)
     // Outermost first: the log line and the metrics see every answer, errors turned into JSON included.
     router.add(middleware: RequestLogMiddleware(logger: logger))
     router.add(middleware: MetricsMiddleware(metrics: components.metrics))
-    router.add(middleware: JSONErrorMiddleware())
+    router.add(middleware: JSONErrorMiddleware(methods: routes))
 
     // Operations.
     router.get("/healthz") { _, _ in HealthStatus.ok.response }
@@ -113,12 +119,8 @@ func buildRouter(
         return HTTPResponse.Status.ok
     }
     router.get("/openapi.json") { _, _ in OpenAPIDocument.response() }
-    var operations: [(String, [HTTPRequest.Method])] = [
-        ("/healthz", [.get, .head]), ("/readyz", [.get, .head]), ("/openapi.json", [.get]),
-    ]
     if configuration.metricsPort == nil {
         router.get("/metrics") { _, _ in components.renderMetrics() }
-        operations.append(("/metrics", [.get]))
     }
 
     // The verification API.
@@ -134,9 +136,6 @@ func buildRouter(
             await endpoint.respond(to: request, context: context, kind: kind)
         }
     }
-    for (path, methods) in operations + [("/api", [.post]), ("/apiencrypted", [.post])] {
-        router.refuseOtherMethods(on: path, allowing: methods)
-    }
     return router
 }
 
@@ -145,22 +144,11 @@ func buildMetricsApplication(hostname: String, port: Int, components: ServerComp
     -> Application<RouterResponder<ServerContext>>
 {
     let router = Router(context: ServerContext.self)
-    router.add(middleware: JSONErrorMiddleware())
+    router.add(middleware: JSONErrorMiddleware(methods: ["/metrics": [.get]]))
     router.get("/metrics") { _, _ in components.renderMetrics() }
-    router.refuseOtherMethods(on: "/metrics", allowing: [.get])
     return Application(
         router: router, configuration: .init(address: .hostname(hostname, port: port), serverName: nil),
         logger: logger)
-}
-
-extension Router where Context == ServerContext {
-    /// Answers 405 (with `Allow`) to every common method `path` does not take.
-    func refuseOtherMethods(on path: String, allowing allowed: [HTTPRequest.Method]) {
-        let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
-        for method in methods where !allowed.contains(method) {
-            on(RouterPath(path), method: method) { _, _ -> Response in throw MethodNotAllowed(allowed: allowed) }
-        }
-    }
 }
 
 /// The answers of `/healthz` and `/readyz`, made once: a load balancer asks thousands of times.

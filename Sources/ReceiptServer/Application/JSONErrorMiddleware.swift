@@ -5,26 +5,37 @@ import ReceiptService
 
 /// Turns every error a route throws (unknown path, wrong method, an unready database, anything unexpected) into a
 /// JSON answer shaped like every other one: `status`, `description`, `request_id`; never Hummingbird's plain text.
+///
+/// A path the router knows, asked with a method it does not take (any method: `TRACE`, `QUERY`, one made up), is
+/// answered 405 with `Allow` rather than the router's 404.
 struct JSONErrorMiddleware: RouterMiddleware {
     typealias Context = ServerContext
+    /// The methods each known path takes.
+    let methods: [String: [HTTPRequest.Method]]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
         do {
             return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound && methods[request.uri.path] != nil {
+            return answer(MethodNotAllowed(allowed: methods[request.uri.path] ?? []), context: context)
         } catch {
-            let status = (error as? any HTTPResponseError).map { Int($0.status.code) } ?? ResponseStatus.internalError
-            var outcome = VerificationOutcome.failure(status)
-            if status == ResponseStatus.serviceUnavailable {
-                outcome.body["retryable"] = .bool(true)
-                outcome.body["retry_after"] = .integer(1)
-            }
-            outcome.body["request_id"] = .string(context.requestID)
-            return VerificationEndpoint.response(
-                outcome, sealed: nil, requestID: context.requestID,
-                allowed: (error as? MethodNotAllowed)?.allowed.map(\.rawValue).joined(separator: ", ") ?? "POST")
+            return answer(error, context: context)
         }
+    }
+
+    private func answer(_ error: any Error, context: Context) -> Response {
+        let status = (error as? any HTTPResponseError).map { Int($0.status.code) } ?? ResponseStatus.internalError
+        var outcome = VerificationOutcome.failure(status)
+        if status == ResponseStatus.serviceUnavailable {
+            outcome.body["retryable"] = .bool(true)
+            outcome.body["retry_after"] = .integer(1)
+        }
+        outcome.body["request_id"] = .string(context.requestID)
+        return VerificationEndpoint.response(
+            outcome, sealed: nil, requestID: context.requestID,
+            allowed: (error as? MethodNotAllowed)?.allowed.map(\.rawValue).joined(separator: ", ") ?? "POST")
     }
 }
 

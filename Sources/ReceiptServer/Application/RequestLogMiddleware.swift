@@ -2,7 +2,8 @@ import Hummingbird
 import Logging
 import ReceiptService
 
-/// One log line per answer, never with the receipt, a key or a secret: `info` for the verification routes (`error`
+/// The request id on every answer (`X-Request-ID`), and one log line per answer, never with the receipt, a key or a
+/// secret: `info` for the verification routes (`error`
 /// for a 5xx answer), `debug` for the others (health checks and metrics scrapes would drown the log), with the
 /// request id, route template, HTTP status, our `status`, the app token, who judged, the latency and, for a failure,
 /// the reason.
@@ -14,7 +15,9 @@ struct RequestLogMiddleware: RouterMiddleware {
         -> Response
     {
         let started = ContinuousClock.now
-        let response = try await next(request, context)
+        var response = try await next(request, context)
+        // Every answer carries its id, the operations routes' too.
+        if response.headers[RequestID.header] == nil { response.headers[RequestID.header] = context.requestID }
         let outcome = context.record.outcome
         let httpStatus = Int(response.status.code)
         let level: Logger.Level = httpStatus >= 500 ? .error : outcome != nil ? .info : .debug

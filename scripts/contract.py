@@ -1,0 +1,1141 @@
+#!/usr/bin/env python3
+"""Contract test: a live ReceiptVerify server against its OpenAPI document.
+
+Validates the document (openapi-spec-validator), sends requests chosen to produce every documented (route, status)
+pair, checks each answer's HTTP status, content type, headers and body against the document (Draft 2020-12, `$ref`s
+resolved), and checks coverage both ways: every field of every answer is documented (the top-level answer schemas
+are closed) and every documented top-level answer field and (route, status) pair occurred, except the pairs listed
+in NOT_PRODUCIBLE, which are printed as "not exercised".
+
+Needs `jsonschema` and `requests` (and `openapi-spec-validator` to validate the document itself); `cryptography` is
+used to open sealed `/apiencrypted` answers when installed (else the `openssl` command, CBC only).
+`scripts/contract.sh` sets up a server, its accounts and apps, and runs this.
+
+Credentials come from flags (`--key`, `--token`, `--result-key`) and from `--credentials FILE`, a JSON object with
+any of these entries (a check whose entry is missing fails the coverage check, naming the entry):
+  other_account_token       an app token of another account (401)
+  disabled_key, disabled_token   a key and app of a disabled account (401)
+  production_only_token     an app of --key's account with the receipt's bundle ID, production only (403)
+  other_bundle_token        an app of --key's account with another bundle ID (403)
+  plain_key, plain_token    an account whose plan lacks /apiencrypted (402)
+  slow_key, slow_token      an account whose plan allows 1 request per second (429)
+  quota_key, quota_token    an account whose plan has a monthly quota of 0 (429 with quota_resets_at)
+  gcm_token, gcm_result_key an app of --key's account like --token, with --cipher aes-256-gcm
+  apple_token, apple_result_key  an app of --key's account in `apple` mode, allowing sandbox and production,
+                            with the receipt's bundle ID and com.mbaasy.ios.demo (needs --fake-apple-port)
+  jws_token, jws_result_key an app of --key's account in `local` mode, allowing sandbox, with the bundle IDs of the
+                            fixtures' StoreKit 2 items (Com.VoiceRecording.Telephone, com.audaos.audarecorder)
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import copy
+import http.server
+import json
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+try:
+    import requests
+    from jsonschema import Draft202012Validator, FormatChecker
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+except ImportError as error:  # pragma: no cover
+    sys.exit(f"contract: missing Python package ({error}); run: python3 -m pip install jsonschema requests")
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_SPEC = REPO / "Sources/ReceiptServer/Operations/openapi.json"
+SPEC_URI = "urn:receiptverify:openapi"
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+# (method, route, status) pairs the document lists that no request from outside can produce, with the reason.
+NOT_PRODUCIBLE = {
+    ("GET", "/readyz", 503): "needs a database outage, which a client cannot cause",
+    ("HEAD", "/readyz", 503): "needs a database outage, which a client cannot cause",
+}
+# Pseudo-routes for answers outside the operations.
+UNKNOWN_PATH = "<unknown path>"
+OTHER_METHODS = "<other methods>"
+
+
+class Failure(Exception):
+    """A mismatch between the server and the document."""
+
+
+@dataclass
+class Answer:
+    """One HTTP answer, from requests or from a raw socket."""
+
+    method: str
+    path: str
+    status: int
+    headers: dict[str, str]  # lower-case names
+    body: bytes
+
+    @classmethod
+    def of(cls, response: requests.Response) -> "Answer":
+        return cls(
+            method=response.request.method or "GET",
+            path=urlsplit(response.request.url or "").path,
+            status=response.status_code,
+            headers={name.lower(): value for name, value in response.headers.items()},
+            body=response.content,
+        )
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def refs_absolute(node: Any) -> Any:
+    """A copy of a schema whose document-relative `$ref`s point into the registered document."""
+    if isinstance(node, dict):
+        return {
+            key: (SPEC_URI + value if key == "$ref" and isinstance(value, str) and value.startswith("#") else
+                  refs_absolute(value))
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [refs_absolute(item) for item in node]
+    return node
+
+
+class Document:
+    """The OpenAPI document: validation, `$ref` resolution, schemas, the documented pairs and fields."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.raw = path.read_bytes()
+        self.doc = json.loads(self.raw)
+        self.registry = Registry().with_resource(SPEC_URI, Resource(contents=self.doc, specification=DRAFT202012))
+        self._validators: dict[str, Draft202012Validator] = {}
+
+    def validate_itself(self) -> None:
+        if self.doc.get("openapi") != "3.1.0":
+            raise Failure(f"{self.path}: openapi is {self.doc.get('openapi')!r}, not 3.1.0")
+        try:
+            from openapi_spec_validator import validate
+        except ImportError:
+            raise Failure("openapi-spec-validator is not installed: python3 -m pip install openapi-spec-validator")
+        validate(self.doc)
+        # Every $ref resolves and every schema is a valid Draft 2020-12 schema.
+        for pointer, ref in self._refs(self.doc, ""):
+            try:
+                self.pointer(ref[1:])
+            except (KeyError, IndexError):
+                raise Failure(f"{pointer}: $ref {ref} points nowhere")
+        for name, schema in self.doc["components"]["schemas"].items():
+            Draft202012Validator.check_schema(schema)
+        # Every example matches the schema beside it.
+        for pointer, media in self._media(self.doc, ""):
+            for error in self.errors(media["schema"], media["example"], limit=1):
+                raise Failure(f"{pointer}: the example does not match its schema: {error}")
+
+    def _media(self, node: Any, pointer: str):
+        if isinstance(node, dict):
+            if "schema" in node and "example" in node:
+                yield pointer, node
+            for key, value in node.items():
+                yield from self._media(value, f"{pointer}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                yield from self._media(value, f"{pointer}/{index}")
+
+    def _refs(self, node: Any, pointer: str):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "$ref" and isinstance(value, str):
+                    yield pointer, value
+                else:
+                    yield from self._refs(value, f"{pointer}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                yield from self._refs(value, f"{pointer}/{index}")
+
+    def pointer(self, pointer: str) -> Any:
+        node = self.doc
+        for part in pointer.strip("/").split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        return node
+
+    def resolve(self, node: Any) -> Any:
+        """Follows `$ref`s of response and header objects (not of schemas: the validator does those)."""
+        seen = 0
+        while isinstance(node, dict) and "$ref" in node:
+            node = self.pointer(node["$ref"][1:])
+            seen += 1
+            if seen > 20:
+                raise Failure("a $ref cycle")
+        return node
+
+    def validator(self, schema: Any) -> Draft202012Validator:
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._validators:
+            self._validators[key] = Draft202012Validator(
+                refs_absolute(schema), registry=self.registry, format_checker=FormatChecker())
+        return self._validators[key]
+
+    def schema(self, name: str) -> dict:
+        return {"$ref": f"#/components/schemas/{name}"}
+
+    def errors(self, schema: Any, instance: Any, limit: int = 5) -> list[str]:
+        found = sorted(self.validator(schema).iter_errors(instance), key=lambda error: list(error.path))
+        messages = []
+        for error in found[:limit]:
+            location = "/".join(str(part) for part in error.absolute_path) or "(top level)"
+            messages.append(f"{location}: {self._brief(error)}")
+        return messages
+
+    @staticmethod
+    def _brief(error) -> str:
+        # anyOf/oneOf errors say little by themselves: name the best sub-error.
+        if error.context:
+            best = min(error.context, key=lambda sub: len(list(sub.absolute_path)) * -1)
+            location = "/".join(str(part) for part in best.absolute_path) or "(top level)"
+            return f"matches none of the alternatives ({error.validator}); deepest mismatch at {location}: " \
+                   f"{best.message[:200]}"
+        return error.message[:300]
+
+    # The answer definition for a request.
+    def response_for(self, method: str, path: str, status: int) -> tuple[tuple[str, str, int], dict | None]:
+        item = self.doc["paths"].get(path)
+        if item is None:
+            pair = ("*", UNKNOWN_PATH, status)
+            definition = self.doc["x-unknown-path"]["response"] if status == 404 else None
+        elif method.lower() in item:
+            pair = (method.upper(), path, status)
+            responses = item[method.lower()]["responses"]
+            definition = responses.get(str(status)) or responses.get(f"{str(status)[0]}XX") or responses.get("default")
+        else:
+            pair = (OTHER_METHODS, path, status)
+            definition = item["x-other-methods"]["response"] if status == 405 else None
+        return pair, (self.resolve(definition) if definition is not None else None)
+
+    def documented_pairs(self) -> set[tuple[str, str, int]]:
+        pairs = {("*", UNKNOWN_PATH, 404)}
+        for path, item in self.doc["paths"].items():
+            for method in HTTP_METHODS:
+                if method in item:
+                    pairs |= {(method.upper(), path, int(status)) for status in item[method]["responses"]}
+            if "x-other-methods" in item:
+                pairs.add((OTHER_METHODS, path, 405))
+        return pairs
+
+    def documented_fields(self) -> dict[str, set[str]]:
+        """Top-level fields of each closed answer schema."""
+        schemas = self.doc["components"]["schemas"]
+        return {name: set(schemas[name]["properties"]) for name in ("VerifyAnswer", "ErrorAnswer", "HealthStatus")}
+
+
+class Contract:
+    """Sends requests, checks answers, keeps the coverage."""
+
+    def __init__(self, document: Document, base: str, allow_missing_ops_routes: bool, verbose: bool):
+        self.document = document
+        self.base = base.rstrip("/")
+        parts = urlsplit(self.base)
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or 80
+        self.allow_missing_ops_routes = allow_missing_ops_routes
+        self.verbose = verbose
+        self.failures: list[str] = []
+        self.pairs: dict[tuple[str, str, int], int] = {}
+        self.fields: dict[str, set[str]] = {"VerifyAnswer": set(), "ErrorAnswer": set(), "HealthStatus": set()}
+        self.not_exercised: dict[tuple[str, str, int], str] = dict(NOT_PRODUCIBLE)
+        self.fields_not_exercised: dict[str, str] = {}
+        self.skipped_ops: set[str] = set()
+        self.count = 0
+        self.session = requests.Session()
+
+    # Sending.
+
+    def send(self, method: str, path: str, **options) -> Answer:
+        options.setdefault("timeout", 30)
+        options.setdefault("allow_redirects", False)
+        response = self.session.request(method, self.base + path, **options)
+        return Answer.of(response)
+
+    def raw(self, head: bytes, body_chunks: list[bytes] | None = None, method: str = "POST", path: str = "/api") \
+            -> Answer:
+        """One request over its own connection, written as given; reads the answer (the server may answer before
+        the body is sent, and close)."""
+        with socket.create_connection((self.host, self.port), timeout=30) as connection:
+            try:
+                connection.sendall(head)
+                for chunk in body_chunks or []:
+                    connection.sendall(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # The server answered early and closed; its answer is read below.
+            data = b""
+            try:
+                while True:
+                    piece = connection.recv(65536)
+                    if not piece:
+                        break
+                    data += piece
+                    if self._complete(data):
+                        break
+            except ConnectionResetError:
+                if not data:
+                    raise Failure(f"{method} {path}: the connection was reset before an answer arrived")
+        head_bytes, _, body = data.partition(b"\r\n\r\n")
+        lines = head_bytes.decode("latin-1").split("\r\n")
+        if not lines or not lines[0].startswith("HTTP/1."):
+            raise Failure(f"{method} {path}: no HTTP answer (got {data[:80]!r})")
+        status = int(lines[0].split(" ")[1])
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return Answer(method, path, status, headers, body)
+
+    @staticmethod
+    def _complete(data: bytes) -> bool:
+        head, separator, body = data.partition(b"\r\n\r\n")
+        if not separator:
+            return False
+        match = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+        return match is not None and len(body) >= int(match.group(1))
+
+    # Checking.
+
+    def fail(self, name: str, message: str) -> None:
+        self.failures.append(f"{name}: {message}")
+        print(f"  FAIL {name}: {message}")
+
+    def check(self, name: str, answer: Answer, expect: int | set[int], *,
+              content_type: str | None = None, extra: Callable[[Answer, Any], list[str] | None] | None = None) -> Any:
+        """Checks one answer against the document; returns its parsed body (JSON value or text), or None."""
+        self.count += 1
+        expected = {expect} if isinstance(expect, int) else set(expect)
+        problems: list[str] = []
+        if answer.status not in expected:
+            problems.append(f"HTTP {answer.status}, expected {'/'.join(map(str, sorted(expected)))}"
+                            f" (body: {answer.body[:200]!r})")
+        pair, definition = self.document.response_for(answer.method, answer.path, answer.status)
+        body: Any = None
+        if definition is None:
+            problems.append(f"HTTP {answer.status} is not documented for {answer.method} {answer.path}")
+        else:
+            problems += self._check_headers(definition, answer)
+            parsed, body_problems = self._check_body(definition, answer)
+            body = parsed
+            problems += body_problems
+            if content_type is not None and answer.header("content-type") != content_type:
+                problems.append(f"Content-Type {answer.header('content-type')!r}, expected {content_type!r}")
+            if isinstance(body, dict) and "request_id" in body and answer.header("x-request-id") is not None \
+                    and body["request_id"] != answer.header("x-request-id"):
+                problems.append("request_id differs from X-Request-ID")
+            if extra is not None and not problems:
+                problems += extra(answer, body) or []
+        if definition is not None and answer.status in expected:
+            self.pairs[pair] = self.pairs.get(pair, 0) + 1
+        if problems:
+            for problem in problems:
+                self.fail(name, problem)
+        elif self.verbose:
+            print(f"  ok   {name}: {answer.method} {answer.path} → {answer.status}")
+        return body
+
+    def _check_headers(self, definition: dict, answer: Answer) -> list[str]:
+        problems = []
+        for name, header in (definition.get("headers") or {}).items():
+            header = self.document.resolve(header)
+            value = answer.header(name)
+            if value is None:
+                if header.get("required"):
+                    problems.append(f"header {name} is missing")
+                continue
+            schema = header.get("schema", {})
+            resolved = self.document.resolve(schema) if "$ref" in schema else schema
+            instance: Any = value
+            if resolved.get("type") == "integer":
+                try:
+                    instance = int(value)
+                except ValueError:
+                    problems.append(f"header {name}: {value!r} is not an integer")
+                    continue
+            for error in self.document.errors(schema, instance):
+                problems.append(f"header {name}: {error}")
+        return problems
+
+    def _check_body(self, definition: dict, answer: Answer) -> tuple[Any, list[str]]:
+        content = definition.get("content")
+        if answer.method == "HEAD":
+            return None, ([f"HEAD answer has a body of {len(answer.body)} bytes"] if answer.body else [])
+        if not content:
+            return None, ([f"undocumented body of {len(answer.body)} bytes"] if answer.body else [])
+        content_type = answer.header("content-type")
+        if content_type is None:
+            return None, ["no Content-Type"]
+        media = content_type.split(";")[0].strip().lower()
+        if media not in content:
+            return None, [f"Content-Type {content_type!r} is not documented (documented: {', '.join(content)})"]
+        schema = content[media].get("schema", {})
+        if media == "application/json" or media.endswith("+json"):
+            try:
+                value = answer.json()
+            except ValueError as error:
+                return None, [f"body is not JSON ({error}): {answer.body[:200]!r}"]
+            self._record_fields(value, answer)
+        else:
+            try:
+                value = answer.body.decode("utf-8")
+            except UnicodeDecodeError:
+                return None, ["text body is not UTF-8"]
+        return value, self.document.errors(schema, value)
+
+    def _record_fields(self, value: Any, answer: Answer) -> None:
+        if not isinstance(value, dict):
+            return
+        if answer.path in ("/healthz", "/readyz") and answer.status == 200:
+            self.fields["HealthStatus"] |= set(value)
+        elif answer.status >= 400 and "receipt" not in value:
+            self.fields["ErrorAnswer"] |= set(value)
+        elif answer.path in ("/api", "/apiencrypted"):
+            self.fields["VerifyAnswer"] |= set(value)
+
+    def record_sealed(self, value: dict) -> None:
+        self.fields["VerifyAnswer"] |= set(value)
+
+    def request_body_problems(self, media: str, body: dict, valid: bool) -> list[str]:
+        """Whether the documented request schema agrees with what the server did with `body`."""
+        name = "VerifyRequestJSON" if media == "application/json" else "VerifyRequestForm"
+        errors = self.document.errors(self.document.schema(name), body)
+        if valid and errors:
+            return [f"the server took this body, but the request schema {name} rejects it: {errors[0]}"]
+        if not valid and not errors:
+            return [f"the server refused this body, but the request schema {name} accepts it"]
+        return []
+
+
+# Apple's verifyReceipt, faked: the `password` a test sends chooses the answer.
+class FakeApple:
+    """A local stand-in for Apple's verifyReceipt (the server's --apple-production-url/--apple-sandbox-url point
+    here): `/production` and `/sandbox` answer by the request's `password`."""
+
+    def __init__(self, port: int, fixtures: Path | None, receipt_bundle: str):
+        self.port = port
+        self.answers = self._answers(fixtures, receipt_bundle)
+        handler = self._handler()
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @staticmethod
+    def _load(fixtures: Path | None, name: str) -> dict | None:
+        if fixtures is None:
+            return None
+        path = fixtures / name
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    def _answers(self, fixtures: Path | None, bundle: str) -> dict[str, dict[str, Any]]:
+        date = {"purchase_date": "2020-07-14 19:33:26 Etc/GMT", "purchase_date_ms": "1594755206000",
+                "purchase_date_pst": "2020-07-14 12:33:26 America/Los_Angeles"}
+        unified = self._load(fixtures, "apple-responses/revenuecat_status0_unified_sandbox_2020.json") or {
+            "status": 0, "environment": "Sandbox",
+            "receipt": {"receipt_type": "ProductionSandbox", "bundle_id": bundle, "in_app": [
+                {"quantity": "1", "product_id": "p", "transaction_id": "1", "original_transaction_id": "1",
+                 "is_trial_period": "false", **date}]},
+            "latest_receipt_info": [], "latest_receipt": "MIIT", "pending_renewal_info": [
+                {"auto_renew_product_id": "p", "original_transaction_id": "1", "product_id": "p",
+                 "auto_renew_status": "1"}]}
+        ios6 = self._load(fixtures, "apple-responses/mbaasy_status0_ios6_subscription_sandbox_2015.json") or {
+            "receipt": {"bid": "com.mbaasy.ios.demo", "purchase_date_ms": "1447821281000"},
+            "latest_receipt_info": {"bid": "com.mbaasy.ios.demo", "purchase_date_ms": "1447821281000"},
+            "status": 0, "latest_receipt": "ewoJ"}
+        expired = self._load(fixtures, "apple-responses/mbaasy_status21006_ios6_expired_subscription_2015.json") or {
+            "receipt": {"bid": "com.mbaasy.ios.demo", "purchase_date_ms": "1447821281000"},
+            "latest_expired_receipt_info": {"bid": "com.mbaasy.ios.demo", "purchase_date_ms": "1447821281000"},
+            "status": 21006}
+        wrong_bundle = copy.deepcopy(unified)
+        wrong_bundle["receipt"]["bundle_id"] = "com.example.not-this-app"
+        # scenario → {environment → (HTTP status, body)}
+        return {
+            "contract-unified": {"production": (200, {"status": 21007}), "sandbox": (200, unified)},
+            "contract-ios6": {"production": (200, ios6)},
+            "contract-expired": {"production": (200, expired)},
+            "contract-exception": {"production": (200, {"status": 21002,
+                                                         "exception": "java.lang.IllegalArgumentException"})},
+            "contract-retry": {"production": (200, {"status": 21005, "is-retryable": True})},
+            "contract-wrong-bundle": {"production": (200, {"status": 21007}), "sandbox": (200, wrong_bundle)},
+            "contract-odd-status": {"production": (200, {"status": 12345})},
+            "contract-nonsense": {"production": (200, "<html>Service Unavailable</html>")},
+            "contract-down": {"production": (503, "down")},
+        }
+
+    def _handler(self):
+        answers = self.answers
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *arguments):
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    request = json.loads(self.rfile.read(length) or b"{}")
+                except ValueError:
+                    request = {}
+                environment = self.path.strip("/").split("/")[0]
+                scenario = answers.get(request.get("password", ""), {})
+                status, body = scenario.get(environment, (200, {"status": 21002}))
+                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json" if isinstance(body, dict) else "text/html")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+def open_sealed(text: str, key_b64: str, cipher: str) -> bytes | None:
+    """The plaintext of a sealed answer; None when no tool can open it here."""
+    data = base64.b64decode(text, validate=True)
+    key = base64.b64decode(key_b64)
+    try:
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        from cryptography.hazmat.primitives.padding import PKCS7
+    except ImportError:
+        if cipher != "aes-256-cbc":
+            return None
+        result = subprocess.run(
+            ["openssl", "enc", "-d", "-aes-256-cbc", "-K", key.hex(), "-iv", data[:16].hex()],
+            input=data[16:], capture_output=True, check=True)
+        return result.stdout
+    if cipher == "aes-256-gcm":
+        return AESGCM(key).decrypt(data[:16], data[16:], None)
+    decryptor = Cipher(algorithms.AES(key), modes.CBC(data[:16])).decryptor()
+    padded = decryptor.update(data[16:]) + decryptor.finalize()
+    unpadder = PKCS7(128).unpadder()
+    return unpadder.update(padded) + unpadder.finalize()
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+# The requests.
+
+
+class Run:
+    def __init__(self, contract: Contract, args, credentials: dict[str, str]):
+        self.c = contract
+        self.args = args
+        self.cred = credentials
+        self.receipt = Path(args.receipt).read_text().strip()
+        self.receipt_der = base64.b64decode(self.receipt)
+        self.fixtures = Path(args.fixtures) if args.fixtures and Path(args.fixtures).is_dir() else None
+        self.doc = contract.document
+
+    def need(self, *names: str) -> bool:
+        missing = [name for name in names if not self.cred.get(name)]
+        if missing:
+            self.c.fail("credentials", f"no {', '.join(missing)} given (--credentials): those checks did not run")
+            return False
+        return True
+
+    def bearer(self, key: str | None = None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key or self.cred['key']}"}
+
+    def post(self, route: str, fields: dict, *, key: str | None = None, as_json: bool = False,
+             bearer: bool = True, headers: dict | None = None) -> Answer:
+        all_headers = dict(headers or {})
+        if bearer:
+            all_headers.update(self.bearer(key))
+        if as_json:
+            return self.c.send("POST", route, json=fields, headers=all_headers)
+        return self.c.send("POST", route, data=fields, headers=all_headers)
+
+    def valid_request(self, name: str, media: str, body: dict, valid: bool = True) -> None:
+        for problem in self.c.request_body_problems(media, body, valid):
+            self.c.fail(name, problem)
+
+    # Operations routes.
+
+    def operations(self) -> None:
+        print("operations routes")
+        c = self.c
+        c.check("GET /healthz", c.send("GET", "/healthz"), 200,
+                extra=lambda a, b: [] if b == {"status": "ok"} else [f"body {b!r}"])
+        c.check("HEAD /healthz", c.send("HEAD", "/healthz"), 200)
+        c.check("GET /readyz", c.send("GET", "/readyz"), 200,
+                extra=lambda a, b: [] if b == {"status": "ready"} else [f"body {b!r}"])
+        c.check("HEAD /readyz", c.send("HEAD", "/readyz"), 200)
+
+        answer = c.send("GET", "/openapi.json")
+        if answer.status == 404 and self.args.allow_missing_ops_routes:
+            c.skipped_ops.add("GET /openapi.json")
+        else:
+            c.check("GET /openapi.json", answer, 200, extra=lambda a, b: [] if a.body == self.doc.raw else [
+                f"the served document ({len(a.body)} bytes) is not {self.doc.path} ({len(self.doc.raw)} bytes)"])
+        self.metrics("GET /metrics")
+
+        c.check("GET unknown path", c.send("GET", "/no-such-path"), 404)
+        c.check("POST unknown path", c.send("POST", "/v1/api", data={"a": "b"}), 404)
+        c.check("GET /API (paths are case-sensitive)", c.send("GET", "/API"), 404)
+        for method in ("GET", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"):
+            for route in ("/api", "/apiencrypted"):
+                c.check(f"{method} {route}", c.send(method, route), 405,
+                        extra=lambda a, b: [] if a.header("allow") == "POST" else [f"Allow {a.header('allow')!r}"])
+        # Methods the router has no handler for, and wrong methods on the operations routes.
+        for method, route in (("TRACE", "/api"), ("POST", "/healthz"), ("DELETE", "/readyz"),
+                              ("POST", "/openapi.json"), ("PUT", "/metrics")):
+            answer = c.send(method, route)
+            if answer.status == 404 and self.args.allow_missing_ops_routes:
+                c.skipped_ops.add(f"{method} {route} → 405")
+                continue
+            allowed = self.doc.doc["paths"][route]["x-other-methods"]["allow"]
+
+            def allow(a: Answer, b: Any, allowed: str = allowed) -> list[str]:
+                def methods(text: str) -> set[str]:
+                    return {part.strip() for part in text.split(",")}
+                if methods(a.header("allow") or "") == methods(allowed):
+                    return []
+                return [f"Allow {a.header('allow')!r}, expected {allowed!r}"]
+            c.check(f"{method} {route}", answer, 405, extra=allow)
+
+    def metrics(self, name: str, after: bool = False) -> None:
+        c = self.c
+        answer = c.send("GET", "/metrics")
+        if answer.status == 404 and self.args.allow_missing_ops_routes:
+            c.skipped_ops.add("GET /metrics")
+            return
+
+        def exposition(a: Answer, body: Any) -> list[str]:
+            problems = []
+            sample = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})?'
+                                r' (-?[0-9.]+([eE][-+]?[0-9]+)?|NaN|[+-]Inf)( -?[0-9]+)?$')
+            for number, line in enumerate(body.splitlines(), 1):
+                if not line or line.startswith("#"):
+                    if line.startswith("#") and not re.match(r"^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* ", line):
+                        problems.append(f"line {number} is no HELP/TYPE comment: {line[:100]!r}")
+                    continue
+                if not sample.match(line):
+                    problems.append(f"line {number} is no sample: {line[:100]!r}")
+            if after and not re.search(r'^http_server_requests_total\{[^}]*route="/api"', body, re.M):
+                problems.append("no http_server_requests_total sample for route /api after the /api requests")
+            return problems[:5]
+
+        c.check(name, answer, 200, content_type=METRICS_CONTENT_TYPE, extra=exposition)
+
+    # Verdicts.
+
+    def verdicts(self, route: str) -> None:
+        print(f"verdicts on {route}")
+        c, token = self.c, self.cred["token"]
+        sealed = route == "/apiencrypted"
+
+        def valid(nonce: str | None = None, repairs: list[str] | None = None, kind: str | None = None,
+                  environment: str = "Sandbox", result_key: str | None = None, cipher: str | None = None):
+            def check(a: Answer, body: Any) -> list[str]:
+                if sealed:
+                    if a.header("content-type") != "text/plain; charset=utf-8":
+                        return [f"sealed answer Content-Type {a.header('content-type')!r}"]
+                    key = result_key or self.cred.get("result_key")
+                    if not key:
+                        return ["no result key given to open the sealed answer"]
+                    plaintext = open_sealed(body, key, cipher or self.cred.get("cipher", "aes-256-cbc"))
+                    if plaintext is None:
+                        print("  note: `cryptography` is missing; a GCM answer was not opened")
+                        return []
+                    try:
+                        body = json.loads(plaintext)
+                    except ValueError:
+                        return [f"the sealed answer does not open to JSON: {plaintext[:80]!r}"]
+                    errors = self.doc.errors(self.doc.schema("ValidAnswer"), body)
+                    if errors:
+                        return [f"sealed plaintext: {error}" for error in errors]
+                    self.c.record_sealed(body)
+                    if body.get("request_id") != a.header("x-request-id"):
+                        return ["the sealed request_id differs from X-Request-ID"]
+                problems = []
+                if body.get("status") != 0:
+                    problems.append(f"status {body.get('status')}, expected 0")
+                if nonce is not None and body.get("nonce") != nonce:
+                    problems.append(f"nonce {body.get('nonce')!r}, expected {nonce!r}")
+                if body.get("repairs") != repairs:
+                    problems.append(f"repairs {body.get('repairs')!r}, expected {repairs!r}")
+                if body.get("kind") != kind:
+                    problems.append(f"kind {body.get('kind')!r}, expected {kind!r}")
+                if body.get("environment") != environment:
+                    problems.append(f"environment {body.get('environment')!r}, expected {environment!r}")
+                return problems
+            return check
+
+        def verdict(status: int | set[int]):
+            statuses = {status} if isinstance(status, int) else status
+
+            def check(a: Answer, body: Any) -> list[str]:
+                problems = [] if body.get("status") in statuses else [f"status {body.get('status')}, expected "
+                                                                      f"{'/'.join(map(str, sorted(statuses)))}"]
+                if "receipt" in body:
+                    problems.append("a failure of ours carries `receipt`")
+                return problems
+            return check
+
+        expect_200 = {"content_type": "text/plain; charset=utf-8"} if sealed else {"content_type": "application/json"}
+        body = {"token": token, "receipt": self.receipt, "nonce": "n-" + secrets.token_hex(8)}
+        self.valid_request("valid, form", "application/x-www-form-urlencoded", body)
+        c.check(f"{route} valid receipt (form, bearer, nonce)", self.post(route, body), 200, **expect_200,
+                extra=valid(nonce=body["nonce"]))
+
+        body = {"apikey": self.cred["key"], "token": token, "receipt-data": self.receipt.replace("+", " "),
+                "exclude-old-transactions": True, "nonce": 12345, "password": None}
+        self.valid_request("valid, JSON", "application/json", body)
+        c.check(f"{route} valid receipt (JSON, apikey field, Apple's names, spaces for +, integer nonce)",
+                self.post(route, body, as_json=True, bearer=False), 200, **expect_200,
+                extra=valid(nonce="12345", repairs=["spaces_to_plus"]))
+
+        body = {"token": token, "receipt": self.receipt, "receipt-data": "ignored", "exclude_old_transactions": "0",
+                "exclude-old-transactions": "ignored"}
+        self.valid_request("both spellings", "application/x-www-form-urlencoded", body)
+        c.check(f"{route} both spellings: ours are read", self.post(route, body), 200, **expect_200, extra=valid())
+
+        if not sealed:
+            all_latest = self.post(route, {"token": token, "receipt": self.receipt}).json()
+            newest = self.post(route, {"token": token, "receipt": self.receipt,
+                                       "exclude_old_transactions": "true"}).json()
+            if len(newest.get("latest_receipt_info", [])) > len(all_latest.get("latest_receipt_info", [])):
+                c.fail("exclude_old_transactions", "more entries in latest_receipt_info, not fewer")
+            wrapped = "\n".join(self.receipt[i:i + 76] for i in range(0, len(self.receipt), 76))
+            cases = [
+                ("line breaks", wrapped, ["removed_line_breaks"]),
+                ("URL-safe, unpadded", b64url(self.receipt_der), ["url_safe_alphabet", "added_padding"]),
+                ("base64 of base64", base64.b64encode(self.receipt.encode()).decode(), ["double_base64"]),
+            ]
+            for label, text, repairs in cases:
+                c.check(f"{route} valid receipt ({label})", self.post(route, {"token": token, "receipt": text}), 200,
+                        **expect_200, extra=valid(repairs=repairs))
+            first = ((all_latest.get("receipt") or {}).get("in_app") or [{}])[0]
+            if str(first.get("transaction_id", "")).isdigit():
+                body = {"token": token, "receipt": self.receipt, "transaction_id": int(first["transaction_id"]),
+                        "product_id": first.get("product_id")}
+                self.valid_request("transaction_id as integer", "application/json", body)
+                c.check(f"{route} asserted transaction and product present",
+                        self.post(route, body, as_json=True), 200, extra=valid())
+                c.check(f"{route} asserted product absent (403)", self.post(route, {
+                    "token": token, "receipt": self.receipt, "product_id": "com.example.not-in-receipt"}), 403)
+                c.check(f"{route} asserted transaction absent (403)", self.post(route, {
+                    "token": token, "receipt": self.receipt, "transaction_id": "1"}), 403)
+
+        if self.cred.get("gcm_token") and self.cred.get("gcm_result_key"):
+            c.check(f"{route} valid receipt (app with aes-256-gcm)",
+                    self.post(route, {"token": self.cred["gcm_token"], "receipt": self.receipt, "nonce": "gcm"}),
+                    200, **expect_200,
+                    extra=valid(nonce="gcm", result_key=self.cred["gcm_result_key"], cipher="aes-256-gcm"))
+
+        as_json = {"content_type": "application/json"}
+        tampered = bytearray(self.receipt_der)
+        tampered[-1] ^= 0x01
+        unsigned_jws = ".".join([b64url(b'{"alg":"none","typ":"JWT"}'),
+                                 b64url(b'{"bundleId":"com.example","signedDate":1700000000000}'), ""])
+        made_up_chain = [base64.b64encode(secrets.token_bytes(300)).decode()] * 3
+        forged_jws = ".".join([
+            b64url(json.dumps({"alg": "ES256", "x5c": made_up_chain}).encode()),
+            b64url(b'{"bundleId":"com.example","signedDate":1700000000000,"transactionId":"1"}'),
+            b64url(secrets.token_bytes(64))])
+        failures = [
+            ("no receipt", {"token": token}, 21002),
+            ("empty receipt", {"token": token, "receipt": ""}, 21002),
+            ("garbage receipt", {"token": token, "receipt": "not a receipt!"}, 21002),
+            ("truncated PKCS#7", {"token": token, "receipt": base64.b64encode(self.receipt_der[:400]).decode()}, 21002),
+            ("bytes after the PKCS#7 structure",
+             {"token": token, "receipt": base64.b64encode(self.receipt_der + b"\0\0").decode()}, 21002),
+            ("signature byte flipped", {"token": token, "receipt": base64.b64encode(bytes(tampered)).decode()}, 21003),
+            ("JWS with alg none", {"token": token, "receipt": unsigned_jws}, {21002, 21003}),
+            ("JWS with a made-up chain", {"token": token, "receipt": forged_jws}, {21002, 21003}),
+        ]
+        if self.fixtures:
+            for label, name in (("self-signed (Xcode) JWS", "jws/xcode_transaction_2023.jws"),
+                                ("JWS of a test CA", "jws/testca_transaction_info.jws"),
+                                ("JWS payload modified", "tampered/jws_payload_modified.jws")):
+                path = self.fixtures / name
+                if path.is_file():
+                    failures.append((label, {"token": token, "receipt": path.read_text().strip()}, 21003))
+        for label, fields, status in failures:
+            c.check(f"{route} {label}", self.post(route, fields), 200, **as_json, extra=verdict(status))
+        # JSON Schema (and RFC 8259) make 12345.0 the same integer as 12345: read as "12345", like 12345.
+        body = {"token": token, "receipt": "x", "nonce": 12345.0, "exclude_old_transactions": 1.0}
+        self.valid_request("integers written with a fraction", "application/json", body)
+        c.check(f"{route} integers written 12345.0 and 1.0", self.post(route, body, as_json=True), 200,
+                extra=lambda a, b: [] if b.get("nonce") == "12345" else [f"nonce {b.get('nonce')!r}"])
+        c.check(f"{route} nonce echoed on a verdict", self.post(route, {"token": token, "receipt": "x", "nonce": "ñ"}),
+                200, extra=lambda a, b: [] if b.get("nonce") == "ñ" else [f"nonce {b.get('nonce')!r}"])
+
+        if self.need("other_bundle_token"):
+            c.check(f"{route} another bundle ID (403)",
+                    self.post(route, {"token": self.cred["other_bundle_token"], "receipt": self.receipt}), 403)
+        if self.need("production_only_token"):
+            c.check(f"{route} environment not allowed (403)",
+                    self.post(route, {"token": self.cred["production_only_token"], "receipt": self.receipt,
+                                      "nonce": "n403"}), 403,
+                    extra=lambda a, b: [] if b.get("nonce") == "n403" else ["nonce not echoed on 403"])
+
+        if self.fixtures and self.cred.get("jws_token"):
+            jws = self.fixtures / "jws/apple_transaction_voicerec_sub_2022.jws"
+            notification = self.fixtures / "jws/apple_notification_did_renew_2022.jws"
+            renewal = self.fixtures / "jws/apple_renewal_info_voicerec_2022.jws"
+            if jws.is_file():
+                c.check(f"{route} StoreKit 2 signed transaction", self.post(route, {
+                    "token": self.cred["jws_token"], "receipt": jws.read_text().strip()}), 200, **expect_200,
+                    extra=valid(kind="signed_transaction", result_key=self.cred.get("jws_result_key")))
+            if notification.is_file() and not sealed:
+                c.check(f"{route} App Store Server Notification V2", self.post(route, {
+                    "token": self.cred["jws_token"], "receipt": notification.read_text().strip()}), 200,
+                    extra=valid(kind="notification"))
+            if renewal.is_file() and not sealed:
+                # Renewal info names no bundle ID: authentic, but no app's (403).
+                c.check(f"{route} StoreKit 2 renewal info (no bundle ID)", self.post(route, {
+                    "token": self.cred["jws_token"], "receipt": renewal.read_text().strip()}), 403)
+        elif not sealed:
+            self.c.fields_not_exercised["kind"] = "no fixtures folder or jws_token: no StoreKit 2 item was verified"
+
+    # Refusals before verification.
+
+    def refusals(self, route: str) -> None:
+        print(f"refusals on {route}")
+        c, token, key = self.c, self.cred["token"], self.cred["key"]
+        good = {"token": token, "receipt": "x"}
+
+        # 400
+        bad_bodies = [
+            ("JSON that is not JSON", b"{bad", "application/json"),
+            ("JSON that is not an object", b"[]", "application/json"),
+            ("JSON field of the wrong type", json.dumps({"token": token, "receipt": "x", "nonce": {"a": 1}}).encode(),
+             "application/json"),
+            ("JSON flag that is no flag", json.dumps({"token": token, "receipt": "x",
+                                                      "exclude_old_transactions": "maybe"}).encode(),
+             "application/json"),
+            ("JSON nested 20 deep", ('{"token":"t","x":' + "[" * 20 + "]" * 20 + "}").encode(), "application/json"),
+            ("JSON field given twice", b'{"token":"a","token":"b"}', "application/json"),
+            ("form field given twice", f"token={token}&token={token}&receipt=x".encode(),
+             "application/x-www-form-urlencoded"),
+            ("malformed percent-encoding", b"token=%zz&receipt=x", "application/x-www-form-urlencoded"),
+            ("form field not UTF-8", b"token=%ff%fe&receipt=x", "application/x-www-form-urlencoded"),
+            ("nonce over 256 bytes", f"token={token}&receipt=x&nonce={'n' * 257}".encode(),
+             "application/x-www-form-urlencoded"),
+            ("65 fields", "&".join(f"f{i}=x" for i in range(65)).encode(), "application/x-www-form-urlencoded"),
+        ]
+        for label, data, media in bad_bodies:
+            c.check(f"{route} {label} (400)", c.send("POST", route, data=data,
+                                                      headers={"Content-Type": media, **self.bearer()}), 400)
+        self.valid_request("nonce as object", "application/json", {"token": token, "receipt": "x", "nonce": {"a": 1}},
+                           valid=False)
+        self.valid_request("nonce over 256", "application/x-www-form-urlencoded",
+                           {"token": token, "receipt": "x", "nonce": "n" * 257}, valid=False)
+        self.valid_request("flag maybe", "application/json",
+                           {"token": token, "receipt": "x", "exclude_old_transactions": "maybe"}, valid=False)
+
+        # 415
+        for label, media in (("text/xml", "text/xml"), ("a charset other than UTF-8",
+                                                       "application/json; charset=iso-8859-1"),
+                             ("multipart", "multipart/form-data; boundary=x")):
+            c.check(f"{route} {label} (415)", c.send("POST", route, data=b"<a/>", headers={
+                "Content-Type": media, **self.bearer()}), 415)
+        c.check(f"{route} no Content-Type (415)", c.send("POST", route, data=b"token=x"), 415)
+        c.check(f"{route} charset=utf-8 accepted", c.send("POST", route, data=json.dumps(good).encode(), headers={
+            "Content-Type": "application/json; charset=UTF-8", **self.bearer()}), 200)
+
+        # 413: by Content-Length, and a chunked body that passes the limit.
+        limit = self.args.max_body_size
+        head = (f"POST {route} HTTP/1.1\r\nHost: {c.host}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                f"Content-Length: {limit + 1}\r\n\r\n").encode()
+        c.check(f"{route} Content-Length over the limit (413)", c.raw(head, path=route), 413,
+                extra=lambda a, b: [] if a.header("connection") == "close" else ["no Connection: close"])
+        head = (f"POST {route} HTTP/1.1\r\nHost: {c.host}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                f"Transfer-Encoding: chunked\r\n\r\n").encode()
+        piece = b"a" * 65536
+        chunks = [b"%x\r\n%s\r\n" % (len(piece), piece)] * (limit // len(piece) + 2) + [b"0\r\n\r\n"]
+        c.check(f"{route} chunked body over the limit (413)", c.raw(head, chunks, path=route), 413)
+
+        # 503: a body the memory budget for bodies cannot hold. Connections that announce bodies at the size limit
+        # and send nothing hold the budget (each reservation is made from Content-Length before the body is read).
+        memory = self.args.max_body_memory
+        holders = []
+        try:
+            for _ in range(memory // limit):
+                holder = socket.create_connection((c.host, c.port), timeout=30)
+                holder.sendall((f"POST {route} HTTP/1.1\r\nHost: {c.host}\r\nContent-Type: application/json\r\n"
+                                f"Authorization: Bearer {key}\r\nContent-Length: {limit}\r\n\r\n").encode())
+                holders.append(holder)
+            time.sleep(0.3)
+            head = (f"POST {route} HTTP/1.1\r\nHost: {c.host}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                    f"Authorization: Bearer {key}\r\nContent-Length: {memory % limit + 1}\r\n\r\n").encode()
+            c.check(f"{route} body over the memory budget (503)", c.raw(head, path=route), 503,
+                    extra=lambda a, b: [] if b.get("retryable") is True and b.get("retry_after") == 1 else [
+                        f"retryable/retry_after: {b!r}"])
+        finally:
+            for holder in holders:
+                holder.close()
+
+        # 401, spaced out to stay within the failure budget per address (10 a second).
+        def refused(label: str, answer_fn: Callable[[], Answer], nonce: str | None = None):
+            time.sleep(0.25)
+            c.check(f"{route} {label} (401)", answer_fn(), 401, extra=(lambda a, b: [] if b.get("nonce") == nonce
+                                                                       else [f"nonce {b.get('nonce')!r}"])
+                    if nonce else None)
+
+        random_key = "rvk_" + secrets.token_hex(24)
+        refused("unknown key", lambda: self.post(route, good, key=random_key))
+        refused("malformed key", lambda: self.post(route, good, key="not-a-key"))
+        refused("no key", lambda: self.post(route, good, bearer=False))
+        refused("Basic authorization", lambda: self.post(route, good, bearer=False,
+                                                         headers={"Authorization": "Basic dXNlcjpwYXNz"}))
+        refused("apikey field and bearer differ", lambda: self.post(route, {**good, "apikey": random_key}))
+        refused("unknown token", lambda: self.post(route, {"token": "app_" + secrets.token_hex(16), "receipt": "x",
+                                                           "nonce": "n401"}), nonce="n401")
+        refused("no token", lambda: self.post(route, {"receipt": "x"}))
+        if self.need("other_account_token"):
+            refused("another account's token", lambda: self.post(route, {"token": self.cred["other_account_token"],
+                                                                         "receipt": self.receipt}))
+        if self.need("disabled_key", "disabled_token"):
+            refused("disabled account", lambda: self.post(route, {"token": self.cred["disabled_token"],
+                                                                  "receipt": "x"}, key=self.cred["disabled_key"]))
+
+        # 402
+        if route == "/apiencrypted" and self.need("plain_key", "plain_token"):
+            c.check(f"{route} plan without the endpoint (402)", self.post(
+                route, {"token": self.cred["plain_token"], "receipt": self.receipt, "nonce": "n402"},
+                key=self.cred["plain_key"]), 402,
+                extra=lambda a, b: [] if b.get("nonce") == "n402" else ["nonce not echoed on 402"])
+        if route == "/api" and self.cred.get("plain_key"):
+            c.check(f"{route} plan without /apiencrypted takes /api", self.post(
+                route, {"token": self.cred["plain_token"], "receipt": self.receipt}, key=self.cred["plain_key"]), 200)
+
+        # 429: the plan's rate limit, the monthly quota.
+        if self.need("slow_key", "slow_token"):
+            time.sleep(1.1)
+            answers = [self.post(route, {"token": self.cred["slow_token"], "receipt": "x"}, key=self.cred["slow_key"])
+                       for _ in range(3)]
+            limited = [a for a in answers if a.status == 429]
+            if not limited:
+                c.fail(f"{route} rate limit", f"no 429 in 3 quick calls ({[a.status for a in answers]})")
+            for a in answers:
+                c.check(f"{route} rate limit of 1/s", a, {200, 429}, extra=lambda a, b: [] if a.status == 200 or (
+                    b.get("retry_after") == int(a.header("retry-after") or 0) and "quota_resets_at" not in b
+                    and "Rate limit" in b.get("description", "")) else [f"429 body {b!r}"])
+        if self.need("quota_key", "quota_token"):
+            def quota(a: Answer, b: Any) -> list[str]:
+                problems = []
+                if "quota_resets_at" not in b:
+                    problems.append("no quota_resets_at")
+                if b.get("retry_after") != int(a.header("retry-after") or 0):
+                    problems.append("retry_after differs from Retry-After")
+                if "Monthly quota" not in b.get("description", ""):
+                    problems.append(f"description {b.get('description')!r} does not name the quota")
+                return problems
+            c.check(f"{route} monthly quota of 0 (429)", self.post(
+                route, {"token": self.cred["quota_token"], "receipt": self.receipt}, key=self.cred["quota_key"]), 429,
+                extra=quota)
+
+    def failed_authentications(self) -> None:
+        """Past the failure budget of an address, unknown keys get 429 instead of a lookup."""
+        print("failure budget")
+        c = self.c
+        time.sleep(1.1)
+        answers = [self.post("/api", {"token": "app_" + secrets.token_hex(16), "receipt": "x"},
+                             key="rvk_" + secrets.token_hex(24)) for _ in range(25)]
+        statuses = [a.status for a in answers]
+        if 429 not in statuses:
+            c.fail("failure budget", f"25 unknown keys in a row got no 429 ({sorted(set(statuses))})")
+        for a in answers:
+            c.check("unknown keys in a row", a, {401, 429}, extra=lambda a, b: [] if a.status == 401 or (
+                "failed authentications" in b.get("description", "")) else [f"429 body {b!r}"])
+        time.sleep(2.5)
+
+    # Apple's verifyReceipt, faked.
+
+    def apple(self, route: str) -> None:
+        print(f"Apple verification on {route} (fake verifyReceipt)")
+        c, token = self.c, self.cred["apple_token"]
+        sealed = route == "/apiencrypted"
+
+        def ask(password: str) -> Answer:
+            return self.post(route, {"token": token, "receipt": self.receipt, "password": password, "nonce": "na"})
+
+        def fields(*names: str, status: int | None = None, retryable: bool | None = None):
+            def check(a: Answer, body: Any) -> list[str]:
+                if sealed and isinstance(body, str):
+                    if not self.cred.get("apple_result_key"):
+                        return []
+                    body = json.loads(open_sealed(body, self.cred["apple_result_key"], "aes-256-cbc") or b"{}")
+                    errors = self.doc.errors(self.doc.schema("ValidAnswer"), body)
+                    if errors:
+                        return [f"sealed plaintext: {error}" for error in errors]
+                    self.c.record_sealed(body)
+                problems = [f"no {name}" for name in names if name not in body]
+                if status is not None and body.get("status") != status:
+                    problems.append(f"status {body.get('status')}, expected {status}")
+                if retryable is not None and bool(body.get("retryable")) != retryable:
+                    problems.append(f"retryable {body.get('retryable')!r}")
+                if body.get("nonce") != "na":
+                    problems.append("nonce not echoed")
+                return problems
+            return check
+
+        ok = 200
+        c.check(f"{route} Apple: unified receipt via the sandbox redirect", ask("contract-unified"), ok, extra=fields(
+            "environment", "receipt", "latest_receipt_info", "latest_receipt", "pending_renewal_info", status=0))
+        c.check(f"{route} Apple: iOS 6 receipt", ask("contract-ios6"), ok,
+                extra=fields("receipt", "latest_receipt_info", "latest_receipt", status=0))
+        c.check(f"{route} Apple: 21006 expired", ask("contract-expired"), 200,
+                content_type="application/json", extra=fields("receipt", "latest_expired_receipt_info", status=21006))
+        c.check(f"{route} Apple: 21002 with exception", ask("contract-exception"), 200,
+                extra=fields("exception", status=21002))
+        c.check(f"{route} Apple: 21005 until retries run out", ask("contract-retry"), 200,
+                extra=fields("is-retryable", status=21005, retryable=True))
+        c.check(f"{route} Apple: valid, another bundle ID (403)", ask("contract-wrong-bundle"), 403)
+        c.check(f"{route} Apple: a status Apple does not document (500)", ask("contract-odd-status"), 500,
+                extra=fields(status=12345))
+        c.check(f"{route} Apple: answer is not JSON (500)", ask("contract-nonsense"), 500,
+                extra=fields(status=500, retryable=True))
+        c.check(f"{route} Apple: HTTP 503 until retries run out (500)", ask("contract-down"), 500,
+                extra=fields(status=500, retryable=True))
+
+    # Coverage.
+
+    def coverage(self) -> None:
+        c, doc = self.c, self.doc
+        print("coverage")
+        documented = doc.documented_pairs()
+        for pair in sorted(documented):
+            if pair in c.pairs:
+                continue
+            method, route, status = pair
+            label = f"{method} {route} → {status}"
+            if pair in c.not_exercised:
+                print(f"  not exercised: {label} ({c.not_exercised[pair]})")
+            elif self.args.allow_missing_ops_routes and any(
+                    skipped.startswith(f"{method} {route}") or (method == OTHER_METHODS and route in skipped)
+                    for skipped in c.skipped_ops):
+                print(f"  not exercised: {label} (the server does not serve it yet; --allow-missing-ops-routes)")
+            else:
+                c.fail("coverage", f"documented {label} never occurred")
+        for pair in sorted(set(c.pairs) - documented):
+            c.fail("coverage", f"{pair} occurred but is not documented")
+        for schema, names in doc.documented_fields().items():
+            for name in sorted(names - c.fields[schema]):
+                if name in c.fields_not_exercised:
+                    print(f"  not exercised: field {schema}.{name} ({c.fields_not_exercised[name]})")
+                else:
+                    c.fail("coverage", f"documented field {schema}.{name} never occurred in an answer")
+        for skipped in sorted(c.skipped_ops):
+            print(f"  skipped (--allow-missing-ops-routes): {skipped}: the server answered 404")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", required=True, help="the server's base URL, e.g. http://127.0.0.1:8080")
+    parser.add_argument("--spec", default=str(DEFAULT_SPEC), help="the OpenAPI document (default: %(default)s)")
+    parser.add_argument("--key", default=os.environ.get("CONTRACT_KEY"), help="an API key (env CONTRACT_KEY)")
+    parser.add_argument("--token", default=os.environ.get("CONTRACT_TOKEN"),
+                        help="an app of the key's account: local mode, sandbox allowed, the receipt's bundle ID, "
+                             "aes-256-cbc (env CONTRACT_TOKEN)")
+    parser.add_argument("--result-key", default=os.environ.get("CONTRACT_RESULT_KEY"),
+                        help="that app's result key, base64 (app show --reveal-key), to open sealed answers")
+    parser.add_argument("--credentials", help="JSON file with the other keys and tokens (see above)")
+    parser.add_argument("--receipt", required=True, help="a real unified receipt (base64), valid for --token")
+    parser.add_argument("--fixtures",
+                        default=os.environ.get("RECEIPTVERIFY_FIXTURES", str(REPO.parent / "shared/fixtures")),
+                        help="Apple fixtures folder, for StoreKit 2 items and Apple answers (default: %(default)s)")
+    parser.add_argument("--fake-apple-port", type=int,
+                        help="serve a fake verifyReceipt on this port (the server's --apple-production-url must be "
+                             "http://127.0.0.1:PORT/production and --apple-sandbox-url http://127.0.0.1:PORT/sandbox)")
+    parser.add_argument("--receipt-bundle-id", default="com.revenuecat.sampleapp",
+                        help="the receipt's bundle ID (fake Apple answers without fixtures)")
+    parser.add_argument("--max-body-size", type=int, default=2 << 20, help="the server's --max-body-size")
+    parser.add_argument("--max-body-memory", type=int, default=64 << 20,
+                        help="the server's --max-body-memory (the 503 check holds this / --max-body-size connections)")
+    parser.add_argument("--allow-missing-ops-routes", action="store_true",
+                        help="while /openapi.json and /metrics are being added: accept 404 for them and for wrong "
+                             "methods on the operations routes, and leave them out of the coverage check")
+    parser.add_argument("--verbose", "-v", action="store_true", help="print every passing check")
+    args = parser.parse_args()
+
+    credentials: dict[str, str] = {}
+    if args.credentials:
+        credentials = json.loads(Path(args.credentials).read_text())
+    for name in ("key", "token", "result_key"):
+        if getattr(args, name):
+            credentials[name] = getattr(args, name)
+    for name in ("key", "token"):
+        if not credentials.get(name):
+            parser.error(f"--{name} (or its entry in --credentials) is required")
+
+    document = Document(Path(args.spec))
+    print(f"document {args.spec}")
+    try:
+        document.validate_itself()
+    except Exception as error:  # noqa: BLE001: any validator error is a failure of the document
+        print(f"contract: the OpenAPI document is not valid: {error}", file=sys.stderr)
+        return 1
+    print("  valid OpenAPI 3.1.0")
+
+    contract = Contract(document, args.url, args.allow_missing_ops_routes, args.verbose)
+    run = Run(contract, args, credentials)
+    fake = None
+    if args.fake_apple_port and credentials.get("apple_token"):
+        fake = FakeApple(args.fake_apple_port, run.fixtures, args.receipt_bundle_id)
+        fake.start()
+    else:
+        reason = "Apple's verifyReceipt is not faked (--fake-apple-port and apple_token)"
+        for route in ("/api", "/apiencrypted"):
+            contract.not_exercised[("POST", route, 500)] = reason
+        for name in ("latest_receipt", "latest_expired_receipt_info", "pending_renewal_info", "is-retryable",
+                     "exception", "retryable"):
+            contract.fields_not_exercised[name] = reason
+    try:
+        run.operations()
+        for route in ("/api", "/apiencrypted"):
+            run.verdicts(route)
+            run.refusals(route)
+            if fake is not None:
+                run.apple(route)
+        run.failed_authentications()
+        run.metrics("GET /metrics after the requests", after=True)
+    except (requests.RequestException, OSError, Failure) as error:
+        contract.fail("run", f"stopped: {error}")
+    finally:
+        if fake is not None:
+            fake.stop()
+    run.coverage()
+
+    exercised = len(contract.pairs)
+    print(f"{contract.count} answers checked, {exercised} of {len(document.documented_pairs())} documented "
+          f"(route, status) pairs exercised")
+    if contract.failures:
+        print(f"contract: {len(contract.failures)} mismatch(es) between the server and {args.spec}:", file=sys.stderr)
+        for failure in contract.failures:
+            print(f"  - {failure}", file=sys.stderr)
+        return 1
+    print("contract: the server answers as documented")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

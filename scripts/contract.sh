@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Contract test: starts a server with a throwaway SQLite database, checks every documented answer against
+# Sources/ReceiptServer/Operations/openapi.json (scripts/contract.py), then fuzzes it with schemathesis.
+#
+# Usage: scripts/contract.sh [BIN_DIR]     (default: $(swift build --show-bin-path); nothing is built)
+#
+# Environment: RECEIPTVERIFY_FIXTURES (Apple fixtures folder, default ../shared/fixtures),
+# CONTRACT_ARGS (extra arguments for contract.py, e.g. "--verbose"),
+# SCHEMATHESIS_EXAMPLES (examples per operation, default 100), SCHEMATHESIS_TIMEOUT (seconds, default 300),
+# SCHEMATHESIS_SEED (default 20240601), SCHEMATHESIS_ARGS (extra arguments for `st run`),
+# SKIP_SCHEMATHESIS=1 to skip the fuzzing, CONTRACT_SPEC (another document to check, e.g. a draft),
+# ALLOW_MISSING_OPS_ROUTES=1 for a server without /openapi.json, /metrics and 405 for every wrong method yet:
+# contract.py gets --allow-missing-ops-routes, schemathesis skips those two routes and the unsupported-method check.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'contract: %s\n' "$*" >&2; exit 1; }
+
+BIN_DIR=${1:-}
+if [ -z "$BIN_DIR" ]; then
+    command -v swift >/dev/null 2>&1 || die "no BIN_DIR given and no swift to ask for it"
+    BIN_DIR=$(swift build --show-bin-path)
+fi
+BIN="$BIN_DIR/receiptverify"
+[ -x "$BIN" ] || die "no receiptverify binary at $BIN: build it first (swift build), or pass its folder"
+
+SPEC=$(realpath "${CONTRACT_SPEC:-Sources/ReceiptServer/Operations/openapi.json}")
+FIXTURES=${RECEIPTVERIFY_FIXTURES:-../shared/fixtures}
+RECEIPT="$FIXTURES/receipts/revenuecat_sandbox_ios_2020.b64"
+[ -f "$RECEIPT" ] || die "no receipt at $RECEIPT (set RECEIPTVERIFY_FIXTURES)"
+# The receipt's bundle ID and environment, from the fixture's decode.
+BUNDLE=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bundle_id"])' \
+    "${RECEIPT%.b64}.expected.json" 2>/dev/null || echo com.revenuecat.sampleapp)
+
+if ! python3 -c 'import jsonschema, requests, openapi_spec_validator, schemathesis' >/dev/null 2>&1; then
+    log "installing jsonschema, requests, openapi-spec-validator, schemathesis"
+    python3 -m pip install --quiet jsonschema requests openapi-spec-validator schemathesis
+fi
+ST=$(command -v st || command -v schemathesis || true)
+[ -n "$ST" ] || [ "${SKIP_SCHEMATHESIS:-0}" = 1 ] || die "schemathesis is installed but its command is not on PATH"
+
+WORK=$(mktemp -d /tmp/receiptverify-contract.XXXXXX)
+SERVER_PID=
+# shellcheck disable=SC2317 # run by the trap
+cleanup() {
+    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$SERVER_PID" 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+export RECEIPTVERIFY_DATABASE_URL="$WORK/db.sqlite"
+export RECEIPTVERIFY_MASTER_KEY_FILE="$WORK/master.key"
+unset RECEIPTVERIFY_MASTER_KEY
+
+rv() { "$BIN" "$@" 2>>"$WORK/cli.log"; }
+field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+account() { rv account create --name "$1" --email "$1@contract.test" --plan "$2" --json >/dev/null; }
+key() { rv key create --account "$1@contract.test" --json | field key; }
+# app ACCOUNT ARGS… → the app's JSON
+app() { local who=$1; shift; rv app add --account "$who@contract.test" --json "$@"; }
+
+log "setting up plans, accounts, keys and apps in $WORK"
+rv migrate >/dev/null
+rv plan set contract-encrypted --quota unlimited --rate-limit 1000 --encrypted true >/dev/null
+rv plan set contract-plain --quota unlimited --rate-limit 1000 --encrypted false >/dev/null
+rv plan set contract-slow --quota unlimited --rate-limit 1 --encrypted true >/dev/null
+rv plan set contract-no-quota --quota 0 --rate-limit 1000 --encrypted true >/dev/null
+account main contract-encrypted
+account other contract-encrypted
+account plain contract-plain
+account slow contract-slow
+account quota contract-no-quota
+account disabled contract-encrypted
+
+MAIN_KEY=$(key main)
+MAIN_APP=$(app main --bundle-id "$BUNDLE" --environment sandbox --mode local)
+TOKEN=$(field token <<<"$MAIN_APP")
+RESULT_KEY=$(rv app show "$TOKEN" --reveal-key --json | field result_key)
+GCM_TOKEN=$(app main --name gcm --bundle-id "$BUNDLE" --environment sandbox --mode local --cipher aes-256-gcm |
+    field token)
+GCM_RESULT_KEY=$(rv app show "$GCM_TOKEN" --reveal-key --json | field result_key)
+PRODUCTION_ONLY=$(app main --name production-only --bundle-id "$BUNDLE" --environment production --mode local |
+    field token)
+OTHER_BUNDLE=$(app main --bundle-id com.example.contract.other --environment sandbox --mode local | field token)
+APPLE_TOKEN=$(app main --name apple --bundle-id "$BUNDLE" --bundle-id com.mbaasy.ios.demo \
+    --environment sandbox --environment production --mode apple | field token)
+APPLE_RESULT_KEY=$(rv app show "$APPLE_TOKEN" --reveal-key --json | field result_key)
+JWS_TOKEN=$(app main --name storekit2 --bundle-id Com.VoiceRecording.Telephone --bundle-id com.audaos.audarecorder \
+    --environment sandbox --mode local | field token)
+JWS_RESULT_KEY=$(rv app show "$JWS_TOKEN" --reveal-key --json | field result_key)
+key other >/dev/null
+OTHER_ACCOUNT_TOKEN=$(app other --bundle-id "$BUNDLE" --environment sandbox | field token)
+PLAIN_KEY=$(key plain)
+PLAIN_TOKEN=$(app plain --bundle-id "$BUNDLE" --environment sandbox | field token)
+SLOW_KEY=$(key slow)
+SLOW_TOKEN=$(app slow --bundle-id "$BUNDLE" --environment sandbox | field token)
+QUOTA_KEY=$(key quota)
+QUOTA_TOKEN=$(app quota --bundle-id "$BUNDLE" --environment sandbox | field token)
+DISABLED_KEY=$(key disabled)
+DISABLED_TOKEN=$(app disabled --bundle-id "$BUNDLE" --environment sandbox | field token)
+rv account disable disabled@contract.test >/dev/null
+
+cat >"$WORK/credentials.json" <<EOF
+{
+  "key": "$MAIN_KEY", "token": "$TOKEN", "result_key": "$RESULT_KEY", "cipher": "aes-256-cbc",
+  "gcm_token": "$GCM_TOKEN", "gcm_result_key": "$GCM_RESULT_KEY",
+  "production_only_token": "$PRODUCTION_ONLY", "other_bundle_token": "$OTHER_BUNDLE",
+  "apple_token": "$APPLE_TOKEN", "apple_result_key": "$APPLE_RESULT_KEY",
+  "jws_token": "$JWS_TOKEN", "jws_result_key": "$JWS_RESULT_KEY",
+  "other_account_token": "$OTHER_ACCOUNT_TOKEN",
+  "plain_key": "$PLAIN_KEY", "plain_token": "$PLAIN_TOKEN",
+  "slow_key": "$SLOW_KEY", "slow_token": "$SLOW_TOKEN",
+  "quota_key": "$QUOTA_KEY", "quota_token": "$QUOTA_TOKEN",
+  "disabled_key": "$DISABLED_KEY", "disabled_token": "$DISABLED_TOKEN"
+}
+EOF
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+PORT=$(free_port)
+APPLE_PORT=$(free_port)
+MAX_BODY_SIZE=2097152
+# Two bodies at the size limit: contract.py holds this budget with idle connections to get a 503 (memory).
+MAX_BODY_MEMORY=4194304
+BASE="http://127.0.0.1:$PORT"
+
+log "starting $BIN serve on port $PORT (log: $WORK/server.log)"
+"$BIN" serve --hostname 127.0.0.1 --port "$PORT" \
+    --max-body-size "$MAX_BODY_SIZE" --max-body-memory "$MAX_BODY_MEMORY" \
+    --apple-production-url "http://127.0.0.1:$APPLE_PORT/production" \
+    --apple-sandbox-url "http://127.0.0.1:$APPLE_PORT/sandbox" \
+    --apple-attempts 2 --apple-timeout 5 --log-level warning >"$WORK/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 100); do
+    curl -sf "$BASE/healthz" >/dev/null 2>&1 && break
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; die "the server stopped while starting"; }
+    sleep 0.1
+done
+curl -sf "$BASE/healthz" >/dev/null || { cat "$WORK/server.log" >&2; die "the server did not answer /healthz"; }
+
+status=0
+OPS_ARGS=()
+ST_OPS_ARGS=()
+if [ "${ALLOW_MISSING_OPS_ROUTES:-0}" = 1 ]; then
+    log "ALLOW_MISSING_OPS_ROUTES=1: /openapi.json, /metrics and 405s on the operations routes may be missing"
+    OPS_ARGS=(--allow-missing-ops-routes)
+    ST_OPS_ARGS=(--exclude-path /openapi.json --exclude-path /metrics --exclude-checks unsupported_method)
+fi
+
+log "contract.py"
+# shellcheck disable=SC2086 # CONTRACT_ARGS is a list of arguments
+python3 scripts/contract.py --url "$BASE" --spec "$SPEC" --credentials "$WORK/credentials.json" \
+    --receipt "$RECEIPT" --fixtures "$FIXTURES" --receipt-bundle-id "$BUNDLE" --fake-apple-port "$APPLE_PORT" \
+    --max-body-size "$MAX_BODY_SIZE" --max-body-memory "$MAX_BODY_MEMORY" ${OPS_ARGS[@]+"${OPS_ARGS[@]}"} \
+    ${CONTRACT_ARGS:-} || status=1
+
+if [ "${SKIP_SCHEMATHESIS:-0}" != 1 ]; then
+    # The body's `apikey` and `token` are pinned to a valid app (local mode, sandbox allowed), so that generated
+    # requests reach verification and their verdicts are checked too; the bearer key is the same key.
+    printf '[parameters]\n"body.apikey" = "%s"\n"body.token" = "%s"\n' "$MAIN_KEY" "$TOKEN" >"$WORK/schemathesis.toml"
+    log "schemathesis ($("$ST" --version 2>/dev/null | head -1))"
+    # Every check, positive and negative data, one worker and a fixed seed (a failing run can be repeated), bounded by
+    # examples per operation, and a timeout as a backstop.
+    # shellcheck disable=SC2086 # SCHEMATHESIS_ARGS is a list of arguments
+    (cd "$WORK" && timeout "${SCHEMATHESIS_TIMEOUT:-300}" "$ST" --config-file "$WORK/schemathesis.toml" --no-color \
+        run "$SPEC" --url "$BASE" --checks all --max-examples "${SCHEMATHESIS_EXAMPLES:-100}" \
+        --seed "${SCHEMATHESIS_SEED:-20240601}" --workers 1 --request-timeout 20 \
+        --header "Authorization: Bearer $MAIN_KEY" --generation-database none \
+        ${ST_OPS_ARGS[@]+"${ST_OPS_ARGS[@]}"} ${SCHEMATHESIS_ARGS:-}) || status=1
+fi
+
+if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+    log "the server is no longer running:"; tail -20 "$WORK/server.log" >&2; status=1
+fi
+if grep -q -E 'critical|Fatal error' "$WORK/server.log"; then
+    log "the server logged a fatal error:"; grep -E 'critical|Fatal error' "$WORK/server.log" | head >&2; status=1
+fi
+if [ "$status" -eq 0 ]; then log "contract: passed"; else log "contract: FAILED"; fi
+exit "$status"
