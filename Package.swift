@@ -140,6 +140,16 @@ let package = Package(
             path: "Tests/ReceiptTestKit",
             swiftSettings: strictness
         ),
+        // The Swift client recipe of docs/api.md (docs/recipes/swift): what a Swift backend copies; run by
+        // scripts/recipes.sh against a live server.
+        .executableTarget(
+            name: "SwiftRecipe",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "docs/recipes/swift"
+        ),
         // Single-core verifier throughput: `swift run -c release ReceiptBench` (docs/performance.md).
         .executableTarget(
             name: "ReceiptBench",

@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# Runs every client recipe in docs/recipes/ against a live server: a throwaway database with a plan that includes
+# /apiencrypted, an account, an API key and two apps (aes-256-cbc and aes-256-gcm) for a real Apple receipt.
+#
+# Usage: scripts/recipes.sh [BIN_DIR]    BIN_DIR holds the receiptverify binary (default: `swift build
+# --show-bin-path`; nothing is built). Environment: RECEIPTVERIFY_FIXTURES (Apple fixtures folder, default
+# ../shared/fixtures). With CI set and running as root, missing runtimes are installed from Debian packages;
+# otherwise a recipe whose runtime is missing is skipped. Exits non-zero if a recipe that ran failed.
+set -euo pipefail
+
+log() { printf '==> %s\n' "$*"; }
+err() { printf '==> %s\n' "$*" >&2; }
+
+# --- inputs -------------------------------------------------------------------------------------------------
+
+BIN_DIR=
+if [ $# -gt 0 ]; then
+    BIN_DIR=$(cd "$1" 2>/dev/null && pwd) || { err "no such folder: $1"; exit 1; }
+fi
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+if [ -z "$BIN_DIR" ]; then
+    BIN_DIR=$(timeout 60 swift build --show-bin-path 2>/dev/null || echo .build/debug)
+fi
+RV_BIN=$BIN_DIR/receiptverify
+if [ ! -x "$RV_BIN" ]; then
+    err "no receiptverify binary at $RV_BIN: build it first (swift build) or pass its folder: $0 BIN_DIR"
+    exit 1
+fi
+command -v python3 >/dev/null 2>&1 || { err "python3 is required (JSON and a free port)"; exit 1; }
+
+FIXTURES=${RECEIPTVERIFY_FIXTURES:-../shared/fixtures}
+RECEIPT_NAME=revenuecat_sandbox_ios_2020
+if [ ! -f "$FIXTURES/receipts/$RECEIPT_NAME.b64" ]; then
+    log "skipping all recipes: no fixtures at $FIXTURES/receipts/$RECEIPT_NAME.b64 (set RECEIPTVERIFY_FIXTURES)"
+    exit 0
+fi
+RECEIPT=$(cd "$FIXTURES/receipts" && pwd)/$RECEIPT_NAME.b64
+
+# json FIELD: prints a top-level field of the JSON object on stdin.
+json() { python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+
+# The app must carry the receipt's bundle ID and allow its environment, or the answer is 403.
+EXPECTED=${RECEIPT%.b64}.expected.json
+BUNDLE_ID=$(json bundle_id < "$EXPECTED")
+case $(json receipt_type < "$EXPECTED") in
+    Production | ProductionVPP) ENVIRONMENT=production ;;
+    *) ENVIRONMENT=sandbox ;;
+esac
+
+# --- a live server ------------------------------------------------------------------------------------------
+
+TMP=$(mktemp -d /tmp/receiptverify-recipes.XXXXXX)
+SERVER_PID=
+cleanup() {
+    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+export RECEIPTVERIFY_DATABASE_URL=$TMP/receiptverify.sqlite
+export RECEIPTVERIFY_MASTER_KEY_FILE=$TMP/receiptverify.key
+unset RECEIPTVERIFY_MASTER_KEY
+
+# rv ARGS...: runs an admin command; shows its errors if it fails.
+rv() {
+    if ! "$RV_BIN" "$@" 2>"$TMP/admin.err"; then
+        err "receiptverify $* failed:"
+        cat "$TMP/admin.err" >&2
+        return 1
+    fi
+}
+
+log "setting up: plan, account, key, apps for $BUNDLE_ID ($ENVIRONMENT)"
+rv plan set recipes --quota unlimited --rate-limit 1000 --encrypted true --json >/dev/null
+rv account create --name Recipes --email recipes@example.com --plan recipes --json >/dev/null
+RV_KEY=$(rv key create --account recipes@example.com --label recipes --json | json key)
+add_app() { # CIPHER: prints the new app's token
+    rv app add --account recipes@example.com --name "recipes $1" --bundle-id "$BUNDLE_ID" \
+        --environment "$ENVIRONMENT" --mode local --cipher "$1" --json | json token
+}
+RV_TOKEN_CBC=$(add_app aes-256-cbc)
+RV_TOKEN_GCM=$(add_app aes-256-gcm)
+RV_RESULT_KEY_CBC=$(rv app show "$RV_TOKEN_CBC" --reveal-key --json | json result_key)
+RV_RESULT_KEY_GCM=$(rv app show "$RV_TOKEN_GCM" --reveal-key --json | json result_key)
+
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+RV_URL=http://127.0.0.1:$PORT
+export RV_URL RV_KEY RV_TOKEN_CBC RV_TOKEN_GCM RV_RESULT_KEY_CBC RV_RESULT_KEY_GCM RV_RECEIPT=$RECEIPT
+
+log "starting the server on $RV_URL"
+"$RV_BIN" serve --hostname 127.0.0.1 --port "$PORT" >"$TMP/server.log" 2>&1 &
+SERVER_PID=$!
+healthy() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "$RV_URL/healthz" 2>/dev/null; }
+for _ in $(seq 1 150); do
+    healthy && break
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+        err "the server exited:"; cat "$TMP/server.log" >&2; exit 1
+    fi
+    sleep 0.2
+done
+healthy || { err "the server did not answer /healthz within 30 s:"; cat "$TMP/server.log" >&2; exit 1; }
+
+# --- runtimes -----------------------------------------------------------------------------------------------
+
+APT_UPDATED=
+# apt_install PACKAGE...: installs Debian packages, only as root with CI set; fails otherwise.
+apt_install() {
+    [ -n "${CI:-}" ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1 || return 1
+    log "installing $*"
+    if [ -z "$APT_UPDATED" ]; then
+        if ! apt-get update -qq >"$TMP/apt.log" 2>&1; then
+            tail -n 5 "$TMP/apt.log" >&2
+            return 1
+        fi
+        APT_UPDATED=1
+    fi
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >"$TMP/apt.log" 2>&1; then
+        tail -n 5 "$TMP/apt.log" >&2
+        return 1
+    fi
+    hash -r
+}
+
+# need_NAME: succeeds if the recipe's runtime is here (installing it if allowed), else sets REASON.
+REASON=
+install_hint() { # PACKAGE...: the reason when installing was not allowed or failed
+    if [ -n "${CI:-}" ] && [ "$(id -u)" -eq 0 ]; then REASON="$REASON; installing $* failed"
+    else REASON="$REASON; install $* or run as root with CI=1"; fi
+}
+have_sh() { command -v curl && command -v openssl && command -v base64 && command -v od; } >/dev/null 2>&1
+need_sh() {
+    have_sh && return 0
+    apt_install curl openssl coreutils && have_sh && return 0
+    REASON="curl, openssl, base64 or od not found"; install_hint curl openssl coreutils; return 1
+}
+have_python() { python3 -c 'import cryptography' >/dev/null 2>&1; }
+need_python() {
+    have_python && return 0
+    if [ -n "${CI:-}" ] && [ "$(id -u)" -eq 0 ]; then
+        log "installing Python's cryptography"
+        python3 -m pip install --quiet cryptography >"$TMP/pip.log" 2>&1 || apt_install python3-cryptography || true
+        have_python && return 0
+    fi
+    REASON="Python's cryptography not found"; install_hint "cryptography (pip)"; return 1
+}
+have_node() { command -v node >/dev/null 2>&1 && node -e 'process.exit(typeof fetch === "function" ? 0 : 1)' 2>/dev/null; }
+need_node() {
+    have_node && return 0
+    apt_install nodejs && have_node && return 0
+    REASON="node 18+ (built-in fetch) not found"; install_hint nodejs; return 1
+}
+# `java Verify.java` needs a JDK 11+: the source launcher compiles with the jdk.compiler module.
+have_java() { command -v java >/dev/null 2>&1 && java --list-modules 2>/dev/null | grep -q '^jdk\.compiler@'; }
+need_java() {
+    have_java && return 0
+    apt_install default-jdk-headless && have_java && return 0
+    REASON="no JDK 11+ (java with jdk.compiler) found"; install_hint default-jdk-headless; return 1
+}
+have_go() { command -v go >/dev/null 2>&1; }
+need_go() {
+    have_go || apt_install golang-go || true
+    if have_go; then
+        # go run needs a build cache; without HOME there is none by default.
+        [ -n "$(go env GOCACHE 2>/dev/null)" ] || export GOCACHE="$TMP/go-cache"
+        return 0
+    fi
+    REASON="go not found"; install_hint golang-go; return 1
+}
+have_php() { command -v php >/dev/null 2>&1 && php -r 'exit(function_exists("openssl_decrypt") ? 0 : 1);' 2>/dev/null; }
+need_php() {
+    have_php && return 0
+    apt_install php-cli && have_php && return 0
+    REASON="php with the openssl extension not found"; install_hint php-cli; return 1
+}
+# The Swift recipe is a target of this package (it needs swift-crypto, already in the graph): `swift build` puts it
+# beside receiptverify.
+need_swift() {
+    [ -x "$BIN_DIR/SwiftRecipe" ] && return 0
+    REASON="no SwiftRecipe binary in $BIN_DIR (swift build makes it)"; return 1
+}
+
+# --- the recipes --------------------------------------------------------------------------------------------
+
+RAN=() SKIPPED=() FAILED=() PARTIAL=()
+# run NAME DIR COMMAND...: runs one recipe in its folder, if its runtime is here.
+run() {
+    local name=$1 dir=$ROOT/docs/recipes/$2 rc=0 skips
+    shift 2
+    REASON=
+    if ! "need_$name"; then
+        log "skipping $name: $REASON"
+        SKIPPED+=("$name ($REASON)")
+        return 0
+    fi
+    log "running $name: $*"
+    (cd "$dir" && timeout 600 "$@") >"$TMP/$name.out" 2>&1 || rc=$?
+    sed "s/^/    [$name] /" "$TMP/$name.out"
+    RAN+=("$name")
+    if [ "$rc" -ne 0 ]; then
+        FAILED+=("$name (exit $rc)")
+    fi
+    skips=$(grep -c '^skip ' "$TMP/$name.out" || true)
+    if [ "$skips" -gt 0 ]; then
+        PARTIAL+=("$name $skips")
+    fi
+}
+
+run sh sh sh verify.sh
+run python python python3 verify.py
+run node node node verify.js
+run java java java Verify.java
+run go go go run verify.go
+run php php php verify.php
+run swift swift "$BIN_DIR/SwiftRecipe"
+
+kill "$SERVER_PID" 2>/dev/null || true
+wait "$SERVER_PID" 2>/dev/null || true
+SERVER_PID=
+
+# join ITEM...: "a, b, c", or "none".
+join() { local out="" item; for item in "$@"; do out+="${out:+, }$item"; done; echo "${out:-none}"; }
+echo "ran: $(join "${RAN[@]+"${RAN[@]}"}")"
+echo "skipped: $(join "${SKIPPED[@]+"${SKIPPED[@]}"}")"
+if [ ${#PARTIAL[@]} -gt 0 ]; then echo "checks skipped inside recipes (see above): $(join "${PARTIAL[@]}")"; fi
+echo "failed: $(join "${FAILED[@]+"${FAILED[@]}"}")"
+[ ${#FAILED[@]} -eq 0 ]
