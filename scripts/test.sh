@@ -3,7 +3,8 @@
 # runs every test against SQLite and PostgreSQL, then removes the cluster.
 #
 # Environment: RECEIPTVERIFY_FIXTURES (Apple fixtures folder, default ../shared/fixtures),
-# SWIFT_TEST_ARGS (arguments for one `swift test` run instead of the two below, e.g. "--filter CLITests").
+# SWIFT_TEST_ARGS (arguments for one `swift test` run instead of the two below, e.g. "--filter CLITests"; the
+# contract and recipe runs at the end are skipped then).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -86,4 +87,14 @@ else
     swift test --skip-build --skip "$timed"
     log "testing the time-bound suites, one test at a time"
     swift test --skip-build --no-parallel --filter "$timed"
+fi
+
+# The API's contract and the client recipes, against the live `serve` binary just built: the OpenAPI document checked
+# against the server both ways, schemathesis over every documented route, then every recipe in docs/recipes/ this
+# machine can run (runtimes are installed from Debian packages under CI; a missing one is skipped with a reason).
+if [ -z "${SWIFT_TEST_ARGS:-}" ]; then
+    log "API contract: scripts/contract.sh"
+    scripts/contract.sh "$(swift build --show-bin-path)"
+    log "client recipes: scripts/recipes.sh"
+    scripts/recipes.sh "$(swift build --show-bin-path)"
 fi
