@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import ReceiptServer
 import ReceiptService
 import ReceiptStore
 
@@ -36,7 +37,7 @@ struct GlobalOptions: ParsableArguments {
 
     /// The process's logger, writing to standard error so `--json` output stays clean; call once per process.
     func logger() throws -> Logger {
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        LoggingSystem.bootstrap(LineLogHandler.init(label:))
         let text = logLevel ?? environment["RECEIPTVERIFY_LOG_LEVEL"] ?? "error"
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
             throw CommandFailure("unknown log level '\(text)'")

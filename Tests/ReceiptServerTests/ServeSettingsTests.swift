@@ -63,3 +63,11 @@ import Testing
         }
     }
 }
+
+/// The log handler's timestamp is `StreamLogHandler`'s: local time to the second with its UTC offset.
+@Suite struct LineLogHandlerTests {
+    @Test func theTimestampHasStreamLogHandlersShape() throws {
+        let stamp = LineLogHandler.timestamp()
+        #expect(stamp.wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{4}/) != nil, "\(stamp)")
+    }
+}
