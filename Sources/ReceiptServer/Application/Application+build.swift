@@ -146,9 +146,14 @@ func buildMetricsApplication(hostname: String, port: Int, components: ServerComp
     let router = Router(context: ServerContext.self)
     router.add(middleware: JSONErrorMiddleware(methods: ["/metrics": [.get]]))
     router.get("/metrics") { _, _ in components.renderMetrics() }
-    return Application(
+    // Its own start line, so that "listening on" in the log is the API's port alone.
+    var quiet = logger
+    quiet.logLevel = max(logger.logLevel, .warning)
+    var app = Application(
         router: router, configuration: .init(address: .hostname(hostname, port: port), serverName: nil),
-        logger: logger)
+        logger: quiet)
+    app.beforeServerStarts { logger.info("metrics served", metadata: ["metrics.address": "\(hostname):\(port)"]) }
+    return app
 }
 
 /// The answers of `/healthz` and `/readyz`, made once: a load balancer asks thousands of times.
