@@ -16,6 +16,27 @@ import Testing
         #expect(object["e"] == .object(JSONObject()))
     }
 
+    /// The eight-bytes-at-a-time escape check finds a quote, a backslash or a control character at every position
+    /// and length, beside multi-byte UTF-8, and the text round-trips.
+    @Test func everyCharacterNeedingAnEscapeIsFoundAnywhere() throws {
+        for length in 1...40 {
+            for position in 0..<length {
+                for special in ["\"", "\\", "\u{01}", "\n", "\u{1F}"] {
+                    var characters: [Character] = Array(
+                        (Array(repeating: "é", count: length / 3) + Array(repeating: "a", count: length)).prefix(length)
+                    )
+                    characters[position] = Character(special)
+                    let text = String(characters)
+                    let encoded = JSONValue.string(text).encoded
+                    #expect(String(decoding: encoded, as: UTF8.self) != "\"\(text)\"", "\(length) \(position)")
+                    #expect(try JSONParser.parse(encoded) == .string(text), "\(length) \(position)")
+                }
+            }
+            let plain = String(repeating: "é~ ", count: length)
+            #expect(String(decoding: JSONValue.string(plain).encoded, as: UTF8.self) == "\"\(plain)\"")
+        }
+    }
+
     @Test func encodingRoundTrips() throws {
         let value: JSONValue = .object([
             "status": .integer(0), "text": .string("line\nbreak \"quoted\" /slash\u{01}"),

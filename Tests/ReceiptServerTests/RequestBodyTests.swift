@@ -12,6 +12,8 @@ import Testing
             as: .form)
         #expect(form.apiKey == "k")
         #expect(form.receipt == "MI ab/c=")  // `+` is a space in form encoding; the receipt decoder repairs it
+        let encodedPlus = try RequestBody.decode(Array("token=t&receipt=a%2Bb+c%2B%2B+".utf8), as: .form)
+        #expect(encodedPlus.receipt == "a+b c++ ")
         #expect(form.excludeOldTransactions)
         #expect(form.transactionID == "42")
         #expect(form.nonce == "né")

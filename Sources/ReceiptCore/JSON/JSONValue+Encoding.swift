@@ -50,9 +50,7 @@ extension JSONValue {
         var text = text
         // Almost every string is plain: copy it in one go when nothing needs escaping.
         let plain = text.withUTF8 { bytes -> Bool in
-            var escapes = false
-            for byte in bytes { escapes = escapes || needsEscaping(byte) }
-            guard !escapes else { return false }
+            guard !needsEscaping(bytes) else { return false }
             output.append(contentsOf: bytes)
             return true
         }
@@ -73,6 +71,31 @@ extension JSONValue {
             }
         }
         output.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether any byte of `bytes` needs escaping, eight at a time: a word has a byte below 0x20, or equal to `"` or
+    /// `\\`, exactly when the classic has-less / has-zero bit tricks leave a high bit set.
+    private static func needsEscaping(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        var index = 0
+        if let base = UnsafeRawPointer(bytes.baseAddress) {
+            while index + 8 <= bytes.count {
+                let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let quote = word ^ (ones &* 0x22)
+                let backslash = word ^ (ones &* 0x5C)
+                let control = (word &- ones &* 0x20) & ~word
+                let zeroQuote = (quote &- ones) & ~quote
+                let zeroBackslash = (backslash &- ones) & ~backslash
+                if (control | zeroQuote | zeroBackslash) & highs != 0 { return true }
+                index += 8
+            }
+        }
+        while index < bytes.count {
+            if needsEscaping(bytes[index]) { return true }
+            index += 1
+        }
+        return false
     }
 
     @inline(__always)
