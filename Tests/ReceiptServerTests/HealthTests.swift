@@ -11,13 +11,7 @@ import Testing
     func withApplication(_ body: @Sendable (Application<RouterResponder<ServerContext>>) async throws -> Void)
         async throws
     {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("rv-\(UUID().uuidString).sqlite").path
-        defer {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        }
-        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        try await StoreLocation.sqlite(path: path).withStore(logger: logger) { store in
-            let tenancy = TenancyService(store: store, masterKey: MasterKey.generate())
+        try await withTemporaryTenancy { tenancy, logger in
             try await body(
                 buildApplication(
                     configuration: ServerConfiguration(), tenancy: tenancy,

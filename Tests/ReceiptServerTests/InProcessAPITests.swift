@@ -28,13 +28,7 @@ import Testing
     }
 
     func withFixture(_ body: @Sendable (Fixture) async throws -> Void) async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("rv-\(UUID().uuidString).sqlite").path
-        defer {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        }
-        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        try await StoreLocation.sqlite(path: path).withStore(logger: logger) { store in
-            let tenancy = TenancyService(store: store, masterKey: MasterKey.generate())
+        try await withTemporaryTenancy { tenancy, logger in
             _ = try await tenancy.setPlan(
                 name: "pro", monthlyQuota: .some(nil), rateLimitPerSecond: 1000, includesEncryptedEndpoint: true,
                 monthlyPriceCents: nil, overagePricePer1000Cents: nil)
@@ -171,22 +165,17 @@ import Testing
     }
 
     @Test func metricsOnTheirOwnPortLeaveA404OnThePublicOne() async throws {
-        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        try await withTemporaryDirectory { directory in
-            try await StoreLocation.sqlite(path: directory.appendingPathComponent("rv.sqlite").path).withStore(
-                logger: logger
-            ) { store in
-                var configuration = ServerConfiguration()
-                configuration.metricsPort = 1
-                let app = buildApplication(
-                    configuration: configuration, tenancy: TenancyService(store: store, masterKey: .generate()),
-                    verification: VerificationService(verifier: nil, apple: nil), logger: logger)
-                try await app.test(.router) { client in
-                    try await client.execute(uri: "/metrics", method: .get) { response in
-                        #expect(response.status == .notFound)
-                        let answer = try Self.json(response.body)
-                        #expect(answer["status"] == .integer(404))
-                    }
+        try await withTemporaryTenancy { tenancy, logger in
+            var configuration = ServerConfiguration()
+            configuration.metricsPort = 1
+            let app = buildApplication(
+                configuration: configuration, tenancy: tenancy,
+                verification: VerificationService(verifier: nil, apple: nil), logger: logger)
+            try await app.test(.router) { client in
+                try await client.execute(uri: "/metrics", method: .get) { response in
+                    #expect(response.status == .notFound)
+                    let answer = try Self.json(response.body)
+                    #expect(answer["status"] == .integer(404))
                 }
             }
         }
