@@ -9,6 +9,8 @@ import Synchronization
 /// Every metric goes through swift-metrics to a Prometheus registry owned by this application (not the process-wide
 /// default), so two applications in one process (tests) keep their own figures. Label values are bounded: route
 /// templates, methods, status codes from a fixed set, input kinds, environments; never a token, key or account id.
+/// Every surface added later (ledger, web pages, notifications, webhooks) adds its metrics here, to this table and to
+/// docs/operations.md.
 ///
 /// | metric | labels | what |
 /// |---|---|---|
