@@ -3,8 +3,7 @@ import Foundation
 /// Durable storage of plans, accounts, API keys, apps and usage counters.
 ///
 /// Every method's writes are atomic: all of them or none (``migrate()``: each version). PostgreSQL announces a plan
-/// or account change in a statement of its own once the change is written; if that fails, the method throws although
-/// the change stays. Implementations map their constraint violations to ``ServiceError`` codes (`duplicateEmail` for
+/// or account change in the change's own transaction, delivered when it commits. Implementations map their constraint violations to ``ServiceError`` codes (`duplicateEmail` for
 /// a taken email, `invalidArgument` for a plan or account that does not exist) and every other failure to
 /// ``ServiceError/Code/storage`` with the driver's text only in the reason.
 public protocol TenancyStore: Sendable {

@@ -41,7 +41,7 @@ public final class PostgresStore: TenancyStore, Service {
 
     // MARK: Change notifications
 
-    /// The channel plan and account changes are announced on (`pg_notify`, after the change is committed). New
+    /// The channel plan and account changes are announced on (`pg_notify` in the change's transaction). New
     /// accounts and changes to keys and apps are not announced: servers see keys and apps when their authentication
     /// cache entries expire.
     static let changeChannel = "receiptverify_changes"
@@ -72,9 +72,11 @@ public final class PostgresStore: TenancyStore, Service {
         }
     }
 
-    /// Announces a change to listening servers, after the change's own statement.
-    private func announceChange() async throws {
-        try await rows("SELECT pg_notify(\(Self.changeChannel), '')")
+    /// Announces a change to listening servers in the change's own transaction: PostgreSQL delivers the notification
+    /// when the transaction commits, so a write is announced exactly when it is committed, and the call cannot fail
+    /// after its write committed.
+    private func announceChange(on connection: PostgresConnection) async throws {
+        try await rows("SELECT pg_notify(\(Self.changeChannel), '')", on: connection)
     }
 
     // MARK: Running statements
@@ -175,8 +177,8 @@ public final class PostgresStore: TenancyStore, Service {
     }
 
     public func savePlan(_ plan: Plan) async throws {
-        try await run {
-            try await rows(
+        try await transaction { connection in
+            try await self.rows(
                 """
                 INSERT INTO plans (name, monthly_quota, rate_limit_per_second, includes_encrypted_endpoint,
                     monthly_price_cents, overage_price_per_1000_cents)
@@ -187,8 +189,8 @@ public final class PostgresStore: TenancyStore, Service {
                     includes_encrypted_endpoint = excluded.includes_encrypted_endpoint,
                     monthly_price_cents = excluded.monthly_price_cents,
                     overage_price_per_1000_cents = excluded.overage_price_per_1000_cents
-                """)
-            try await announceChange()
+                """, on: connection)
+            try await self.announceChange(on: connection)
         }
     }
 
@@ -204,16 +206,16 @@ public final class PostgresStore: TenancyStore, Service {
     }
 
     public func updateAccount(_ account: Account) async throws -> Bool {
-        try await run {
+        try await transaction { connection in
             let updated =
-                !(try await rows(
+                !(try await self.rows(
                     """
                     UPDATE accounts SET name = \(account.name), plan_name = \(account.planName),
                         enabled = \(account.isEnabled), updated_at = \(account.updatedAt)
                     WHERE id = \(account.id) RETURNING id
-                    """
+                    """, on: connection
                 ).isEmpty)
-            try await announceChange()
+            try await self.announceChange(on: connection)
             return updated
         }
     }
@@ -312,20 +314,22 @@ public final class PostgresStore: TenancyStore, Service {
         try await run {
             let appRows =
                 if let accountID {
-                    try await rows("SELECT * FROM apps WHERE account_id = \(accountID) ORDER BY created_at, id")
+                    try await rows(
+                        "SELECT \(unescaped: Self.appColumns) FROM apps WHERE account_id = \(accountID) ORDER BY created_at, id"
+                    )
                 } else {
-                    try await rows("SELECT * FROM apps ORDER BY created_at, id")
+                    try await rows("SELECT \(unescaped: Self.appColumns) FROM apps ORDER BY created_at, id")
                 }
-            var apps: [App] = []
-            for row in appRows { apps.append(try await app(row)) }
-            return apps
+            return try appRows.map(Self.app)
         }
     }
 
     public func app(token: String) async throws -> App? {
         try await run {
-            guard let row = try await rows("SELECT * FROM apps WHERE token = \(token)").first else { return nil }
-            return try await app(row)
+            guard
+                let row = try await rows("SELECT \(unescaped: Self.appColumns) FROM apps WHERE token = \(token)").first
+            else { return nil }
+            return try Self.app(row)
         }
     }
 
@@ -469,11 +473,13 @@ public final class PostgresStore: TenancyStore, Service {
         }
     }
 
-    private func app(_ row: PostgresRandomAccessRow) async throws -> App {
+    /// An app's columns and its bundle IDs in position order, in one query (not one more per app).
+    private static let appColumns =
+        "apps.*, (SELECT string_agg(bundle_id, ',' ORDER BY position) FROM app_bundle_ids WHERE app_id = apps.id) AS bundle_ids"
+
+    private static func app(_ row: PostgresRandomAccessRow) throws -> App {
         let id = try row["id"].decode(UUID.self)
-        let bundleIDs = try await rows(
-            "SELECT bundle_id FROM app_bundle_ids WHERE app_id = \(id) ORDER BY position"
-        ).map { try StoredForm.bundleID(try $0["bundle_id"].decode(String.self)) }
+        let bundleIDs = try StoredForm.bundleIDs(try row["bundle_ids"].decode(String?.self))
         var credentials: AppStoreServerCredentials?
         if let issuer = try row["apple_issuer_id"].decode(String?.self),
             let keyID = try row["apple_key_id"].decode(String?.self),

@@ -304,22 +304,23 @@ public final class SQLiteStore: TenancyStore {
             let rows =
                 if let accountID {
                     try await self.query(
-                        "SELECT * FROM apps WHERE account_id = ? ORDER BY created_at, id", [.uuid(accountID)])
+                        "SELECT \(Self.appColumns) FROM apps WHERE account_id = ? ORDER BY created_at, id",
+                        [.uuid(accountID)])
                 } else {
-                    try await self.query("SELECT * FROM apps ORDER BY created_at, id")
+                    try await self.query("SELECT \(Self.appColumns) FROM apps ORDER BY created_at, id")
                 }
-            var apps: [App] = []
-            for row in rows { apps.append(try await self.app(row)) }
-            return apps
+            return try rows.map(Self.app)
         }
     }
 
     public func app(token: String) async throws -> App? {
         try await run {
-            guard let row = try await self.query("SELECT * FROM apps WHERE token = ?", [.text(token)]).first else {
-                return nil
-            }
-            return try await self.app(row)
+            guard
+                let row = try await self.query(
+                    "SELECT \(Self.appColumns) FROM apps WHERE token = ?", [.text(token)]
+                ).first
+            else { return nil }
+            return try Self.app(row)
         }
     }
 
@@ -490,11 +491,13 @@ public final class SQLiteStore: TenancyStore {
         ]
     }
 
-    private func app(_ row: SQLiteRow) async throws -> App {
+    /// An app's columns and its bundle IDs in position order, in one query (not one more per app).
+    private static let appColumns =
+        "apps.*, (SELECT group_concat(bundle_id, ',' ORDER BY position) FROM app_bundle_ids WHERE app_id = apps.id) AS bundle_ids"
+
+    private static func app(_ row: SQLiteRow) throws -> App {
         let id = try row.require("id").requireUUID()
-        let bundleRows = try await query(
-            "SELECT bundle_id FROM app_bundle_ids WHERE app_id = ? ORDER BY position", [.uuid(id)])
-        let bundleIDs = try bundleRows.map { try StoredForm.bundleID(try $0.require("bundle_id").requireText()) }
+        let bundleIDs = try StoredForm.bundleIDs(row.column("bundle_ids")?.string)
         var credentials: AppStoreServerCredentials?
         if let issuer = row.column("apple_issuer_id")?.string, let keyID = row.column("apple_key_id")?.string,
             let key = row.column("apple_private_key")?.bytes

@@ -24,6 +24,13 @@ enum StoredForm {
         return id
     }
 
+    /// The app's bundle IDs as one query aggregates them: in position order, separated by commas (a bundle ID holds
+    /// letters, digits, `-` and `.` only); nil or empty for none.
+    static func bundleIDs(_ text: String?) throws -> [BundleID] {
+        guard let text, !text.isEmpty else { return [] }
+        return try text.split(separator: ",").map { try bundleID(String($0)) }
+    }
+
     static func enumValue<T: RawRepresentable<String>>(_ text: String) throws -> T {
         guard let value = T(rawValue: text) else { throw corrupt("unknown \(T.self) '\(text)'") }
         return value
