@@ -37,7 +37,7 @@ public enum StoreLocation: Sendable, Equatable {
 
     /// Opens the store, migrates it, runs `body` with it, and closes it; PostgreSQL's pool runs meanwhile.
     public func withStore<T: Sendable>(
-        logger: Logger, _ body: @Sendable (any TenancyStore) async throws -> T
+        logger: Logger, _ body: @Sendable (any DataStore) async throws -> T
     ) async throws -> T {
         switch self {
         case .sqlite(let path):

@@ -79,7 +79,7 @@ public enum TestPostgres {
 
 /// Runs `body` with a fresh, migrated store of `kind`, removed afterwards.
 public func withTestStore<T: Sendable>(
-    _ kind: StoreKind, _ body: @Sendable (any TenancyStore, StoreLocation) async throws -> T
+    _ kind: StoreKind, _ body: @Sendable (any DataStore, StoreLocation) async throws -> T
 ) async throws -> T {
     var logger = Logger(label: "test")
     logger.logLevel = .warning

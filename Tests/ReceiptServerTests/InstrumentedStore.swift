@@ -4,8 +4,8 @@ import Synchronization
 
 /// A real store (SQLite, from the caller) seen through a window that counts the reads a request can cause and can
 /// hold them, as a database that stops answering would: the tests of what strangers and outages cost.
-final class InstrumentedStore: TenancyStore {
-    let base: any TenancyStore
+final class InstrumentedStore: TenancyStore, UsageStore {
+    let base: any DataStore
 
     private struct State {
         var counts: [String: Int] = [:]
@@ -15,7 +15,7 @@ final class InstrumentedStore: TenancyStore {
 
     private let state = Mutex(State())
 
-    init(_ base: any TenancyStore) {
+    init(_ base: any DataStore) {
         self.base = base
     }
 

@@ -63,7 +63,7 @@ struct ServerComponents: Sendable {
     let metrics: ServerMetrics
     let flushes: FlushStatus
 
-    init(configuration: ServerConfiguration, store: any TenancyStore, metrics: ServerMetrics) {
+    init(configuration: ServerConfiguration, store: any UsageStore, metrics: ServerMetrics) {
         deadline = StoreDeadline(configuration.databaseTimeout, metrics: metrics.factory)
         gate = UsageGate(store: store, deadline: deadline)
         connections = ConnectionLimiter(maximum: configuration.maximumConnections)

@@ -57,7 +57,7 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
 }
 
 private func serve(
-    store: any TenancyStore, services: [any Service], verification: VerificationService, metrics: ServerMetrics,
+    store: any DataStore, services: [any Service], verification: VerificationService, metrics: ServerMetrics,
     configuration: ServerConfiguration, masterKey: MasterKey, logger: Logger
 ) async throws {
     let tenancy = TenancyService(store: store, masterKey: masterKey)

@@ -12,7 +12,7 @@ import ServiceLifecycle
 /// process stops are logged as lost (their number only).
 struct UsageFlusher: Service {
     let meter: UsageMeter
-    let store: any TenancyStore
+    let store: any UsageStore
     /// This server's quota grants: renewed by each flush, given up when the server stops.
     let grants: QuotaGrantPolicy
     let interval: Duration

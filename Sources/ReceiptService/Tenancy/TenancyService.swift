@@ -5,14 +5,14 @@ import ReceiptCore
 /// and the store calls that make each change atomic.
 public struct TenancyService: Sendable {
     /// Where tenancy data lives.
-    public let store: any TenancyStore
+    public let store: any DataStore
     /// The key that seals secrets at rest.
     public let masterKey: MasterKey
     /// The current time; a parameter so tests control it.
     public let now: @Sendable () -> Date
 
     /// Creates the service over a migrated store.
-    public init(store: any TenancyStore, masterKey: MasterKey, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(store: any DataStore, masterKey: MasterKey, now: @escaping @Sendable () -> Date = { Date() }) {
         self.store = store
         self.masterKey = masterKey
         // Timestamps are kept to the millisecond, so what is stored reads back equal.

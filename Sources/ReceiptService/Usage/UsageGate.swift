@@ -5,7 +5,7 @@ import Synchronization
 /// the monthly quota before a verification, and the metering after it.
 ///
 /// The account's standing (enabled flag, plan, the month's flushed count) comes from one indexed read of the store.
-/// A read is reused only while the store's ``TenancyStore/changeMarker()`` is unchanged (SQLite: the write-ahead
+/// A read is reused only while the store's ``StoreLifecycle/changeMarker()`` is unchanged (SQLite: the write-ahead
 /// log's metadata, which every commit changes; PostgreSQL: a count of the notifications every plan and account change
 /// sends, received on a connection kept listening) and for at most ``standingMaxAge``, which bounds how old other
 /// servers' counts may be. So a plan or account change made with the CLI applies to the next call on every server
@@ -15,7 +15,7 @@ import Synchronization
 /// takes a unit of this server's grant, so the servers together never answer more verdicts than the quota.
 public struct UsageGate: Sendable {
     /// The store the standing is read from and the meter flushes to.
-    public let store: any TenancyStore
+    public let store: any UsageStore
     /// This server's counts.
     public let meter: UsageMeter
     /// This server's rate limits.
@@ -38,7 +38,7 @@ public struct UsageGate: Sendable {
 
     /// Creates a gate.
     public init(
-        store: any TenancyStore, meter: UsageMeter = UsageMeter(), rateLimiter: RateLimiter<UUID> = RateLimiter(),
+        store: any UsageStore, meter: UsageMeter = UsageMeter(), rateLimiter: RateLimiter<UUID> = RateLimiter(),
         standingMaxAge: Duration = .seconds(1), deadline: StoreDeadline = StoreDeadline(nil),
         grants: QuotaGrantPolicy = QuotaGrantPolicy(), now: @escaping @Sendable () -> Date = { Date() }
     ) {

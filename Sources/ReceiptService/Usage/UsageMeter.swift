@@ -163,7 +163,7 @@ public final class UsageMeter: Sendable {
     /// Counts that no flush has taken yet.
     public var unflushedCalls: Int { state.withLock { $0.pending.values.reduce(0, +) } }
 
-    /// Writes everything counted so far with one ``TenancyStore/addUsage(_:)``; on failure the counts stay here for
+    /// Writes everything counted so far with one ``UsageStore/addUsage(_:)``; on failure the counts stay here for
     /// the next flush. Returns how many calls were written; a call while another flush runs writes nothing.
     @discardableResult
     ///
@@ -171,7 +171,7 @@ public final class UsageMeter: Sendable {
     /// renews them; a grant of a month it wrote that was still valid when the flush started (so still in the store)
     /// stays usable here until `grants.validUntil`.
     public func flush(
-        to store: any TenancyStore, now: Date,
+        to store: any UsageStore, now: Date,
         grants: (renewal: GrantRenewal, startedAt: ContinuousClock.Instant, validUntil: ContinuousClock.Instant)? = nil
     ) async throws -> Int {
         let taken: [UsageKey: Int]? = state.withLock { state in

@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 
 /// The contract every ``TenancyStore`` keeps, run unchanged against SQLite and PostgreSQL.
-@Suite struct StoreContractTests {
+@Suite struct TenancyStoreContractTests {
     static let epoch = Date(timeIntervalSince1970: 1_700_000_000.123).roundedToMilliseconds
 
     static func account(email: String = "dev@example.com", plan: String = "free") -> Account {

@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// Usage counters in both stores, and the meter that fills them, including several meters on one database.
-@Suite struct UsageStoreTests {
+@Suite struct UsageStoreContractTests {
     static let november = UsageMonth(year: 2026, month: 11)!
     static let lastDayOfOctober = UsageDay("2026-10-31")!
     static let firstOfNovember = UsageDay("2026-11-01")!
@@ -21,8 +21,8 @@ import Testing
     @Test(arguments: StoreKind.available)
     func countersAddUpPerDayAndPerMonth(kind: StoreKind) async throws {
         try await withTestStore(kind) { store, _ in
-            let account = StoreContractTests.account(plan: "pro")
-            let other = StoreContractTests.account(email: "other@example.com")
+            let account = TenancyStoreContractTests.account(plan: "pro")
+            let other = TenancyStoreContractTests.account(email: "other@example.com")
             try await store.insertAccount(account)
             try await store.insertAccount(other)
             let (app, app2) = (UUID(), UUID())
@@ -64,7 +64,7 @@ import Testing
     @Test("two meters flushing into one database at once count every call exactly", arguments: StoreKind.available)
     func concurrentMetersAreExact(kind: StoreKind) async throws {
         try await withTestStore(kind) { store, _ in
-            let account = StoreContractTests.account()
+            let account = TenancyStoreContractTests.account()
             try await store.insertAccount(account)
             let apps = [UUID(), UUID(), UUID()]
             let now = Self.firstOfNovember.usageMonth.start
@@ -96,7 +96,7 @@ import Testing
     @Test("a meter never lets an account past its quota, counting what it has not flushed yet")
     func meterReservesAgainstTheQuota() async throws {
         try await withTestStore(.sqlite) { store, _ in
-            let account = StoreContractTests.account()
+            let account = TenancyStoreContractTests.account()
             try await store.insertAccount(account)
             let month = UsageMeter.AccountMonth(accountID: account.id, month: Self.november)
             let key = Self.key(account.id, UUID(), Self.firstOfNovember)
@@ -133,7 +133,7 @@ import Testing
     @Test("quota grants never let the servers together past the quota", arguments: StoreKind.available)
     func quotaGrantsShareTheQuota(kind: StoreKind) async throws {
         try await withTestStore(kind) { store, _ in
-            let account = StoreContractTests.account()
+            let account = TenancyStoreContractTests.account()
             try await store.insertAccount(account)
             let month = UsageMeter.AccountMonth(accountID: account.id, month: Self.november)
             let now = Self.firstOfNovember.usageMonth.start
@@ -164,7 +164,7 @@ import Testing
             #expect(try await claim(first) == 7)
 
             // Sequentially draining with both servers never grants more than the quota in all.
-            let fresh = StoreContractTests.account(email: "fresh@example.com")
+            let fresh = TenancyStoreContractTests.account(email: "fresh@example.com")
             try await store.insertAccount(fresh)
             let freshMonth = UsageMeter.AccountMonth(accountID: fresh.id, month: Self.november)
             var held: [UUID: Int] = [first: 0, second: 0]
@@ -193,7 +193,7 @@ import Testing
 
             // A claim counted its holding before its own flush stored part of it: the store takes those calls off
             // the holding (its count of what this server's flushes stored says how many), so nothing is counted twice.
-            let racing = StoreContractTests.account(email: "racing@example.com")
+            let racing = TenancyStoreContractTests.account(email: "racing@example.com")
             try await store.insertAccount(racing)
             let racingMonth = UsageMeter.AccountMonth(accountID: racing.id, month: Self.november)
             func racingClaim(holding: Int, flushed: Int) async throws -> Int {

@@ -1,0 +1,279 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ReceiptCore
+import ReceiptService
+import ServiceLifecycle
+import Synchronization
+
+/// The tenancy concern (``TenancyStore``): plans, accounts, API keys, apps, the master key check.
+extension PostgresStore {
+    /// Announces a change to listening servers in the change's own transaction: PostgreSQL delivers the notification
+    /// when the transaction commits, so a write is announced exactly when it is committed, and the call cannot fail
+    /// after its write committed.
+    func announceChange(on connection: PostgresConnection) async throws {
+        try await rows("SELECT pg_notify(\(Self.changeChannel), '')", on: connection)
+    }
+
+    public func claimMasterKeyCheck(_ value: String) async throws -> String {
+        try await transaction { connection in
+            try await self.rows(
+                """
+                INSERT INTO settings (name, value) VALUES ('master_key_check', \(value)) ON CONFLICT (name) DO NOTHING
+                """, on: connection)
+            let rows = try await self.rows("SELECT value FROM settings WHERE name = 'master_key_check'", on: connection)
+            guard let row = rows.first else { throw StoredForm.corrupt("master key check missing") }
+            return try row["value"].decode(String.self)
+        }
+    }
+
+    public func plans() async throws -> [Plan] {
+        try await run { try await rows("SELECT * FROM plans ORDER BY name").map(Self.plan) }
+    }
+
+    public func plan(named name: String) async throws -> Plan? {
+        try await run { try await rows("SELECT * FROM plans WHERE name = \(name)").first.map(Self.plan) }
+    }
+
+    public func savePlan(_ plan: Plan) async throws {
+        try await transaction { connection in
+            try await self.rows(
+                """
+                INSERT INTO plans (name, monthly_quota, rate_limit_per_second, includes_encrypted_endpoint,
+                    monthly_price_cents, overage_price_per_1000_cents)
+                VALUES (\(plan.name), \(plan.monthlyQuota), \(plan.rateLimitPerSecond),
+                    \(plan.includesEncryptedEndpoint), \(plan.monthlyPriceCents), \(plan.overagePricePer1000Cents))
+                ON CONFLICT (name) DO UPDATE SET monthly_quota = excluded.monthly_quota,
+                    rate_limit_per_second = excluded.rate_limit_per_second,
+                    includes_encrypted_endpoint = excluded.includes_encrypted_endpoint,
+                    monthly_price_cents = excluded.monthly_price_cents,
+                    overage_price_per_1000_cents = excluded.overage_price_per_1000_cents
+                """, on: connection)
+            try await self.announceChange(on: connection)
+        }
+    }
+
+    public func insertAccount(_ account: Account) async throws {
+        try await run {
+            try await rows(
+                """
+                INSERT INTO accounts (id, name, email, plan_name, enabled, created_at, updated_at)
+                VALUES (\(account.id), \(account.name), \(account.email), \(account.planName), \(account.isEnabled),
+                    \(account.createdAt), \(account.updatedAt))
+                """)
+        }
+    }
+
+    public func updateAccount(_ account: Account) async throws -> Bool {
+        try await transaction { connection in
+            let updated =
+                !(try await self.rows(
+                    """
+                    UPDATE accounts SET name = \(account.name), plan_name = \(account.planName),
+                        enabled = \(account.isEnabled), updated_at = \(account.updatedAt)
+                    WHERE id = \(account.id) RETURNING id
+                    """, on: connection
+                ).isEmpty)
+            try await self.announceChange(on: connection)
+            return updated
+        }
+    }
+
+    public func accounts() async throws -> [Account] {
+        try await run { try await rows("SELECT * FROM accounts ORDER BY created_at, id").map(Self.account) }
+    }
+
+    public func account(id: UUID) async throws -> Account? {
+        try await run { try await rows("SELECT * FROM accounts WHERE id = \(id)").first.map(Self.account) }
+    }
+
+    public func account(email: String) async throws -> Account? {
+        try await run { try await rows("SELECT * FROM accounts WHERE email = \(email)").first.map(Self.account) }
+    }
+
+    public func insertAPIKey(_ key: APIKey) async throws {
+        try await run {
+            try await rows(
+                """
+                INSERT INTO api_keys (id, account_id, prefix, key_hash, label, created_at, last_used_at, revoked_at)
+                VALUES (\(key.id), \(key.accountID), \(key.prefix), \(Data(key.hash)), \(key.label), \(key.createdAt),
+                    \(key.lastUsedAt), \(key.revokedAt))
+                """)
+        }
+    }
+
+    public func apiKeys(accountID: UUID) async throws -> [APIKey] {
+        try await run {
+            try await rows("SELECT * FROM api_keys WHERE account_id = \(accountID) ORDER BY created_at, id").map(
+                Self.apiKey)
+        }
+    }
+
+    public func apiKey(prefix: String) async throws -> APIKey? {
+        try await run { try await rows("SELECT * FROM api_keys WHERE prefix = \(prefix)").first.map(Self.apiKey) }
+    }
+
+    public func revokeAPIKey(id: UUID, accountID: UUID, at date: Date) async throws -> Bool {
+        try await run {
+            !(try await rows(
+                """
+                UPDATE api_keys SET revoked_at = \(date)
+                WHERE id = \(id) AND account_id = \(accountID) AND revoked_at IS NULL RETURNING id
+                """
+            ).isEmpty)
+        }
+    }
+
+    public func recordAPIKeyUse(id: UUID, at date: Date) async throws {
+        try await run { try await rows("UPDATE api_keys SET last_used_at = \(date) WHERE id = \(id)") }
+    }
+
+    public func insertApp(_ app: App) async throws {
+        let columns = StoredApp(app)
+        try await transaction { connection in
+            try await self.rows(
+                """
+                INSERT INTO apps (id, account_id, token, name, allowed_environments, verification_mode, shared_secret,
+                    apple_issuer_id, apple_key_id, apple_private_key, result_cipher, result_key, allows_test_data,
+                    enabled, created_at, updated_at)
+                VALUES (\(app.id), \(app.accountID), \(app.token), \(app.name), \(columns.environments),
+                    \(app.verificationMode.rawValue), \(columns.sharedSecret), \(columns.issuerID), \(columns.keyID),
+                    \(columns.privateKey), \(app.resultCipher.rawValue), \(columns.resultKey), \(app.allowsTestData),
+                    \(app.isEnabled), \(app.createdAt), \(app.updatedAt))
+                """, on: connection)
+            try await self.insertBundleIDs(of: app, on: connection)
+        }
+    }
+
+    public func updateApp(_ app: App) async throws -> Bool {
+        let columns = StoredApp(app)
+        return try await transaction { connection in
+            let updated = try await self.rows(
+                """
+                UPDATE apps SET token = \(app.token), name = \(app.name), allowed_environments = \(columns.environments),
+                    verification_mode = \(app.verificationMode.rawValue), shared_secret = \(columns.sharedSecret),
+                    apple_issuer_id = \(columns.issuerID), apple_key_id = \(columns.keyID),
+                    apple_private_key = \(columns.privateKey), result_cipher = \(app.resultCipher.rawValue),
+                    result_key = \(columns.resultKey), allows_test_data = \(app.allowsTestData),
+                    enabled = \(app.isEnabled), updated_at = \(app.updatedAt)
+                WHERE id = \(app.id) RETURNING id
+                """, on: connection)
+            guard !updated.isEmpty else { return false }
+            try await self.rows("DELETE FROM app_bundle_ids WHERE app_id = \(app.id)", on: connection)
+            try await self.insertBundleIDs(of: app, on: connection)
+            return true
+        }
+    }
+
+    public func deleteApp(id: UUID) async throws -> Bool {
+        try await run { !(try await rows("DELETE FROM apps WHERE id = \(id) RETURNING id").isEmpty) }
+    }
+
+    public func apps(accountID: UUID?) async throws -> [App] {
+        try await run {
+            let appRows =
+                if let accountID {
+                    try await rows(
+                        "SELECT \(unescaped: Self.appColumns) FROM apps WHERE account_id = \(accountID) ORDER BY created_at, id"
+                    )
+                } else {
+                    try await rows("SELECT \(unescaped: Self.appColumns) FROM apps ORDER BY created_at, id")
+                }
+            return try appRows.map(Self.app)
+        }
+    }
+
+    public func app(token: String) async throws -> App? {
+        try await run {
+            guard
+                let row = try await rows("SELECT \(unescaped: Self.appColumns) FROM apps WHERE token = \(token)").first
+            else { return nil }
+            return try Self.app(row)
+        }
+    }
+
+    func insertBundleIDs(of app: App, on connection: PostgresConnection) async throws {
+        for (position, bundleID) in app.bundleIDs.enumerated() {
+            try await rows(
+                "INSERT INTO app_bundle_ids (app_id, position, bundle_id) VALUES (\(app.id), \(position), \(bundleID.value))",
+                on: connection)
+        }
+    }
+
+    /// An app's columns and its bundle IDs in position order, in one query (not one more per app).
+    static let appColumns =
+        "apps.*, (SELECT string_agg(bundle_id, ',' ORDER BY position) FROM app_bundle_ids WHERE app_id = apps.id) AS bundle_ids"
+
+    static func app(_ row: PostgresRandomAccessRow) throws -> App {
+        let id = try row["id"].decode(UUID.self)
+        let bundleIDs = try StoredForm.bundleIDs(try row["bundle_ids"].decode(String?.self))
+        var credentials: AppStoreServerCredentials?
+        if let issuer = try row["apple_issuer_id"].decode(String?.self),
+            let keyID = try row["apple_key_id"].decode(String?.self),
+            let key = try row["apple_private_key"].decode(Data?.self)
+        {
+            credentials = AppStoreServerCredentials(
+                issuerID: issuer, keyID: keyID, privateKey: SealedSecret(bytes: Array(key)))
+        }
+        return App(
+            id: id, accountID: try row["account_id"].decode(UUID.self), token: try row["token"].decode(String.self),
+            name: try row["name"].decode(String.self), bundleIDs: bundleIDs,
+            allowedEnvironments: try StoredForm.environments(try row["allowed_environments"].decode(String.self)),
+            verificationMode: try StoredForm.enumValue(try row["verification_mode"].decode(String.self)),
+            sharedSecret: try row["shared_secret"].decode(Data?.self).map { SealedSecret(bytes: Array($0)) },
+            appStoreServerCredentials: credentials,
+            resultCipher: try StoredForm.enumValue(try row["result_cipher"].decode(String.self)),
+            resultKey: SealedSecret(bytes: Array(try row["result_key"].decode(Data.self))),
+            allowsTestData: try row["allows_test_data"].decode(Bool.self),
+            isEnabled: try row["enabled"].decode(Bool.self),
+            createdAt: try row["created_at"].decode(Date.self).roundedToMilliseconds,
+            updatedAt: try row["updated_at"].decode(Date.self).roundedToMilliseconds)
+    }
+
+    static func plan(_ row: PostgresRandomAccessRow) throws -> Plan {
+        Plan(
+            name: try row["name"].decode(String.self), monthlyQuota: try row["monthly_quota"].decode(Int?.self),
+            rateLimitPerSecond: try row["rate_limit_per_second"].decode(Int.self),
+            includesEncryptedEndpoint: try row["includes_encrypted_endpoint"].decode(Bool.self),
+            monthlyPriceCents: try row["monthly_price_cents"].decode(Int.self),
+            overagePricePer1000Cents: try row["overage_price_per_1000_cents"].decode(Int.self))
+    }
+
+    static func account(_ row: PostgresRandomAccessRow) throws -> Account {
+        Account(
+            id: try row["id"].decode(UUID.self), name: try row["name"].decode(String.self),
+            email: try row["email"].decode(String.self), planName: try row["plan_name"].decode(String.self),
+            isEnabled: try row["enabled"].decode(Bool.self),
+            createdAt: try row["created_at"].decode(Date.self).roundedToMilliseconds,
+            updatedAt: try row["updated_at"].decode(Date.self).roundedToMilliseconds)
+    }
+
+    static func apiKey(_ row: PostgresRandomAccessRow) throws -> APIKey {
+        APIKey(
+            id: try row["id"].decode(UUID.self), accountID: try row["account_id"].decode(UUID.self),
+            prefix: try row["prefix"].decode(String.self), hash: Array(try row["key_hash"].decode(Data.self)),
+            label: try row["label"].decode(String?.self),
+            createdAt: try row["created_at"].decode(Date.self).roundedToMilliseconds,
+            lastUsedAt: try row["last_used_at"].decode(Date?.self)?.roundedToMilliseconds,
+            revokedAt: try row["revoked_at"].decode(Date?.self)?.roundedToMilliseconds)
+    }
+}
+
+/// An app's columns that PostgreSQL cannot bind directly, converted once for insert and update.
+private struct StoredApp {
+    let environments: String
+    let sharedSecret: Data?
+    let issuerID: String?
+    let keyID: String?
+    let privateKey: Data?
+    let resultKey: Data
+
+    init(_ app: App) {
+        environments = StoredForm.environments(app.allowedEnvironments)
+        sharedSecret = app.sharedSecret.map { Data($0.bytes) }
+        issuerID = app.appStoreServerCredentials?.issuerID
+        keyID = app.appStoreServerCredentials?.keyID
+        privateKey = app.appStoreServerCredentials.map { Data($0.privateKey.bytes) }
+        resultKey = Data(app.resultKey.bytes)
+    }
+}

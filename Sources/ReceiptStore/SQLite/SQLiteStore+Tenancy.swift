@@ -1,0 +1,277 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ReceiptCore
+import ReceiptService
+import SQLiteNIO
+
+/// The tenancy concern (``TenancyStore``): plans, accounts, API keys, apps, the master key check.
+extension SQLiteStore {
+    public func claimMasterKeyCheck(_ value: String) async throws -> String {
+        try await transaction {
+            _ = try await self.query(
+                "INSERT INTO settings (name, value) VALUES ('master_key_check', ?) ON CONFLICT (name) DO NOTHING",
+                [.text(value)])
+            let rows = try await self.query("SELECT value FROM settings WHERE name = 'master_key_check'")
+            return try rows.first.require("value").requireText()
+        }
+    }
+
+    public func plans() async throws -> [Plan] {
+        try await run { try await self.query("SELECT * FROM plans ORDER BY name").map(Self.plan) }
+    }
+
+    public func plan(named name: String) async throws -> Plan? {
+        try await run { try await self.query("SELECT * FROM plans WHERE name = ?", [.text(name)]).first.map(Self.plan) }
+    }
+
+    public func savePlan(_ plan: Plan) async throws {
+        try await transaction {
+            _ = try await self.query(
+                """
+                INSERT INTO plans (name, monthly_quota, rate_limit_per_second, includes_encrypted_endpoint,
+                    monthly_price_cents, overage_price_per_1000_cents) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (name) DO UPDATE SET monthly_quota = excluded.monthly_quota,
+                    rate_limit_per_second = excluded.rate_limit_per_second,
+                    includes_encrypted_endpoint = excluded.includes_encrypted_endpoint,
+                    monthly_price_cents = excluded.monthly_price_cents,
+                    overage_price_per_1000_cents = excluded.overage_price_per_1000_cents
+                """,
+                [
+                    .text(plan.name), plan.monthlyQuota.map { .integer($0) } ?? .null,
+                    .integer(plan.rateLimitPerSecond),
+                    .bool(plan.includesEncryptedEndpoint), .integer(plan.monthlyPriceCents),
+                    .integer(plan.overagePricePer1000Cents),
+                ])
+        }
+    }
+
+    public func insertAccount(_ account: Account) async throws {
+        try await transaction {
+            _ = try await self.query(
+                """
+                INSERT INTO accounts (id, name, email, plan_name, enabled, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .uuid(account.id), .text(account.name), .text(account.email), .text(account.planName),
+                    .bool(account.isEnabled), .millis(account.createdAt), .millis(account.updatedAt),
+                ])
+        }
+    }
+
+    public func updateAccount(_ account: Account) async throws -> Bool {
+        try await transaction {
+            let rows = try await self.query(
+                "UPDATE accounts SET name = ?, plan_name = ?, enabled = ?, updated_at = ? WHERE id = ? RETURNING id",
+                [
+                    .text(account.name), .text(account.planName), .bool(account.isEnabled), .millis(account.updatedAt),
+                    .uuid(account.id),
+                ])
+            return !rows.isEmpty
+        }
+    }
+
+    public func accounts() async throws -> [Account] {
+        try await run { try await self.query("SELECT * FROM accounts ORDER BY created_at, id").map(Self.account) }
+    }
+
+    public func account(id: UUID) async throws -> Account? {
+        try await run {
+            try await self.query("SELECT * FROM accounts WHERE id = ?", [.uuid(id)]).first.map(Self.account)
+        }
+    }
+
+    public func account(email: String) async throws -> Account? {
+        try await run {
+            try await self.query("SELECT * FROM accounts WHERE email = ?", [.text(email)]).first.map(Self.account)
+        }
+    }
+
+    public func insertAPIKey(_ key: APIKey) async throws {
+        try await transaction {
+            _ = try await self.query(
+                """
+                INSERT INTO api_keys (id, account_id, prefix, key_hash, label, created_at, last_used_at, revoked_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .uuid(key.id), .uuid(key.accountID), .text(key.prefix), .bytes(key.hash),
+                    key.label.map { .text($0) } ?? .null, .millis(key.createdAt), .millis(key.lastUsedAt),
+                    .millis(key.revokedAt),
+                ])
+        }
+    }
+
+    public func apiKeys(accountID: UUID) async throws -> [APIKey] {
+        try await run {
+            try await self.query(
+                "SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, id", [.uuid(accountID)]
+            ).map(Self.apiKey)
+        }
+    }
+
+    public func apiKey(prefix: String) async throws -> APIKey? {
+        try await run {
+            try await self.query("SELECT * FROM api_keys WHERE prefix = ?", [.text(prefix)]).first.map(Self.apiKey)
+        }
+    }
+
+    public func revokeAPIKey(id: UUID, accountID: UUID, at date: Date) async throws -> Bool {
+        try await transaction {
+            let rows = try await self.query(
+                """
+                UPDATE api_keys SET revoked_at = ? WHERE id = ? AND account_id = ? AND revoked_at IS NULL
+                RETURNING id
+                """, [.millis(date), .uuid(id), .uuid(accountID)])
+            return !rows.isEmpty
+        }
+    }
+
+    public func recordAPIKeyUse(id: UUID, at date: Date) async throws {
+        try await run {
+            _ = try await self.query("UPDATE api_keys SET last_used_at = ? WHERE id = ?", [.millis(date), .uuid(id)])
+        }
+    }
+
+    public func insertApp(_ app: App) async throws {
+        try await transaction {
+            _ = try await self.query(
+                """
+                INSERT INTO apps (id, account_id, token, name, allowed_environments, verification_mode, shared_secret,
+                    apple_issuer_id, apple_key_id, apple_private_key, result_cipher, result_key, allows_test_data,
+                    enabled, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [.uuid(app.id), .uuid(app.accountID), .text(app.token)] + Self.appColumns(app)
+                    + [.millis(app.createdAt), .millis(app.updatedAt)])
+            try await self.insertBundleIDs(of: app)
+        }
+    }
+
+    public func updateApp(_ app: App) async throws -> Bool {
+        try await transaction {
+            let rows = try await self.query(
+                """
+                UPDATE apps SET name = ?, allowed_environments = ?, verification_mode = ?, shared_secret = ?,
+                    apple_issuer_id = ?, apple_key_id = ?, apple_private_key = ?, result_cipher = ?, result_key = ?,
+                    allows_test_data = ?, enabled = ?, token = ?, updated_at = ?
+                WHERE id = ? RETURNING id
+                """,
+                Self.appColumns(app) + [.text(app.token), .millis(app.updatedAt), .uuid(app.id)])
+            guard !rows.isEmpty else { return false }
+            _ = try await self.query("DELETE FROM app_bundle_ids WHERE app_id = ?", [.uuid(app.id)])
+            try await self.insertBundleIDs(of: app)
+            return true
+        }
+    }
+
+    public func deleteApp(id: UUID) async throws -> Bool {
+        try await transaction {
+            !(try await self.query("DELETE FROM apps WHERE id = ? RETURNING id", [.uuid(id)]).isEmpty)
+        }
+    }
+
+    public func apps(accountID: UUID?) async throws -> [App] {
+        try await run {
+            let rows =
+                if let accountID {
+                    try await self.query(
+                        "SELECT \(Self.appColumns) FROM apps WHERE account_id = ? ORDER BY created_at, id",
+                        [.uuid(accountID)])
+                } else {
+                    try await self.query("SELECT \(Self.appColumns) FROM apps ORDER BY created_at, id")
+                }
+            return try rows.map(Self.app)
+        }
+    }
+
+    public func app(token: String) async throws -> App? {
+        try await run {
+            guard
+                let row = try await self.query(
+                    "SELECT \(Self.appColumns) FROM apps WHERE token = ?", [.text(token)]
+                ).first
+            else { return nil }
+            return try Self.app(row)
+        }
+    }
+
+    func insertBundleIDs(of app: App) async throws {
+        for (position, bundleID) in app.bundleIDs.enumerated() {
+            _ = try await query(
+                "INSERT INTO app_bundle_ids (app_id, position, bundle_id) VALUES (?, ?, ?)",
+                [.uuid(app.id), .integer(position), .text(bundleID.value)])
+        }
+    }
+
+    /// The columns shared by insert and update, in the order both statements list them.
+    static func appColumns(_ app: App) -> [SQLiteData] {
+        [
+            .text(app.name), .text(StoredForm.environments(app.allowedEnvironments)),
+            .text(app.verificationMode.rawValue),
+            .bytes(app.sharedSecret?.bytes), app.appStoreServerCredentials.map { .text($0.issuerID) } ?? .null,
+            app.appStoreServerCredentials.map { .text($0.keyID) } ?? .null,
+            .bytes(app.appStoreServerCredentials?.privateKey.bytes), .text(app.resultCipher.rawValue),
+            .bytes(app.resultKey.bytes), .bool(app.allowsTestData), .bool(app.isEnabled),
+        ]
+    }
+
+    /// An app's columns and its bundle IDs in position order, in one query (not one more per app).
+    static let appColumns =
+        "apps.*, (SELECT group_concat(bundle_id, ',' ORDER BY position) FROM app_bundle_ids WHERE app_id = apps.id) AS bundle_ids"
+
+    static func app(_ row: SQLiteRow) throws -> App {
+        let id = try row.require("id").requireUUID()
+        let bundleIDs = try StoredForm.bundleIDs(row.column("bundle_ids")?.string)
+        var credentials: AppStoreServerCredentials?
+        if let issuer = row.column("apple_issuer_id")?.string, let keyID = row.column("apple_key_id")?.string,
+            let key = row.column("apple_private_key")?.bytes
+        {
+            credentials = AppStoreServerCredentials(
+                issuerID: issuer, keyID: keyID, privateKey: SealedSecret(bytes: key))
+        }
+        return App(
+            id: id, accountID: try row.require("account_id").requireUUID(),
+            token: try row.require("token").requireText(),
+            name: try row.require("name").requireText(), bundleIDs: bundleIDs,
+            allowedEnvironments: try StoredForm.environments(try row.require("allowed_environments").requireText()),
+            verificationMode: try StoredForm.enumValue(try row.require("verification_mode").requireText()),
+            sharedSecret: row.column("shared_secret")?.bytes.map(SealedSecret.init(bytes:)),
+            appStoreServerCredentials: credentials,
+            resultCipher: try StoredForm.enumValue(try row.require("result_cipher").requireText()),
+            resultKey: SealedSecret(bytes: try row.require("result_key").requireBytes()),
+            allowsTestData: try row.require("allows_test_data").requireBool(),
+            isEnabled: try row.require("enabled").requireBool(),
+            createdAt: try row.require("created_at").requireDate(),
+            updatedAt: try row.require("updated_at").requireDate())
+    }
+
+    static func plan(_ row: SQLiteRow) throws -> Plan {
+        Plan(
+            name: try row.require("name").requireText(),
+            monthlyQuota: row.column("monthly_quota")?.integer.map { Int($0) },
+            rateLimitPerSecond: try row.require("rate_limit_per_second").requireInt(),
+            includesEncryptedEndpoint: try row.require("includes_encrypted_endpoint").requireBool(),
+            monthlyPriceCents: try row.require("monthly_price_cents").requireInt(),
+            overagePricePer1000Cents: try row.require("overage_price_per_1000_cents").requireInt())
+    }
+
+    static func account(_ row: SQLiteRow) throws -> Account {
+        Account(
+            id: try row.require("id").requireUUID(), name: try row.require("name").requireText(),
+            email: try row.require("email").requireText(), planName: try row.require("plan_name").requireText(),
+            isEnabled: try row.require("enabled").requireBool(), createdAt: try row.require("created_at").requireDate(),
+            updatedAt: try row.require("updated_at").requireDate())
+    }
+
+    static func apiKey(_ row: SQLiteRow) throws -> APIKey {
+        APIKey(
+            id: try row.require("id").requireUUID(), accountID: try row.require("account_id").requireUUID(),
+            prefix: try row.require("prefix").requireText(), hash: try row.require("key_hash").requireBytes(),
+            label: row.column("label")?.string, createdAt: try row.require("created_at").requireDate(),
+            lastUsedAt: row.column("last_used_at")?.integer.map { StoredForm.date(millis: Int($0)) },
+            revokedAt: row.column("revoked_at")?.integer.map { StoredForm.date(millis: Int($0)) })
+    }
+}
