@@ -28,11 +28,11 @@ extension PostgresStore {
     }
 
     public func plans() async throws -> [Plan] {
-        try await run { try await rows("SELECT * FROM plans ORDER BY name").map(Self.plan) }
+        try await run { try await rows("SELECT * FROM plans ORDER BY name").map(StoredForm.plan) }
     }
 
     public func plan(named name: String) async throws -> Plan? {
-        try await run { try await rows("SELECT * FROM plans WHERE name = \(name)").first.map(Self.plan) }
+        try await run { try await rows("SELECT * FROM plans WHERE name = \(name)").first.map(StoredForm.plan) }
     }
 
     public func savePlan(_ plan: Plan) async throws {
@@ -80,15 +80,15 @@ extension PostgresStore {
     }
 
     public func accounts() async throws -> [Account] {
-        try await run { try await rows("SELECT * FROM accounts ORDER BY created_at, id").map(Self.account) }
+        try await run { try await rows("SELECT * FROM accounts ORDER BY created_at, id").map(StoredForm.account) }
     }
 
     public func account(id: UUID) async throws -> Account? {
-        try await run { try await rows("SELECT * FROM accounts WHERE id = \(id)").first.map(Self.account) }
+        try await run { try await rows("SELECT * FROM accounts WHERE id = \(id)").first.map(StoredForm.account) }
     }
 
     public func account(email: String) async throws -> Account? {
-        try await run { try await rows("SELECT * FROM accounts WHERE email = \(email)").first.map(Self.account) }
+        try await run { try await rows("SELECT * FROM accounts WHERE email = \(email)").first.map(StoredForm.account) }
     }
 
     public func insertAPIKey(_ key: APIKey) async throws {
@@ -105,12 +105,12 @@ extension PostgresStore {
     public func apiKeys(accountID: UUID) async throws -> [APIKey] {
         try await run {
             try await rows("SELECT * FROM api_keys WHERE account_id = \(accountID) ORDER BY created_at, id").map(
-                Self.apiKey)
+                StoredForm.apiKey)
         }
     }
 
     public func apiKey(prefix: String) async throws -> APIKey? {
-        try await run { try await rows("SELECT * FROM api_keys WHERE prefix = \(prefix)").first.map(Self.apiKey) }
+        try await run { try await rows("SELECT * FROM api_keys WHERE prefix = \(prefix)").first.map(StoredForm.apiKey) }
     }
 
     public func revokeAPIKey(id: UUID, accountID: UUID, at date: Date) async throws -> Bool {
@@ -179,7 +179,7 @@ extension PostgresStore {
                 } else {
                     try await rows("SELECT \(unescaped: Self.appColumns) FROM apps ORDER BY created_at, id")
                 }
-            return try appRows.map(Self.app)
+            return try appRows.map(StoredForm.app)
         }
     }
 
@@ -188,7 +188,7 @@ extension PostgresStore {
             guard
                 let row = try await rows("SELECT \(unescaped: Self.appColumns) FROM apps WHERE token = \(token)").first
             else { return nil }
-            return try Self.app(row)
+            return try StoredForm.app(row)
         }
     }
 
@@ -204,59 +204,6 @@ extension PostgresStore {
     static let appColumns =
         "apps.*, (SELECT string_agg(bundle_id, ',' ORDER BY position) FROM app_bundle_ids WHERE app_id = apps.id) AS bundle_ids"
 
-    static func app(_ row: PostgresRandomAccessRow) throws -> App {
-        let id = try row["id"].decode(UUID.self)
-        let bundleIDs = try StoredForm.bundleIDs(try row["bundle_ids"].decode(String?.self))
-        var credentials: AppStoreServerCredentials?
-        if let issuer = try row["apple_issuer_id"].decode(String?.self),
-            let keyID = try row["apple_key_id"].decode(String?.self),
-            let key = try row["apple_private_key"].decode(Data?.self)
-        {
-            credentials = AppStoreServerCredentials(
-                issuerID: issuer, keyID: keyID, privateKey: SealedSecret(bytes: Array(key)))
-        }
-        return App(
-            id: id, accountID: try row["account_id"].decode(UUID.self), token: try row["token"].decode(String.self),
-            name: try row["name"].decode(String.self), bundleIDs: bundleIDs,
-            allowedEnvironments: try StoredForm.environments(try row["allowed_environments"].decode(String.self)),
-            verificationMode: try StoredForm.enumValue(try row["verification_mode"].decode(String.self)),
-            sharedSecret: try row["shared_secret"].decode(Data?.self).map { SealedSecret(bytes: Array($0)) },
-            appStoreServerCredentials: credentials,
-            resultCipher: try StoredForm.enumValue(try row["result_cipher"].decode(String.self)),
-            resultKey: SealedSecret(bytes: Array(try row["result_key"].decode(Data.self))),
-            allowsTestData: try row["allows_test_data"].decode(Bool.self),
-            isEnabled: try row["enabled"].decode(Bool.self),
-            createdAt: try row["created_at"].decode(Date.self).roundedToMilliseconds,
-            updatedAt: try row["updated_at"].decode(Date.self).roundedToMilliseconds)
-    }
-
-    static func plan(_ row: PostgresRandomAccessRow) throws -> Plan {
-        Plan(
-            name: try row["name"].decode(String.self), monthlyQuota: try row["monthly_quota"].decode(Int?.self),
-            rateLimitPerSecond: try row["rate_limit_per_second"].decode(Int.self),
-            includesEncryptedEndpoint: try row["includes_encrypted_endpoint"].decode(Bool.self),
-            monthlyPriceCents: try row["monthly_price_cents"].decode(Int.self),
-            overagePricePer1000Cents: try row["overage_price_per_1000_cents"].decode(Int.self))
-    }
-
-    static func account(_ row: PostgresRandomAccessRow) throws -> Account {
-        Account(
-            id: try row["id"].decode(UUID.self), name: try row["name"].decode(String.self),
-            email: try row["email"].decode(String.self), planName: try row["plan_name"].decode(String.self),
-            isEnabled: try row["enabled"].decode(Bool.self),
-            createdAt: try row["created_at"].decode(Date.self).roundedToMilliseconds,
-            updatedAt: try row["updated_at"].decode(Date.self).roundedToMilliseconds)
-    }
-
-    static func apiKey(_ row: PostgresRandomAccessRow) throws -> APIKey {
-        APIKey(
-            id: try row["id"].decode(UUID.self), accountID: try row["account_id"].decode(UUID.self),
-            prefix: try row["prefix"].decode(String.self), hash: Array(try row["key_hash"].decode(Data.self)),
-            label: try row["label"].decode(String?.self),
-            createdAt: try row["created_at"].decode(Date.self).roundedToMilliseconds,
-            lastUsedAt: try row["last_used_at"].decode(Date?.self)?.roundedToMilliseconds,
-            revokedAt: try row["revoked_at"].decode(Date?.self)?.roundedToMilliseconds)
-    }
 }
 
 /// An app's columns that PostgreSQL cannot bind directly, converted once for insert and update.

@@ -21,7 +21,7 @@ extension PostgresStore {
                 ).first
             else { return nil }
             return AccountStanding(
-                isEnabled: try row["account_enabled"].decode(Bool.self), plan: try Self.plan(row),
+                isEnabled: try row["account_enabled"].decode(Bool.self), plan: try StoredForm.plan(row),
                 monthCalls: try row["month_calls"].decode(Int.self))
         }
     }
@@ -115,15 +115,7 @@ extension PostgresStore {
         }
         query.sql += " ORDER BY day, account_id, app_id, endpoint, outcome"
         return try await run {
-            try await rows(query).map { row in
-                UsageRecord(
-                    key: UsageKey(
-                        accountID: try row["account_id"].decode(UUID.self), appID: try row["app_id"].decode(UUID.self),
-                        endpoint: try StoredForm.enumValue(try row["endpoint"].decode(String.self)),
-                        outcome: try StoredForm.enumValue(try row["outcome"].decode(String.self)),
-                        day: try StoredForm.day(try row["day"].decode(String.self))),
-                    calls: try row["calls"].decode(Int.self))
-            }
+            try await rows(query).map(StoredForm.usageRecord)
         }
     }
 

@@ -19,11 +19,13 @@ extension SQLiteStore {
     }
 
     public func plans() async throws -> [Plan] {
-        try await run { try await self.query("SELECT * FROM plans ORDER BY name").map(Self.plan) }
+        try await run { try await self.query("SELECT * FROM plans ORDER BY name").map(StoredForm.plan) }
     }
 
     public func plan(named name: String) async throws -> Plan? {
-        try await run { try await self.query("SELECT * FROM plans WHERE name = ?", [.text(name)]).first.map(Self.plan) }
+        try await run {
+            try await self.query("SELECT * FROM plans WHERE name = ?", [.text(name)]).first.map(StoredForm.plan)
+        }
     }
 
     public func savePlan(_ plan: Plan) async throws {
@@ -74,18 +76,18 @@ extension SQLiteStore {
     }
 
     public func accounts() async throws -> [Account] {
-        try await run { try await self.query("SELECT * FROM accounts ORDER BY created_at, id").map(Self.account) }
+        try await run { try await self.query("SELECT * FROM accounts ORDER BY created_at, id").map(StoredForm.account) }
     }
 
     public func account(id: UUID) async throws -> Account? {
         try await run {
-            try await self.query("SELECT * FROM accounts WHERE id = ?", [.uuid(id)]).first.map(Self.account)
+            try await self.query("SELECT * FROM accounts WHERE id = ?", [.uuid(id)]).first.map(StoredForm.account)
         }
     }
 
     public func account(email: String) async throws -> Account? {
         try await run {
-            try await self.query("SELECT * FROM accounts WHERE email = ?", [.text(email)]).first.map(Self.account)
+            try await self.query("SELECT * FROM accounts WHERE email = ?", [.text(email)]).first.map(StoredForm.account)
         }
     }
 
@@ -108,13 +110,14 @@ extension SQLiteStore {
         try await run {
             try await self.query(
                 "SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, id", [.uuid(accountID)]
-            ).map(Self.apiKey)
+            ).map(StoredForm.apiKey)
         }
     }
 
     public func apiKey(prefix: String) async throws -> APIKey? {
         try await run {
-            try await self.query("SELECT * FROM api_keys WHERE prefix = ?", [.text(prefix)]).first.map(Self.apiKey)
+            try await self.query("SELECT * FROM api_keys WHERE prefix = ?", [.text(prefix)]).first.map(
+                StoredForm.apiKey)
         }
     }
 
@@ -183,7 +186,7 @@ extension SQLiteStore {
                 } else {
                     try await self.query("SELECT \(Self.appColumns) FROM apps ORDER BY created_at, id")
                 }
-            return try rows.map(Self.app)
+            return try rows.map(StoredForm.app)
         }
     }
 
@@ -194,7 +197,7 @@ extension SQLiteStore {
                     "SELECT \(Self.appColumns) FROM apps WHERE token = ?", [.text(token)]
                 ).first
             else { return nil }
-            return try Self.app(row)
+            return try StoredForm.app(row)
         }
     }
 
@@ -222,56 +225,4 @@ extension SQLiteStore {
     static let appColumns =
         "apps.*, (SELECT group_concat(bundle_id, ',' ORDER BY position) FROM app_bundle_ids WHERE app_id = apps.id) AS bundle_ids"
 
-    static func app(_ row: SQLiteRow) throws -> App {
-        let id = try row.require("id").requireUUID()
-        let bundleIDs = try StoredForm.bundleIDs(row.column("bundle_ids")?.string)
-        var credentials: AppStoreServerCredentials?
-        if let issuer = row.column("apple_issuer_id")?.string, let keyID = row.column("apple_key_id")?.string,
-            let key = row.column("apple_private_key")?.bytes
-        {
-            credentials = AppStoreServerCredentials(
-                issuerID: issuer, keyID: keyID, privateKey: SealedSecret(bytes: key))
-        }
-        return App(
-            id: id, accountID: try row.require("account_id").requireUUID(),
-            token: try row.require("token").requireText(),
-            name: try row.require("name").requireText(), bundleIDs: bundleIDs,
-            allowedEnvironments: try StoredForm.environments(try row.require("allowed_environments").requireText()),
-            verificationMode: try StoredForm.enumValue(try row.require("verification_mode").requireText()),
-            sharedSecret: row.column("shared_secret")?.bytes.map(SealedSecret.init(bytes:)),
-            appStoreServerCredentials: credentials,
-            resultCipher: try StoredForm.enumValue(try row.require("result_cipher").requireText()),
-            resultKey: SealedSecret(bytes: try row.require("result_key").requireBytes()),
-            allowsTestData: try row.require("allows_test_data").requireBool(),
-            isEnabled: try row.require("enabled").requireBool(),
-            createdAt: try row.require("created_at").requireDate(),
-            updatedAt: try row.require("updated_at").requireDate())
-    }
-
-    static func plan(_ row: SQLiteRow) throws -> Plan {
-        Plan(
-            name: try row.require("name").requireText(),
-            monthlyQuota: row.column("monthly_quota")?.integer.map { Int($0) },
-            rateLimitPerSecond: try row.require("rate_limit_per_second").requireInt(),
-            includesEncryptedEndpoint: try row.require("includes_encrypted_endpoint").requireBool(),
-            monthlyPriceCents: try row.require("monthly_price_cents").requireInt(),
-            overagePricePer1000Cents: try row.require("overage_price_per_1000_cents").requireInt())
-    }
-
-    static func account(_ row: SQLiteRow) throws -> Account {
-        Account(
-            id: try row.require("id").requireUUID(), name: try row.require("name").requireText(),
-            email: try row.require("email").requireText(), planName: try row.require("plan_name").requireText(),
-            isEnabled: try row.require("enabled").requireBool(), createdAt: try row.require("created_at").requireDate(),
-            updatedAt: try row.require("updated_at").requireDate())
-    }
-
-    static func apiKey(_ row: SQLiteRow) throws -> APIKey {
-        APIKey(
-            id: try row.require("id").requireUUID(), accountID: try row.require("account_id").requireUUID(),
-            prefix: try row.require("prefix").requireText(), hash: try row.require("key_hash").requireBytes(),
-            label: row.column("label")?.string, createdAt: try row.require("created_at").requireDate(),
-            lastUsedAt: row.column("last_used_at")?.integer.map { StoredForm.date(millis: Int($0)) },
-            revokedAt: row.column("revoked_at")?.integer.map { StoredForm.date(millis: Int($0)) })
-    }
 }

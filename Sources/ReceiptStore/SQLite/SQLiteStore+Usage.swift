@@ -19,7 +19,7 @@ extension SQLiteStore {
                 """, [.text(month.description), .uuid(accountID)])
             guard let row = rows.first else { return nil }
             return AccountStanding(
-                isEnabled: try row.require("account_enabled").requireBool(), plan: try Self.plan(row),
+                isEnabled: try row.require("account_enabled").requireBool(), plan: try StoredForm.plan(row),
                 monthCalls: try row.require("month_calls").requireInt())
         }
     }
@@ -116,7 +116,7 @@ extension SQLiteStore {
                 binds.append(.uuid(appID))
             }
             sql += " ORDER BY day, account_id, app_id, endpoint, outcome"
-            return try await self.query(sql, binds).map(Self.usageRecord)
+            return try await self.query(sql, binds).map(StoredForm.usageRecord)
         }
     }
 
@@ -132,13 +132,4 @@ extension SQLiteStore {
         }
     }
 
-    static func usageRecord(_ row: SQLiteRow) throws -> UsageRecord {
-        UsageRecord(
-            key: UsageKey(
-                accountID: try row.require("account_id").requireUUID(), appID: try row.require("app_id").requireUUID(),
-                endpoint: try StoredForm.enumValue(try row.require("endpoint").requireText()),
-                outcome: try StoredForm.enumValue(try row.require("outcome").requireText()),
-                day: try StoredForm.day(try row.require("day").requireText())),
-            calls: try row.require("calls").requireInt())
-    }
 }
