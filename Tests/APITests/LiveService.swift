@@ -254,6 +254,9 @@ struct ServeProcess: Sendable {
                 // Generous: the fake Apple answers from this test process, whose cooperative threads other
                 // suites keep busy with CPU-bound work while they run in parallel.
                 "--apple-timeout", "10", "--apple-connect-timeout", "2",
+                // The whole suite shares two cores, where a database read can wait longer than the 2 s default;
+                // the suites that test the deadline set their own.
+                "--database-timeout-ms", "10000",
             ] + (anchors.map { ["--trust-anchors", $0.path] } ?? []) + arguments, output: output,
             descriptorLimit: descriptorLimit)
         do {
