@@ -1,0 +1,161 @@
+/// One purchase, as every input states it, in one type: a unified receipt's `in_app` and `latest_receipt_info`
+/// entries, an iOS 6 transaction receipt, a StoreKit 2 signed transaction, and Apple's `verifyReceipt` answers.
+///
+/// Field names follow Apple's StoreKit 2 names
+/// ([JWSTransaction](https://developer.apple.com/documentation/appstoreserverapi/jwstransaction)); the receipt forms
+/// map onto them ([responseBody.Receipt.In_app](https://developer.apple.com/documentation/appstorereceipts/responsebody/receipt/in_app):
+/// `cancellation_date_ms` is the revocation date, `cancellation_reason` its reason). Dates are milliseconds since
+/// 1970, as both forms can state them exactly. What an input does not state is nil.
+public struct PurchaseTransaction: Sendable, Equatable {
+    /// `transactionId` / `transaction_id`.
+    public var transactionID: String
+    /// `originalTransactionId` / `original_transaction_id`.
+    public var originalTransactionID: String
+    /// `productId` / `product_id`.
+    public var productID: String
+    /// `purchaseDate` / `purchase_date_ms`.
+    public var purchaseDate: Int64?
+    /// `originalPurchaseDate` / `original_purchase_date_ms`.
+    public var originalPurchaseDate: Int64?
+    /// `expiresDate` / `expires_date_ms` (an iOS 6 receipt's `expires_date`, which holds milliseconds).
+    public var expiresDate: Int64?
+    /// `quantity`.
+    public var quantity: Int
+    /// `webOrderLineItemId` / `web_order_line_item_id`.
+    public var webOrderLineItemID: String?
+    /// `inAppOwnershipType` (`PURCHASED`, `FAMILY_SHARED`); StoreKit 2 only.
+    public var inAppOwnershipType: String?
+    /// `revocationDate` / `cancellation_date_ms`: when Apple refunded or revoked it.
+    public var revocationDate: Int64?
+    /// `revocationReason` / `cancellation_reason`: 1 an issue in the app, 0 another reason.
+    public var revocationReason: Int?
+    /// `revocationType` (`REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`), when Apple states it.
+    public var revocationType: String?
+    /// `revocationPercentage`, in thousandths of a percent, for a prorated refund.
+    public var revocationPercentage: Int?
+    /// `appAccountToken`: the app's own user id, when the app set one at purchase (StoreKit 2 only).
+    public var appAccountToken: String?
+
+    /// Creates a transaction.
+    public init(
+        transactionID: String, originalTransactionID: String, productID: String, purchaseDate: Int64? = nil,
+        originalPurchaseDate: Int64? = nil, expiresDate: Int64? = nil, quantity: Int = 1,
+        webOrderLineItemID: String? = nil, inAppOwnershipType: String? = nil, revocationDate: Int64? = nil,
+        revocationReason: Int? = nil, revocationType: String? = nil, revocationPercentage: Int? = nil,
+        appAccountToken: String? = nil
+    ) {
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        self.productID = productID
+        self.purchaseDate = purchaseDate
+        self.originalPurchaseDate = originalPurchaseDate
+        self.expiresDate = expiresDate
+        self.quantity = quantity
+        self.webOrderLineItemID = webOrderLineItemID
+        self.inAppOwnershipType = inAppOwnershipType
+        self.revocationDate = revocationDate
+        self.revocationReason = revocationReason
+        self.revocationType = revocationType
+        self.revocationPercentage = revocationPercentage
+        self.appAccountToken = appAccountToken
+    }
+
+    /// A transaction from an object in `verifyReceipt`'s field names (an `in_app` or `latest_receipt_info` entry, or an
+    /// iOS 6 receipt); nil without a transaction id and a product id.
+    public init?(verifyReceiptFields object: JSONObject) {
+        guard let transactionID = Self.text(object["transaction_id"]), let productID = Self.text(object["product_id"])
+        else { return nil }
+        self.init(
+            transactionID: transactionID,
+            originalTransactionID: Self.text(object["original_transaction_id"]) ?? transactionID, productID: productID,
+            purchaseDate: Self.number(object["purchase_date_ms"]),
+            originalPurchaseDate: Self.number(object["original_purchase_date_ms"]),
+            // An iOS 6 receipt states the expiry in milliseconds under `expires_date`; a unified one under
+            // `expires_date_ms` (its `expires_date` is a formatted date, which `number` does not read).
+            expiresDate: Self.number(object["expires_date_ms"]) ?? Self.number(object["expires_date"]),
+            quantity: Self.number(object["quantity"]).map { Int($0) } ?? 1,
+            webOrderLineItemID: Self.text(object["web_order_line_item_id"]),
+            revocationDate: Self.number(object["cancellation_date_ms"]),
+            revocationReason: Self.number(object["cancellation_reason"]).map { Int($0) })
+    }
+
+    /// A transaction from a StoreKit 2 signed transaction's payload; nil without a transaction id and a product id.
+    public init?(jwsPayload payload: JSONObject) {
+        guard let transactionID = Self.text(payload["transactionId"]), let productID = Self.text(payload["productId"])
+        else { return nil }
+        self.init(
+            transactionID: transactionID,
+            originalTransactionID: Self.text(payload["originalTransactionId"]) ?? transactionID, productID: productID,
+            purchaseDate: Self.number(payload["purchaseDate"]),
+            originalPurchaseDate: Self.number(payload["originalPurchaseDate"]),
+            expiresDate: Self.number(payload["expiresDate"]),
+            quantity: Self.number(payload["quantity"]).map { Int($0) } ?? 1,
+            webOrderLineItemID: Self.text(payload["webOrderLineItemId"]),
+            inAppOwnershipType: Self.text(payload["inAppOwnershipType"]),
+            revocationDate: Self.number(payload["revocationDate"]),
+            revocationReason: Self.number(payload["revocationReason"]).map { Int($0) },
+            revocationType: Self.text(payload["revocationType"]),
+            revocationPercentage: Self.number(payload["revocationPercentage"]).map { Int($0) },
+            appAccountToken: Self.text(payload["appAccountToken"]))
+    }
+
+    /// Every distinct transaction of a verified input, by transaction id in first-seen order: a unified receipt's
+    /// `in_app`, an iOS 6 receipt's one, a StoreKit 2 signed transaction's one (none for other JWS kinds).
+    public static func all(in verified: VerifiedReceipt) -> [PurchaseTransaction] {
+        switch verified.kind {
+        case .unifiedReceipt:
+            return distinct(verified.receipt["in_app"]?.arrayValue ?? [])
+        case .transactionReceipt:
+            return PurchaseTransaction(verifyReceiptFields: verified.receipt).map { [$0] } ?? []
+        case .signedTransaction:
+            return PurchaseTransaction(jwsPayload: verified.receipt).map { [$0] } ?? []
+        case .signedRenewalInfo, .appTransaction, .notification:
+            return []
+        }
+    }
+
+    /// Every distinct transaction of a `verifyReceipt`-shaped answer: `receipt.in_app` (or an iOS 6 `receipt`) and
+    /// `latest_receipt_info` merged by transaction id, in first-seen order.
+    public static func all(inAnswer body: JSONObject) -> [PurchaseTransaction] {
+        var objects: [JSONValue] = []
+        if case .object(let receipt)? = body["receipt"] {
+            if let inApp = receipt["in_app"]?.arrayValue {
+                objects += inApp
+            } else {
+                objects.append(.object(receipt))
+            }
+        }
+        objects += body["latest_receipt_info"]?.arrayValue ?? []
+        return distinct(objects)
+    }
+
+    private static func distinct(_ objects: [JSONValue]) -> [PurchaseTransaction] {
+        var seen = Set<String>()
+        var transactions: [PurchaseTransaction] = []
+        for case .object(let object) in objects {
+            guard let transaction = PurchaseTransaction(verifyReceiptFields: object),
+                seen.insert(transaction.transactionID).inserted
+            else { continue }
+            transactions.append(transaction)
+        }
+        return transactions
+    }
+
+    /// A string, or an integer's decimal text (Apple writes ids both ways).
+    private static func text(_ value: JSONValue?) -> String? {
+        switch value {
+        case .string(let text)?: text
+        case .integer(let number)?: String(number)
+        default: nil
+        }
+    }
+
+    /// An integer, or a string holding one (the receipt forms write numbers as strings).
+    private static func number(_ value: JSONValue?) -> Int64? {
+        switch value {
+        case .integer(let number)?: number
+        case .string(let text)?: Int64(text)
+        default: nil
+        }
+    }
+}
