@@ -4,12 +4,11 @@ import ReceiptCore
 enum TenantChecks {
     /// Why the receipt fails the app's checks (for the log), or nil when it passes.
     ///
-    /// - Parameters:
-    ///   - receipt: the receipt object (iOS 6 receipts and JWS payloads carry one transaction themselves).
-    ///   - latest: `latest_receipt_info` entries, searched with the receipt's `in_app` ones.
+    /// - Parameter transactions: the input's transactions (``PurchaseTransaction``), searched for the asserted
+    ///   `transaction_id` and `product_id`.
     static func check(
-        bundleID: String, environment: AppStoreEnvironment, isTestData: Bool, receipt: JSONObject,
-        latest: [JSONValue] = [], request: VerificationRequest, app: App
+        bundleID: String, environment: AppStoreEnvironment, isTestData: Bool, transactions: [PurchaseTransaction],
+        request: VerificationRequest, app: App
     ) -> String? {
         guard app.bundleIDs.contains(where: { $0.value == bundleID }) else {
             return "bundle ID '\(bundleID)' is not one of the app's"
@@ -19,9 +18,9 @@ enum TenantChecks {
             return "environment \(environment.rawValue) is not allowed for the app"
         }
         if request.transactionID != nil || request.productID != nil {
-            let held = items(in: receipt, latest: latest).contains { item in
-                matches(item, keys: transactionKeys, request.transactionID)
-                    && matches(item, keys: productKeys, request.productID)
+            let held = transactions.contains { transaction in
+                (request.transactionID.map { $0 == transaction.transactionID } ?? true)
+                    && (request.productID.map { $0 == transaction.productID } ?? true)
             }
             guard held else {
                 return request.transactionID != nil
@@ -30,29 +29,5 @@ enum TenantChecks {
             }
         }
         return nil
-    }
-
-    /// The receipt object, its `in_app` entries and the given `latest_receipt_info` entries.
-    private static func items(in receipt: JSONObject, latest: [JSONValue]) -> [JSONObject] {
-        var items = [receipt]
-        for value in (receipt["in_app"]?.arrayValue ?? []) + latest {
-            if case .object(let object) = value { items.append(object) }
-        }
-        return items
-    }
-
-    /// Receipt field names (`verifyReceipt`) and StoreKit 2 names of a transaction's id and product.
-    private static let transactionKeys = ["transaction_id", "transactionId"]
-    private static let productKeys = ["product_id", "productId"]
-
-    private static func matches(_ item: JSONObject, keys: [String], _ expected: String?) -> Bool {
-        guard let expected else { return true }
-        return keys.contains { key in
-            switch item[key] {
-            case .string(let value)?: return value == expected
-            case .integer(let value)?: return String(value) == expected
-            default: return false
-            }
-        }
     }
 }

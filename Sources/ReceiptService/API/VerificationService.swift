@@ -92,7 +92,7 @@ public struct VerificationService: Sendable {
         }
         if let rejection = TenantChecks.check(
             bundleID: verified.bundleID, environment: verified.environment, isTestData: verified.isTestData,
-            receipt: verified.receipt, request: request, app: caller.app)
+            transactions: PurchaseTransaction.all(in: verified), request: request, app: caller.app)
         {
             return .verdict(.failure(ResponseStatus.rejected, source: .local, detail: rejection))
         }
@@ -132,12 +132,9 @@ public struct VerificationService: Sendable {
             let environment =
                 answer.body["environment"]?.stringValue.flatMap(AppStoreEnvironment.init(rawValue:))
                 ?? answer.answeredBy
-            let receiptObject: JSONObject
-            if case .object(let object)? = receipt { receiptObject = object } else { receiptObject = JSONObject() }
             if let rejection = TenantChecks.check(
                 bundleID: bundleID, environment: environment, isTestData: false,
-                receipt: receiptObject, latest: answer.body["latest_receipt_info"]?.arrayValue ?? [],
-                request: request, app: caller.app)
+                transactions: PurchaseTransaction.all(inAnswer: answer.body), request: request, app: caller.app)
             {
                 return .failure(ResponseStatus.rejected, source: .apple, detail: rejection)
             }
