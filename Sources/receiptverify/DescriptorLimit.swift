@@ -18,5 +18,4 @@ enum DescriptorLimit {
         }
         return limit.rlim_cur > rlim_t(Int32.max) ? Int(Int32.max) : Int(limit.rlim_cur)
     }
-
 }

@@ -19,7 +19,7 @@ struct JWSVerifier: Sendable {
         let header: JWSHeaderCache.Entry
         let headerPart = SignedJWS.headerPart(of: text)
         if let headerPart, let known = headers.entry(for: headerPart) {
-            jws = try SignedJWS(compact: text, knownHeader: ())
+            jws = try SignedJWS(compact: text, headerIsKnown: true)
             header = known
         } else {
             jws = try SignedJWS(compact: text)

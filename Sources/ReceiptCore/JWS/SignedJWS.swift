@@ -17,18 +17,10 @@ struct SignedJWS: Sendable {
     /// The longest JWS accepted.
     static let maximumLength = 256 * 1_024
 
-    /// Reads a whole JWS: header, payload and signature.
-    init(compact text: [UInt8]) throws {
-        try self.init(compact: text, headerIsKnown: false)
-    }
-
-    /// Reads a JWS whose header (everything before the first dot) is known good: it was read whole before, with
-    /// the same bytes, so only the payload and the signature are decoded. The same checks apply to them.
-    init(compact text: [UInt8], knownHeader: Void) throws {
-        try self.init(compact: text, headerIsKnown: true)
-    }
-
-    private init(compact text: [UInt8], headerIsKnown: Bool) throws {
+    /// Reads a JWS: header, payload and signature. With `headerIsKnown`, the header (everything before the first
+    /// dot) is known good, read whole before with the same bytes, so only the payload and the signature are decoded;
+    /// the same checks apply to them.
+    init(compact text: [UInt8], headerIsKnown: Bool = false) throws {
         guard text.count <= Self.maximumLength else { throw ReceiptError(.malformedJWS, "JWS is too long") }
         let parts = Self.parts(of: text)
         // An empty signature part is readable (an unsecured JWS, `"alg":"none"`): the header decides, below, that

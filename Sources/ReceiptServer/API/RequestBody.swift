@@ -112,6 +112,7 @@ enum RequestBody {
         // found with the C library's vectorised `memchr` and copied whole (their `+` made spaces), and a text
         // whose bytes are all ASCII needs no UTF-8 validation.
         var malformed = false
+        var seen: UInt8 = 0
         let output = bytes.withUnsafeBufferPointer { input in
             [UInt8](unsafeUninitializedCapacity: range.count) { out, initialized in
                 let base = input.baseAddress!
@@ -124,8 +125,10 @@ enum RequestBody {
                         ?? range.upperBound
                     (out.baseAddress! + count).update(from: base + index, count: runEnd - index)
                     // In the run as sent, `+` is a space; a decoded `%2B` below stays a plus.
-                    for position in count..<(count + runEnd - index) where out[position] == UInt8(ascii: "+") {
-                        out[position] = 0x20
+                    // The same pass notes whether any byte is beyond ASCII.
+                    for position in count..<(count + runEnd - index) {
+                        seen |= out[position]
+                        if out[position] == UInt8(ascii: "+") { out[position] = 0x20 }
                     }
                     count += runEnd - index
                     index = runEnd
@@ -137,6 +140,7 @@ enum RequestBody {
                         break
                     }
                     out[count] = high << 4 | low
+                    seen |= out[count]
                     count += 1
                     index += 3
                 }
@@ -144,7 +148,7 @@ enum RequestBody {
             }
         }
         if malformed { throw Unreadable(reason: "malformed percent-encoding") }
-        if output.allSatisfy({ $0 < 0x80 }) { return String(decoding: output, as: UTF8.self) }
+        if seen < 0x80 { return String(decoding: output, as: UTF8.self) }
         guard let text = String(validating: output, as: UTF8.self) else {
             throw Unreadable(reason: "a form field is not UTF-8")
         }

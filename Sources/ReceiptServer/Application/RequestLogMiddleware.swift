@@ -22,8 +22,7 @@ struct RequestLogMiddleware: RouterMiddleware {
         let httpStatus = Int(response.status.code)
         let level: Logger.Level = httpStatus >= 500 ? .error : outcome != nil ? .info : .debug
         guard logger.logLevel <= level else { return response }
-        let elapsed = started.duration(to: .now)
-        let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+        let microseconds = started.duration(to: .now).nanoseconds / 1000
         var metadata: Logger.Metadata = [
             "request_id": "\(context.requestID)", "http.route": "\(context.endpointPath ?? "NotFound")",
             "http.method": "\(request.method)", "http.status": "\(httpStatus)",
