@@ -64,7 +64,7 @@ import Testing
         #expect(outcome.status == 0)
         #expect(outcome.source == .apple)
         #expect(outcome.body["unknown_apple_field"] == .array([.integer(1)]))
-        #expect(outcome.body["nonce"] == .string("n"))
+        #expect(outcome.answer["nonce"] == .string("n"))
         #expect(apple.calls.withLock { $0 } == [Self.receiptText])
     }
 
@@ -110,6 +110,7 @@ import Testing
             var object = JSONObject()
             object["transaction_id"] = .string(id)
             object["original_transaction_id"] = .string(original)
+            object["product_id"] = .string("p")
             object["purchase_date_ms"] = .string(String(purchased))
             if expires { object["expires_date_ms"] = .string(String(purchased + 1000)) }
             return .object(object)

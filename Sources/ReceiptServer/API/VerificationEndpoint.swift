@@ -61,15 +61,15 @@ struct VerificationEndpoint: Sendable {
             // Only debug lines come from below here; the metadata copy is not free at thousands per second.
             if logger.logLevel <= .debug { requestLogger[metadataKey: "request_id"] = "\(requestID)" }
             outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
-            outcome.body["request_id"] = .string(requestID)
+            outcome.requestID = requestID
             if kind == .encrypted, outcome.isValid {
-                sealed = try ResultSealing.seal(JSONValue.object(outcome.body).encoded, for: caller)
+                sealed = try ResultSealing.seal(JSONValue.object(outcome.answer).encoded, for: caller)
             }
             billedStatus = outcome.status
         } catch {
             outcome = Self.outcome(for: error)
-            if let nonce { outcome.body["nonce"] = .string(nonce) }
-            outcome.body["request_id"] = .string(requestID)
+            outcome.nonce = nonce
+            outcome.requestID = requestID
         }
         var response = Self.response(outcome, sealed: sealed, requestID: requestID)
         if !body.isComplete, Self.hasBody(request) { response.headers[.connection] = "close" }
@@ -286,7 +286,7 @@ struct VerificationEndpoint: Sendable {
             bytes = Array(sealed.utf8)
         } else {
             headers[.contentType] = "application/json"
-            bytes = JSONValue.object(outcome.body).encoded
+            bytes = JSONValue.object(outcome.answer).encoded
         }
         if outcome.status == ResponseStatus.methodNotAllowed { headers[.allow] = allowed }
         if outcome.status == ResponseStatus.unauthorized { headers[.wwwAuthenticate] = "Bearer" }

@@ -27,12 +27,10 @@ struct JSONErrorMiddleware: RouterMiddleware {
 
     private func answer(_ error: any Error, context: Context) -> Response {
         let status = (error as? any HTTPResponseError).map { Int($0.status.code) } ?? ResponseStatus.internalError
-        var outcome = VerificationOutcome.failure(status)
-        if status == ResponseStatus.serviceUnavailable {
-            outcome.body["retryable"] = .bool(true)
-            outcome.body["retry_after"] = .integer(1)
-        }
-        outcome.body["request_id"] = .string(context.requestID)
+        let unavailable = status == ResponseStatus.serviceUnavailable
+        var outcome = VerificationOutcome.failure(status, retryable: unavailable)
+        if unavailable { outcome.body["retry_after"] = .integer(1) }
+        outcome.requestID = context.requestID
         return VerificationEndpoint.response(
             outcome, sealed: nil, requestID: context.requestID,
             allowed: (error as? MethodNotAllowed)?.allowed.map(\.rawValue).joined(separator: ", ") ?? "POST")

@@ -11,9 +11,11 @@ enum LatestReceiptInfo {
     static func subscriptions(in receipt: JSONObject, excludingOld: Bool) -> [JSONValue] {
         var entries: [(purchase: Int64, value: JSONValue, original: String)] = []
         for value in receipt["in_app"]?.arrayValue ?? [] {
-            guard case .object(let item) = value, item["expires_date_ms"] != nil else { continue }
-            entries.append(
-                (milliseconds(item["purchase_date_ms"]), value, item["original_transaction_id"]?.stringValue ?? ""))
+            // Apple's entry is passed on as it is; the typed transaction only says which entries and in what order.
+            guard case .object(let item) = value, item["expires_date_ms"] != nil,
+                let transaction = PurchaseTransaction(verifyReceiptFields: item)
+            else { continue }
+            entries.append((transaction.purchaseDate ?? 0, value, transaction.originalTransactionID))
         }
         // Stable: equal purchase dates keep the receipt's order.
         let sorted = entries.enumerated().sorted { lhs, rhs in
@@ -24,13 +26,5 @@ enum LatestReceiptInfo {
         var newest: [String: Int] = [:]
         for (index, entry) in sorted.enumerated() { newest[entry.original] = index }
         return sorted.indices.filter { newest[sorted[$0].original] == $0 }.map { sorted[$0].value }
-    }
-
-    private static func milliseconds(_ value: JSONValue?) -> Int64 {
-        switch value {
-        case .string(let text)?: return Int64(text) ?? 0
-        case .integer(let number)?: return number
-        default: return 0
-        }
     }
 }

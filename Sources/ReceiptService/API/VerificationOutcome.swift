@@ -1,6 +1,10 @@
 import ReceiptCore
 
 /// The answer to one verification: its `status` and the JSON body a client reads, plus what the log needs.
+///
+/// The body is rendered in one place, ``answer``: Apple's shape as the verdict made it (`status`, `description`,
+/// `environment`, `receipt`, `latest_receipt_info`, … or a failure's `status`, `description`, `retryable`, …), then
+/// our fields in a fixed order: `repairs`, `transactions`, `nonce`, `request_id`.
 public struct VerificationOutcome: Sendable {
     /// Where the verdict came from.
     public enum Source: String, Sendable {
@@ -14,7 +18,7 @@ public struct VerificationOutcome: Sendable {
 
     /// Our `status` (0, one of Apple's codes, or an HTTP-like code).
     public var status: Int
-    /// The answer, `request_id` not yet added.
+    /// Apple's part of the answer (or a failure's), before our fields are added by ``answer``.
     public var body: JSONObject
     /// Where the verdict came from.
     public var source: Source
@@ -22,6 +26,14 @@ public struct VerificationOutcome: Sendable {
     public var detail: String?
     /// The kind of input that was judged; nil when no receipt could be read.
     public var input: ReceiptInput.Kind?
+    /// What was repaired in the client's text (valid answers only).
+    public var repairs: JSONValue?
+    /// The delivery decision per transaction (valid answers only).
+    public var transactions: [JSONValue]?
+    /// The client's `nonce`, echoed.
+    public var nonce: String?
+    /// The request's id.
+    public var requestID: String?
 
     /// Creates an outcome.
     public init(status: Int, body: JSONObject, source: Source, detail: String? = nil) {
@@ -40,6 +52,16 @@ public struct VerificationOutcome: Sendable {
         body.append("description", .string(ResponseStatus.description(of: status)))
         if retryable { body.append("retryable", .bool(true)) }
         return VerificationOutcome(status: status, body: body, source: source, detail: detail)
+    }
+
+    /// The JSON body a client reads.
+    public var answer: JSONObject {
+        var answer = body
+        if let repairs { answer["repairs"] = repairs }
+        if let transactions { answer["transactions"] = .array(transactions) }
+        if let nonce { answer["nonce"] = .string(nonce) }
+        if let requestID { answer["request_id"] = .string(requestID) }
+        return answer
     }
 
     /// Whether the receipt was found valid.

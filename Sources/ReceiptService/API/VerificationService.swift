@@ -21,7 +21,7 @@ public struct VerificationService: Sendable {
     public func verify(_ request: VerificationRequest, for caller: Caller, logger: Logger) async -> VerificationOutcome
     {
         var outcome = await decide(request, for: caller, logger: logger)
-        if let nonce = request.nonce { outcome.body["nonce"] = .string(nonce) }
+        outcome.nonce = request.nonce
         return outcome
     }
 
@@ -61,7 +61,7 @@ public struct VerificationService: Sendable {
                     : .failure(VerificationStatus.notAuthentic.rawValue, source: .local, detail: reason)
             }
         }
-        if outcome.isValid, let repairs = input.repairsValue { outcome.body["repairs"] = repairs }
+        if outcome.isValid { outcome.repairs = input.repairsValue }
         outcome.input = input.kind
         return outcome
     }
