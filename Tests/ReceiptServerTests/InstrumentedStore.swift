@@ -4,7 +4,7 @@ import Synchronization
 
 /// A real store (SQLite, from the caller) seen through a window that counts the reads a request can cause and can
 /// hold them, as a database that stops answering would: the tests of what strangers and outages cost.
-final class InstrumentedStore: TenancyStore, UsageStore {
+final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore {
     let base: any DataStore
 
     private struct State {
@@ -54,6 +54,11 @@ final class InstrumentedStore: TenancyStore, UsageStore {
     }
 
     // The reads on a request's path: counted, and held while stalled.
+    func record(_ recording: LedgerRecording) async throws -> [LedgerRecorded] {
+        await enter("record")
+        return try await base.record(recording)
+    }
+
     func plans() async throws -> [Plan] {
         await enter("plans")
         return try await base.plans()
@@ -107,6 +112,13 @@ final class InstrumentedStore: TenancyStore, UsageStore {
     func deleteApp(id: UUID) async throws -> Bool { try await base.deleteApp(id: id) }
     func apps(accountID: UUID?) async throws -> [App] { try await base.apps(accountID: accountID) }
     func changeMarker() -> Int? { base.changeMarker() }
+    func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date) async throws -> [LedgerEntry] {
+        try await base.confirmDelivery(appID: appID, transactionIDs: transactionIDs, at: date)
+    }
+    func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry] { try await base.ledgerEntries(query) }
+    func setClaim(appID: UUID, originalTransactionID: String, user: String?, at date: Date) async throws -> Bool {
+        try await base.setClaim(appID: appID, originalTransactionID: originalTransactionID, user: user, at: date)
+    }
     func usage(month: UsageMonth, accountID: UUID?, appID: UUID?) async throws -> [UsageRecord] {
         try await base.usage(month: month, accountID: accountID, appID: appID)
     }

@@ -29,6 +29,12 @@ public struct App: Sendable, Hashable {
     public var allowsTestData: Bool
     /// Whether the app may be used; a disabled app gets 401.
     public var isEnabled: Bool
+    /// What happens when another user presents a claimed purchase.
+    public var claimsPolicy: ClaimsPolicy
+    /// When a transaction stops being delivered.
+    public var deliveryMode: DeliveryMode
+    /// The product ids a receipt may hold; nil: any.
+    public var productCatalog: [String]?
     /// When the app was created.
     public var createdAt: Date
     /// When the app was last changed.
@@ -40,6 +46,7 @@ public struct App: Sendable, Hashable {
         allowedEnvironments: Set<AppStoreEnvironment>, verificationMode: VerificationMode,
         sharedSecret: SealedSecret?, appStoreServerCredentials: AppStoreServerCredentials?,
         resultCipher: ResultCipher, resultKey: SealedSecret, allowsTestData: Bool, isEnabled: Bool,
+        claimsPolicy: ClaimsPolicy = .flag, deliveryMode: DeliveryMode = .once, productCatalog: [String]? = nil,
         createdAt: Date, updatedAt: Date
     ) {
         self.id = id
@@ -55,6 +62,9 @@ public struct App: Sendable, Hashable {
         self.resultKey = resultKey
         self.allowsTestData = allowsTestData
         self.isEnabled = isEnabled
+        self.claimsPolicy = claimsPolicy
+        self.deliveryMode = deliveryMode
+        self.productCatalog = productCatalog
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }

@@ -135,11 +135,12 @@ extension PostgresStore {
                 """
                 INSERT INTO apps (id, account_id, token, name, allowed_environments, verification_mode, shared_secret,
                     apple_issuer_id, apple_key_id, apple_private_key, result_cipher, result_key, allows_test_data,
-                    enabled, created_at, updated_at)
+                    enabled, claims_policy, delivery_mode, product_catalog, created_at, updated_at)
                 VALUES (\(app.id), \(app.accountID), \(app.token), \(app.name), \(columns.environments),
                     \(app.verificationMode.rawValue), \(columns.sharedSecret), \(columns.issuerID), \(columns.keyID),
                     \(columns.privateKey), \(app.resultCipher.rawValue), \(columns.resultKey), \(app.allowsTestData),
-                    \(app.isEnabled), \(app.createdAt), \(app.updatedAt))
+                    \(app.isEnabled), \(app.claimsPolicy.rawValue), \(app.deliveryMode.rawValue),
+                    \(columns.productCatalog), \(app.createdAt), \(app.updatedAt))
                 """, on: connection)
             try await self.insertBundleIDs(of: app, on: connection)
         }
@@ -155,7 +156,9 @@ extension PostgresStore {
                     apple_issuer_id = \(columns.issuerID), apple_key_id = \(columns.keyID),
                     apple_private_key = \(columns.privateKey), result_cipher = \(app.resultCipher.rawValue),
                     result_key = \(columns.resultKey), allows_test_data = \(app.allowsTestData),
-                    enabled = \(app.isEnabled), updated_at = \(app.updatedAt)
+                    enabled = \(app.isEnabled), claims_policy = \(app.claimsPolicy.rawValue),
+                    delivery_mode = \(app.deliveryMode.rawValue), product_catalog = \(columns.productCatalog),
+                    updated_at = \(app.updatedAt)
                 WHERE id = \(app.id) RETURNING id
                 """, on: connection)
             guard !updated.isEmpty else { return false }
@@ -214,6 +217,7 @@ private struct StoredApp {
     let keyID: String?
     let privateKey: Data?
     let resultKey: Data
+    let productCatalog: String?
 
     init(_ app: App) {
         environments = StoredForm.environments(app.allowedEnvironments)
@@ -222,5 +226,6 @@ private struct StoredApp {
         keyID = app.appStoreServerCredentials?.keyID
         privateKey = app.appStoreServerCredentials.map { Data($0.privateKey.bytes) }
         resultKey = Data(app.resultKey.bytes)
+        productCatalog = app.productCatalog.map(StoredForm.productCatalog)
     }
 }

@@ -118,3 +118,50 @@ CREATE TABLE quota_grants (
     expires_at TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (account_id, month, server_id)
 );
+
+-- version: 4 ledger: every verified transaction once per app and environment, claims, delivery; app ledger settings
+-- Dates Apple states are milliseconds since 1970 (BIGINT), as Apple writes them; ours are TIMESTAMPTZ. The primary
+-- key is what makes "new" exact across servers: a transaction is inserted if absent, never read first.
+ALTER TABLE apps ADD COLUMN claims_policy TEXT NOT NULL DEFAULT 'flag'
+    CHECK (claims_policy IN ('off', 'flag', 'refuse', 'transfer'));
+ALTER TABLE apps ADD COLUMN delivery_mode TEXT NOT NULL DEFAULT 'once' CHECK (delivery_mode IN ('once', 'confirm'));
+-- product_catalog: the app's product ids, comma-separated; NULL: no catalog.
+ALTER TABLE apps ADD COLUMN product_catalog TEXT;
+CREATE TABLE ledger_transactions (
+    app_id UUID NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    environment TEXT NOT NULL,
+    transaction_id TEXT NOT NULL,
+    original_transaction_id TEXT NOT NULL,
+    product_id TEXT NOT NULL,
+    purchase_date BIGINT,
+    original_purchase_date BIGINT,
+    expires_date BIGINT,
+    quantity INTEGER NOT NULL,
+    web_order_line_item_id TEXT,
+    ownership_type TEXT,
+    revocation_date BIGINT,
+    revocation_reason INTEGER,
+    revocation_type TEXT,
+    revocation_percentage INTEGER,
+    first_seen_at TIMESTAMPTZ NOT NULL,
+    last_seen_at TIMESTAMPTZ NOT NULL,
+    first_request_id TEXT NOT NULL,
+    delivered_at TIMESTAMPTZ,
+    PRIMARY KEY (app_id, environment, transaction_id)
+);
+CREATE INDEX ledger_transactions_original_idx ON ledger_transactions (app_id, original_transaction_id);
+CREATE INDEX ledger_transactions_order_idx ON ledger_transactions (app_id, first_seen_at, environment, transaction_id);
+-- The user an original transaction belongs to, per app and environment.
+CREATE TABLE ledger_claims (
+    app_id UUID NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    environment TEXT NOT NULL,
+    original_transaction_id TEXT NOT NULL,
+    app_user_id TEXT NOT NULL,
+    claimed_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (app_id, environment, original_transaction_id)
+);
+CREATE INDEX ledger_claims_user_idx ON ledger_claims (app_id, app_user_id);
+-- Ledger look-ups are metered as an endpoint of their own.
+ALTER TABLE usage_daily DROP CONSTRAINT usage_daily_endpoint_check;
+ALTER TABLE usage_daily ADD CONSTRAINT usage_daily_endpoint_check
+    CHECK (endpoint IN ('api', 'apiencrypted', 'transactions'));

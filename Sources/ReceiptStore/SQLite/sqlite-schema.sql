@@ -108,3 +108,64 @@ CREATE TABLE quota_grants (
     expires_at INTEGER NOT NULL,                                       -- milliseconds since 1970
     PRIMARY KEY (account_id, month, server_id)
 );
+
+-- version: 4 ledger: every verified transaction once per app and environment, claims, delivery; app ledger settings
+ALTER TABLE apps ADD COLUMN claims_policy TEXT NOT NULL DEFAULT 'flag'
+    CHECK (claims_policy IN ('off', 'flag', 'refuse', 'transfer'));
+ALTER TABLE apps ADD COLUMN delivery_mode TEXT NOT NULL DEFAULT 'once' CHECK (delivery_mode IN ('once', 'confirm'));
+-- product_catalog: the app's product ids, comma-separated; NULL: no catalog.
+ALTER TABLE apps ADD COLUMN product_catalog TEXT;
+
+-- Dates Apple states are milliseconds since 1970, as Apple writes them; ours (first_seen_at, …) are too, as in
+-- every SQLite table. The primary key is what makes "new" exact: a transaction is inserted if absent, never read
+-- first.
+CREATE TABLE ledger_transactions (
+    app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    environment TEXT NOT NULL,
+    transaction_id TEXT NOT NULL,
+    original_transaction_id TEXT NOT NULL,
+    product_id TEXT NOT NULL,
+    purchase_date INTEGER,
+    original_purchase_date INTEGER,
+    expires_date INTEGER,
+    quantity INTEGER NOT NULL,
+    web_order_line_item_id TEXT,
+    ownership_type TEXT,
+    revocation_date INTEGER,
+    revocation_reason INTEGER,
+    revocation_type TEXT,
+    revocation_percentage INTEGER,
+    first_seen_at INTEGER NOT NULL,
+    last_seen_at INTEGER NOT NULL,
+    first_request_id TEXT NOT NULL,
+    delivered_at INTEGER,
+    PRIMARY KEY (app_id, environment, transaction_id)
+);
+CREATE INDEX ledger_transactions_original_idx ON ledger_transactions (app_id, original_transaction_id);
+CREATE INDEX ledger_transactions_order_idx ON ledger_transactions (app_id, first_seen_at, environment, transaction_id);
+
+-- The user an original transaction belongs to, per app and environment.
+CREATE TABLE ledger_claims (
+    app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    environment TEXT NOT NULL,
+    original_transaction_id TEXT NOT NULL,
+    app_user_id TEXT NOT NULL,
+    claimed_at INTEGER NOT NULL,
+    PRIMARY KEY (app_id, environment, original_transaction_id)
+);
+CREATE INDEX ledger_claims_user_idx ON ledger_claims (app_id, app_user_id);
+
+-- Ledger look-ups are metered as an endpoint of their own: SQLite changes a CHECK only by rebuilding the table.
+CREATE TABLE usage_daily_v4 (
+    account_id TEXT NOT NULL,
+    day TEXT NOT NULL,                                                 -- UTC, YYYY-MM-DD
+    app_id TEXT NOT NULL,
+    endpoint TEXT NOT NULL CHECK (endpoint IN ('api', 'apiencrypted', 'transactions')),
+    outcome TEXT NOT NULL CHECK (outcome IN ('valid', 'apple_code', 'rejected')),
+    calls INTEGER NOT NULL CHECK (calls > 0),
+    PRIMARY KEY (account_id, day, app_id, endpoint, outcome)
+);
+INSERT INTO usage_daily_v4 SELECT account_id, day, app_id, endpoint, outcome, calls FROM usage_daily;
+DROP TABLE usage_daily;
+ALTER TABLE usage_daily_v4 RENAME TO usage_daily;
+CREATE INDEX usage_daily_day_idx ON usage_daily (day);

@@ -31,6 +31,14 @@ enum StoredForm {
         return try text.split(separator: ",").map { try bundleID(String($0)) }
     }
 
+    /// A product catalog as stored: product ids separated by commas (a product id holds letters, digits, `.`, `_`
+    /// and `-` only); an empty catalog is the empty string.
+    static func productCatalog(_ products: [String]) -> String { products.joined(separator: ",") }
+
+    static func productCatalog(_ text: String) -> [String] {
+        text.split(separator: ",").map(String.init)
+    }
+
     static func enumValue<T: RawRepresentable<String>>(_ text: String) throws -> T {
         guard let value = T(rawValue: text) else { throw corrupt("unknown \(T.self) '\(text)'") }
         return value

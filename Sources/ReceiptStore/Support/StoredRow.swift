@@ -64,7 +64,10 @@ extension StoredForm {
             appStoreServerCredentials: credentials, resultCipher: try enumValue(try row.text("result_cipher")),
             resultKey: SealedSecret(bytes: try row.bytes("result_key")),
             allowsTestData: try row.bool("allows_test_data"),
-            isEnabled: try row.bool("enabled"), createdAt: try row.date("created_at"),
+            isEnabled: try row.bool("enabled"), claimsPolicy: try enumValue(try row.text("claims_policy")),
+            deliveryMode: try enumValue(try row.text("delivery_mode")),
+            productCatalog: try row.optionalText("product_catalog").map(productCatalog),
+            createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"))
     }
 

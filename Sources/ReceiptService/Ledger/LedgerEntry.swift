@@ -1,0 +1,161 @@
+import Foundation
+import ReceiptCore
+
+/// One row of an app's ledger: a transaction as first recorded, with its claim, revocation and delivery
+/// (docs/api.md, "Transactions"). The receipt itself is never stored.
+public struct LedgerEntry: Sendable, Equatable {
+    /// The app whose ledger holds it.
+    public var appID: UUID
+    /// The environment the transaction was made in.
+    public var environment: AppStoreEnvironment
+    /// The transaction; its revocation is the first one any input stated.
+    public var transaction: PurchaseTransaction
+    /// The app's user that claimed the transaction's original transaction, if any.
+    public var claimant: String?
+    /// When the ledger first recorded it.
+    public var firstSeenAt: Date
+    /// When a request last wrote it (a request answered from the in-memory view writes nothing).
+    public var lastSeenAt: Date
+    /// The id of the request that first recorded it.
+    public var firstRequestID: String
+    /// When it was delivered: the first answer's time in `once` mode, the backend's confirmation in `confirm` mode.
+    public var deliveredAt: Date?
+
+    /// Creates an entry.
+    public init(
+        appID: UUID, environment: AppStoreEnvironment, transaction: PurchaseTransaction, claimant: String?,
+        firstSeenAt: Date, lastSeenAt: Date, firstRequestID: String, deliveredAt: Date?
+    ) {
+        self.appID = appID
+        self.environment = environment
+        self.transaction = transaction
+        self.claimant = claimant
+        self.firstSeenAt = firstSeenAt
+        self.lastSeenAt = lastSeenAt
+        self.firstRequestID = firstRequestID
+        self.deliveredAt = deliveredAt
+    }
+
+    /// Whether Apple revoked it (refund or family revoke).
+    public var isRevoked: Bool { transaction.revocationDate != nil }
+}
+
+/// The transactions of one verified input, to be recorded in one atomic step (``LedgerStore/record(_:)``).
+public struct LedgerRecording: Sendable {
+    /// The app.
+    public var appID: UUID
+    /// The input's environment.
+    public var environment: AppStoreEnvironment
+    /// The input's distinct transactions.
+    public var transactions: [PurchaseTransaction]
+    /// The user presenting them, when claims are made; nil makes no claim.
+    public var user: String?
+    /// Whether another user's claim moves to ``user`` (``ClaimsPolicy/transfer``).
+    public var movesClaims: Bool
+    /// Whether a new transaction that is not revoked and not another user's is delivered by this answer
+    /// (``DeliveryMode/once``).
+    public var deliversNew: Bool
+    /// The request's id.
+    public var requestID: String
+    /// The request's time.
+    public var now: Date
+
+    /// Creates a recording.
+    public init(
+        appID: UUID, environment: AppStoreEnvironment, transactions: [PurchaseTransaction], user: String?,
+        movesClaims: Bool, deliversNew: Bool, requestID: String, now: Date
+    ) {
+        self.appID = appID
+        self.environment = environment
+        self.transactions = transactions
+        self.user = user
+        self.movesClaims = movesClaims
+        self.deliversNew = deliversNew
+        self.requestID = requestID
+        self.now = now.roundedToMilliseconds
+    }
+
+    /// The entry a new transaction gets, its claimant already decided.
+    public func newEntry(_ transaction: PurchaseTransaction, claimant: String?) -> LedgerEntry {
+        let delivers = deliversNew && transaction.revocationDate == nil && (claimant == nil || claimant == user)
+        return LedgerEntry(
+            appID: appID, environment: environment, transaction: transaction, claimant: claimant, firstSeenAt: now,
+            lastSeenAt: now, firstRequestID: requestID, deliveredAt: delivers ? now : nil)
+    }
+
+    /// The input's original transaction ids, each once, in first-seen order.
+    public var originalTransactionIDs: [String] {
+        var seen = Set<String>()
+        return transactions.map(\.originalTransactionID).filter { seen.insert($0).inserted }
+    }
+}
+
+/// What recording did to one transaction.
+public struct LedgerRecorded: Sendable, Equatable {
+    /// The entry as stored after the recording.
+    public var entry: LedgerEntry
+    /// Whether this recording inserted it.
+    public var isNew: Bool
+    /// The user whose claim moved to the recording's user, if one did.
+    public var transferredFrom: String?
+
+    /// Creates a result.
+    public init(entry: LedgerEntry, isNew: Bool, transferredFrom: String?) {
+        self.entry = entry
+        self.isNew = isNew
+        self.transferredFrom = transferredFrom
+    }
+}
+
+/// Which ledger rows a look-up wants, one page at a time.
+public struct LedgerQuery: Sendable, Equatable {
+    /// The app.
+    public var appID: UUID
+    /// Only transactions whose original transaction this user claimed.
+    public var user: String?
+    /// Only this original transaction's.
+    public var originalTransactionID: String?
+    /// Only those first seen at or after this time.
+    public var since: Date?
+    /// Only those after this position (the last row of the previous page).
+    public var after: LedgerPosition?
+    /// At most this many.
+    public var limit: Int
+
+    /// Creates a query.
+    public init(
+        appID: UUID, user: String? = nil, originalTransactionID: String? = nil, since: Date? = nil,
+        after: LedgerPosition? = nil, limit: Int
+    ) {
+        self.appID = appID
+        self.user = user
+        self.originalTransactionID = originalTransactionID
+        self.since = since
+        self.after = after
+        self.limit = limit
+    }
+}
+
+/// A row's place in the ledger's order: first seen, then environment, then transaction id.
+public struct LedgerPosition: Sendable, Equatable {
+    /// `first_seen_at` in milliseconds since 1970.
+    public var firstSeen: Int64
+    /// The environment's stored name.
+    public var environment: String
+    /// The transaction id.
+    public var transactionID: String
+
+    /// Creates a position.
+    public init(firstSeen: Int64, environment: String, transactionID: String) {
+        self.firstSeen = firstSeen
+        self.environment = environment
+        self.transactionID = transactionID
+    }
+
+    /// The position of `entry`.
+    public init(of entry: LedgerEntry) {
+        self.init(
+            firstSeen: entry.firstSeenAt.millisecondsSince1970, environment: entry.environment.rawValue,
+            transactionID: entry.transaction.transactionID)
+    }
+}

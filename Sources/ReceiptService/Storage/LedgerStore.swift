@@ -1,0 +1,25 @@
+import Foundation
+
+/// The ledger concern of a store: every verified transaction once per app and environment, the claims of original
+/// transactions by the app's users, and deliveries (docs/api.md, "Transactions").
+///
+/// Every method is atomic, as ``TenancyStore``'s are. Exactly once: a transaction is inserted if absent under the
+/// table's primary key, never read first and written after, so of any number of concurrent recordings (on one server
+/// or many on one database) exactly one reports it new. A change to a claim, a revocation or a delivery of an
+/// existing transaction is announced as ``StoreLifecycle/changeMarker()`` describes, so every server's in-memory view
+/// of the ledger sees it on its next call.
+public protocol LedgerStore: StoreLifecycle {
+    /// Records one input's transactions: claims each original transaction for the recording's user if it has no
+    /// claimant (or moves another user's claim, with ``LedgerRecording/movesClaims``), inserts each transaction not yet
+    /// in the ledger, records a revocation the ledger did not know, and updates `last_seen_at` of the others. Returns
+    /// one result per transaction, in the recording's order.
+    func record(_ recording: LedgerRecording) async throws -> [LedgerRecorded]
+    /// Marks the app's transactions with these ids delivered at `date` where not yet delivered; returns every one of
+    /// them found (in either environment), delivered then or before.
+    func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date) async throws -> [LedgerEntry]
+    /// One page of the app's ledger in its order (first seen, environment, transaction id).
+    func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry]
+    /// Gives the original transaction's claim (in every environment it was seen) to `user`, or releases it when
+    /// `user` is nil; returns false when the app's ledger holds no such original transaction.
+    func setClaim(appID: UUID, originalTransactionID: String, user: String?, at date: Date) async throws -> Bool
+}

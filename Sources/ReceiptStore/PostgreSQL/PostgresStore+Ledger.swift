@@ -1,0 +1,177 @@
+import Foundation
+import PostgresNIO
+import ReceiptCore
+import ReceiptService
+
+/// The ledger concern (``LedgerStore``): transactions, claims, deliveries. Inserts are `ON CONFLICT DO NOTHING` under
+/// the primary key, so concurrent recordings on any number of servers insert each transaction once; a change to an
+/// existing row's claim, revocation or delivery is announced in its own transaction (``announceChange(on:)``).
+extension PostgresStore: LedgerStore {
+    public func record(_ recording: LedgerRecording) async throws -> [LedgerRecorded] {
+        guard !recording.transactions.isEmpty else { return [] }
+        return try await transaction { connection in
+            let writer = PostgresLedgerWriter(
+                store: self, connection: connection, appID: recording.appID,
+                environment: recording.environment.rawValue)
+            let (results, changed) = try await LedgerRecorder.record(recording, with: writer)
+            if changed { try await self.announceChange(on: connection) }
+            return results
+        }
+    }
+
+    public func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date) async throws -> [LedgerEntry] {
+        guard !transactionIDs.isEmpty else { return [] }
+        return try await transaction { connection in
+            let updated = try await self.rows(
+                """
+                UPDATE ledger_transactions SET delivered_at = \(date)
+                WHERE app_id = \(appID) AND transaction_id = ANY(\(transactionIDs)) AND delivered_at IS NULL
+                RETURNING transaction_id
+                """, on: connection)
+            if !updated.isEmpty { try await self.announceChange(on: connection) }
+            return try await self.rows(
+                "\(unescaped: StoredForm.ledgerSelect) WHERE t.app_id = \(appID) AND t.transaction_id = ANY(\(transactionIDs))",
+                on: connection
+            ).map(StoredForm.ledgerEntry)
+        }
+    }
+
+    public func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry] {
+        // Absent filters are NULL and match everything; one statement, planned once.
+        let after = query.after
+        let afterDate = after.map { Date(millisecondsSince1970: $0.firstSeen) }
+        return try await run {
+            try await rows(
+                """
+                \(unescaped: StoredForm.ledgerSelect)
+                WHERE t.app_id = \(query.appID)
+                    AND (\(query.user)::text IS NULL OR c.app_user_id = \(query.user))
+                    AND (\(query.originalTransactionID)::text IS NULL
+                        OR t.original_transaction_id = \(query.originalTransactionID))
+                    AND (\(query.since)::timestamptz IS NULL OR t.first_seen_at >= \(query.since))
+                    AND (\(afterDate)::timestamptz IS NULL
+                        OR (t.first_seen_at, t.environment, t.transaction_id)
+                            > (\(afterDate), \(after?.environment), \(after?.transactionID)))
+                ORDER BY t.first_seen_at, t.environment, t.transaction_id LIMIT \(query.limit)
+                """
+            ).map(StoredForm.ledgerEntry)
+        }
+    }
+
+    public func setClaim(appID: UUID, originalTransactionID: String, user: String?, at date: Date) async throws
+        -> Bool
+    {
+        try await transaction { connection in
+            let environments = try await self.rows(
+                """
+                SELECT DISTINCT environment FROM ledger_transactions
+                WHERE app_id = \(appID) AND original_transaction_id = \(originalTransactionID)
+                """, on: connection)
+            guard !environments.isEmpty else { return false }
+            if let user {
+                try await self.rows(
+                    """
+                    INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
+                    SELECT DISTINCT app_id, environment, original_transaction_id, \(user), \(date)
+                    FROM ledger_transactions WHERE app_id = \(appID) AND original_transaction_id = \(originalTransactionID)
+                    ON CONFLICT (app_id, environment, original_transaction_id)
+                    DO UPDATE SET app_user_id = excluded.app_user_id, claimed_at = excluded.claimed_at
+                    """, on: connection)
+            } else {
+                try await self.rows(
+                    """
+                    DELETE FROM ledger_claims
+                    WHERE app_id = \(appID) AND original_transaction_id = \(originalTransactionID)
+                    """, on: connection)
+            }
+            try await self.announceChange(on: connection)
+            return true
+        }
+    }
+}
+
+/// ``LedgerWriting`` on the connection of the transaction ``PostgresStore/record(_:)`` holds.
+private struct PostgresLedgerWriter: LedgerWriting {
+    let store: PostgresStore
+    let connection: PostgresConnection
+    let appID: UUID
+    let environment: String
+
+    func claimant(of originalTransactionID: String, claimingFor user: String?, at date: Date) async throws -> String? {
+        if let user {
+            try await store.rows(
+                """
+                INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
+                VALUES (\(appID), \(environment), \(originalTransactionID), \(user), \(date)) ON CONFLICT DO NOTHING
+                """, on: connection)
+        }
+        // FOR UPDATE: a claim about to be moved is held until this transaction ends.
+        return try await store.rows(
+            """
+            SELECT app_user_id FROM ledger_claims
+            WHERE app_id = \(appID) AND environment = \(environment) AND original_transaction_id = \(originalTransactionID)
+            FOR UPDATE
+            """, on: connection
+        ).first.map { try $0["app_user_id"].decode(String.self) }
+    }
+
+    func moveClaim(of originalTransactionID: String, to user: String, at date: Date) async throws {
+        try await store.rows(
+            """
+            UPDATE ledger_claims SET app_user_id = \(user), claimed_at = \(date)
+            WHERE app_id = \(appID) AND environment = \(environment) AND original_transaction_id = \(originalTransactionID)
+            """, on: connection)
+    }
+
+    func insertIfAbsent(_ entry: LedgerEntry) async throws -> Bool {
+        let transaction = entry.transaction
+        let rows = try await store.rows(
+            """
+            INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id, product_id,
+                purchase_date, original_purchase_date, expires_date, quantity, web_order_line_item_id, ownership_type,
+                revocation_date, revocation_reason, revocation_type, revocation_percentage, first_seen_at,
+                last_seen_at, first_request_id, delivered_at)
+            VALUES (\(appID), \(environment), \(transaction.transactionID), \(transaction.originalTransactionID),
+                \(transaction.productID), \(transaction.purchaseDate), \(transaction.originalPurchaseDate),
+                \(transaction.expiresDate), \(transaction.quantity), \(transaction.webOrderLineItemID),
+                \(transaction.inAppOwnershipType), \(transaction.revocationDate), \(transaction.revocationReason),
+                \(transaction.revocationType), \(transaction.revocationPercentage), \(entry.firstSeenAt),
+                \(entry.lastSeenAt), \(entry.firstRequestID), \(entry.deliveredAt))
+            ON CONFLICT DO NOTHING RETURNING transaction_id
+            """, on: connection)
+        return !rows.isEmpty
+    }
+
+    func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry] {
+        guard !transactionIDs.isEmpty else { return [:] }
+        var entries: [String: LedgerEntry] = [:]
+        let rows = try await store.rows(
+            """
+            \(unescaped: StoredForm.ledgerSelect)
+            WHERE t.app_id = \(appID) AND t.environment = \(environment) AND t.transaction_id = ANY(\(transactionIDs))
+            """, on: connection)
+        for row in rows {
+            let entry = try StoredForm.ledgerEntry(row)
+            entries[entry.transaction.transactionID] = entry
+        }
+        return entries
+    }
+
+    func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws {
+        if let revocation {
+            try await store.rows(
+                """
+                UPDATE ledger_transactions SET last_seen_at = \(date), revocation_date = \(revocation.revocationDate),
+                    revocation_reason = \(revocation.revocationReason), revocation_type = \(revocation.revocationType),
+                    revocation_percentage = \(revocation.revocationPercentage)
+                WHERE app_id = \(appID) AND environment = \(environment) AND transaction_id = \(transactionID)
+                """, on: connection)
+        } else {
+            try await store.rows(
+                """
+                UPDATE ledger_transactions SET last_seen_at = \(date)
+                WHERE app_id = \(appID) AND environment = \(environment) AND transaction_id = \(transactionID)
+                """, on: connection)
+        }
+    }
+}

@@ -1,0 +1,202 @@
+import Foundation
+import ReceiptCore
+import ReceiptService
+import SQLiteNIO
+
+/// The ledger concern (``LedgerStore``): transactions, claims, deliveries. A transaction (`BEGIN IMMEDIATE`) holds
+/// the database's write lock, so recordings from this process and others are serialized.
+extension SQLiteStore: LedgerStore {
+    public func record(_ recording: LedgerRecording) async throws -> [LedgerRecorded] {
+        guard !recording.transactions.isEmpty else { return [] }
+        return try await transaction {
+            try await LedgerRecorder.record(
+                recording,
+                with: SQLiteLedgerWriter(store: self, appID: recording.appID, environment: recording.environment)
+            ).results
+        }
+    }
+
+    public func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date) async throws -> [LedgerEntry] {
+        guard !transactionIDs.isEmpty else { return [] }
+        return try await transaction {
+            var entries: [LedgerEntry] = []
+            for chunk in transactionIDs.chunked(StoredForm.ledgerChunk) {
+                let list = Self.placeholders(chunk.count)
+                _ = try await self.query(
+                    """
+                    UPDATE ledger_transactions SET delivered_at = ?
+                    WHERE app_id = ? AND transaction_id IN (\(list)) AND delivered_at IS NULL
+                    """, [.millis(date), .uuid(appID)] + chunk.map { .text($0) })
+                entries += try await self.query(
+                    "\(StoredForm.ledgerSelect) WHERE t.app_id = ? AND t.transaction_id IN (\(list))",
+                    [.uuid(appID)] + chunk.map { .text($0) }
+                ).map(StoredForm.ledgerEntry)
+            }
+            return entries
+        }
+    }
+
+    public func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry] {
+        var conditions = ["t.app_id = ?"]
+        var binds: [SQLiteData] = [.uuid(query.appID)]
+        if let user = query.user {
+            conditions.append("c.app_user_id = ?")
+            binds.append(.text(user))
+        }
+        if let original = query.originalTransactionID {
+            conditions.append("t.original_transaction_id = ?")
+            binds.append(.text(original))
+        }
+        if let since = query.since {
+            conditions.append("t.first_seen_at >= ?")
+            binds.append(.millis(since))
+        }
+        if let after = query.after {
+            conditions.append("(t.first_seen_at, t.environment, t.transaction_id) > (?, ?, ?)")
+            binds += [.integer(Int(after.firstSeen)), .text(after.environment), .text(after.transactionID)]
+        }
+        let sql = """
+            \(StoredForm.ledgerSelect) WHERE \(conditions.joined(separator: " AND "))
+            ORDER BY t.first_seen_at, t.environment, t.transaction_id LIMIT ?
+            """
+        let allBinds = binds + [.integer(query.limit)]
+        return try await run { try await self.query(sql, allBinds).map(StoredForm.ledgerEntry) }
+    }
+
+    public func setClaim(appID: UUID, originalTransactionID: String, user: String?, at date: Date) async throws
+        -> Bool
+    {
+        try await transaction {
+            let environments = try await self.query(
+                """
+                SELECT DISTINCT environment FROM ledger_transactions WHERE app_id = ? AND original_transaction_id = ?
+                """, [.uuid(appID), .text(originalTransactionID)])
+            guard !environments.isEmpty else { return false }
+            for row in environments {
+                let environment = try row.require("environment")
+                if let user {
+                    _ = try await self.query(
+                        """
+                        INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
+                        VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT (app_id, environment, original_transaction_id)
+                        DO UPDATE SET app_user_id = excluded.app_user_id, claimed_at = excluded.claimed_at
+                        """, [.uuid(appID), environment, .text(originalTransactionID), .text(user), .millis(date)])
+                } else {
+                    _ = try await self.query(
+                        """
+                        DELETE FROM ledger_claims WHERE app_id = ? AND environment = ? AND original_transaction_id = ?
+                        """, [.uuid(appID), environment, .text(originalTransactionID)])
+                }
+            }
+            return true
+        }
+    }
+
+    /// `?, ?, …` for an `IN` list of `count` values.
+    static func placeholders(_ count: Int) -> String {
+        Array(repeating: "?", count: count).joined(separator: ", ")
+    }
+}
+
+/// ``LedgerWriting`` on the store's one connection, inside the transaction ``SQLiteStore/record(_:)`` holds.
+private struct SQLiteLedgerWriter: LedgerWriting {
+    let store: SQLiteStore
+    let appID: UUID
+    let environment: AppStoreEnvironment
+
+    private var key: [SQLiteData] { [.uuid(appID), .text(environment.rawValue)] }
+
+    func claimant(of originalTransactionID: String, claimingFor user: String?, at date: Date) async throws -> String? {
+        if let user {
+            _ = try await store.query(
+                """
+                INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
+                VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                """, key + [.text(originalTransactionID), .text(user), .millis(date)])
+        }
+        return try await store.query(
+            """
+            SELECT app_user_id FROM ledger_claims WHERE app_id = ? AND environment = ? AND original_transaction_id = ?
+            """, key + [.text(originalTransactionID)]
+        ).first?.column("app_user_id")?.string
+    }
+
+    func moveClaim(of originalTransactionID: String, to user: String, at date: Date) async throws {
+        _ = try await store.query(
+            """
+            UPDATE ledger_claims SET app_user_id = ?, claimed_at = ?
+            WHERE app_id = ? AND environment = ? AND original_transaction_id = ?
+            """, [.text(user), .millis(date)] + key + [.text(originalTransactionID)])
+    }
+
+    func insertIfAbsent(_ entry: LedgerEntry) async throws -> Bool {
+        let transaction = entry.transaction
+        let optional: (Int64?) -> SQLiteData = { $0.map { .integer(Int($0)) } ?? .null }
+        let rows = try await store.query(
+            """
+            INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id, product_id,
+                purchase_date, original_purchase_date, expires_date, quantity, web_order_line_item_id, ownership_type,
+                revocation_date, revocation_reason, revocation_type, revocation_percentage, first_seen_at,
+                last_seen_at, first_request_id, delivered_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT DO NOTHING RETURNING transaction_id
+            """,
+            key + [
+                .text(transaction.transactionID), .text(transaction.originalTransactionID),
+                .text(transaction.productID), optional(transaction.purchaseDate),
+                optional(transaction.originalPurchaseDate), optional(transaction.expiresDate),
+                .integer(transaction.quantity), transaction.webOrderLineItemID.map { .text($0) } ?? .null,
+                transaction.inAppOwnershipType.map { .text($0) } ?? .null, optional(transaction.revocationDate),
+                optional(transaction.revocationReason.map(Int64.init)),
+                transaction.revocationType.map { .text($0) } ?? .null,
+                optional(transaction.revocationPercentage.map(Int64.init)), .millis(entry.firstSeenAt),
+                .millis(entry.lastSeenAt), .text(entry.firstRequestID), .millis(entry.deliveredAt),
+            ])
+        return !rows.isEmpty
+    }
+
+    func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry] {
+        var entries: [String: LedgerEntry] = [:]
+        for chunk in transactionIDs.chunked(StoredForm.ledgerChunk) {
+            let rows = try await store.query(
+                """
+                \(StoredForm.ledgerSelect)
+                WHERE t.app_id = ? AND t.environment = ? AND t.transaction_id IN (\(SQLiteStore.placeholders(chunk.count)))
+                """, key + chunk.map { .text($0) })
+            for row in rows {
+                let entry = try StoredForm.ledgerEntry(row)
+                entries[entry.transaction.transactionID] = entry
+            }
+        }
+        return entries
+    }
+
+    func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws {
+        if let revocation {
+            _ = try await store.query(
+                """
+                UPDATE ledger_transactions SET last_seen_at = ?, revocation_date = ?, revocation_reason = ?,
+                    revocation_type = ?, revocation_percentage = ?
+                WHERE app_id = ? AND environment = ? AND transaction_id = ?
+                """,
+                [
+                    .millis(date), revocation.revocationDate.map { .integer(Int($0)) } ?? .null,
+                    revocation.revocationReason.map { .integer($0) } ?? .null,
+                    revocation.revocationType.map { .text($0) } ?? .null,
+                    revocation.revocationPercentage.map { .integer($0) } ?? .null,
+                ] + key + [.text(transactionID)])
+        } else {
+            _ = try await store.query(
+                "UPDATE ledger_transactions SET last_seen_at = ? WHERE app_id = ? AND environment = ? AND transaction_id = ?",
+                [.millis(date)] + key + [.text(transactionID)])
+        }
+    }
+}
+
+extension Array {
+    /// The array in consecutive slices of at most `size` elements.
+    func chunked(_ size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
+    }
+}

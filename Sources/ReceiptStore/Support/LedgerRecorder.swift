@@ -1,0 +1,110 @@
+import Foundation
+import ReceiptCore
+import ReceiptService
+
+/// The steps a store takes inside one transaction to record an input's transactions, for one app and environment:
+/// what differs between the dialects. ``LedgerRecorder`` orders them, once for both stores.
+protocol LedgerWriting {
+    /// The user holding the original transaction's claim, after claiming it for `user` if it had none (`user` nil:
+    /// read only).
+    func claimant(of originalTransactionID: String, claimingFor user: String?, at date: Date) async throws -> String?
+    /// Gives the original transaction's claim to `user`.
+    func moveClaim(of originalTransactionID: String, to user: String, at date: Date) async throws
+    /// Inserts the entry unless its transaction is already in the ledger; returns whether it inserted it.
+    func insertIfAbsent(_ entry: LedgerEntry) async throws -> Bool
+    /// The stored entries of these transactions, by transaction id (claimants not filled in).
+    func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry]
+    /// Sets `last_seen_at`, and the revocation of `revocation` when given.
+    func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws
+}
+
+/// How an input's transactions are recorded (``LedgerStore/record(_:)``), whatever the store.
+enum LedgerRecorder {
+    /// Records `recording` through `writer`, which runs inside one database transaction. Claims come first (a new
+    /// transaction's delivery depends on who holds its original transaction), then each transaction is inserted if
+    /// absent. Both go in sorted order, so two servers recording overlapping inputs take their row locks in one order
+    /// and cannot deadlock. `changed` tells whether an existing row's claim or revocation changed (to be announced).
+    static func record(_ recording: LedgerRecording, with writer: some LedgerWriting) async throws
+        -> (results: [LedgerRecorded], changed: Bool)
+    {
+        var claimants: [String: String] = [:]
+        var transferredFrom: [String: String] = [:]
+        var changed = false
+        for original in recording.originalTransactionIDs.sorted() {
+            var holder = try await writer.claimant(of: original, claimingFor: recording.user, at: recording.now)
+            if let user = recording.user, recording.movesClaims, let current = holder, current != user {
+                try await writer.moveClaim(of: original, to: user, at: recording.now)
+                transferredFrom[original] = current
+                holder = user
+                changed = true
+            }
+            claimants[original] = holder
+        }
+
+        var recorded: [String: LedgerRecorded] = [:]
+        var existing: [PurchaseTransaction] = []
+        for transaction in recording.transactions.sorted(by: { $0.transactionID < $1.transactionID }) {
+            let entry = recording.newEntry(transaction, claimant: claimants[transaction.originalTransactionID])
+            if try await writer.insertIfAbsent(entry) {
+                recorded[transaction.transactionID] = LedgerRecorded(
+                    entry: entry, isNew: true, transferredFrom: transferredFrom[transaction.originalTransactionID])
+            } else {
+                existing.append(transaction)
+            }
+        }
+        let stored = try await writer.entries(transactionIDs: existing.map(\.transactionID))
+        for transaction in existing {
+            guard var entry = stored[transaction.transactionID] else {
+                throw StoredForm.corrupt("ledger row \(transaction.transactionID) vanished inside its transaction")
+            }
+            let revokes = entry.transaction.revocationDate == nil && transaction.revocationDate != nil
+            if revokes {
+                entry.transaction.revocationDate = transaction.revocationDate
+                entry.transaction.revocationReason = transaction.revocationReason
+                entry.transaction.revocationType = transaction.revocationType
+                entry.transaction.revocationPercentage = transaction.revocationPercentage
+                changed = true
+            }
+            entry.lastSeenAt = recording.now
+            entry.claimant = claimants[transaction.originalTransactionID]
+            try await writer.touch(
+                transaction.transactionID, at: recording.now, revocation: revokes ? transaction : nil)
+            recorded[transaction.transactionID] = LedgerRecorded(
+                entry: entry, isNew: false, transferredFrom: transferredFrom[transaction.originalTransactionID])
+        }
+        return (recording.transactions.compactMap { recorded[$0.transactionID] }, changed)
+    }
+}
+
+extension StoredForm {
+    /// A ledger row from `ledger_transactions`' columns and `claimant`, the claim's user joined by the same query.
+    static func ledgerEntry(_ row: some StoredRow) throws -> LedgerEntry {
+        let transaction = PurchaseTransaction(
+            transactionID: try row.text("transaction_id"),
+            originalTransactionID: try row.text("original_transaction_id"), productID: try row.text("product_id"),
+            purchaseDate: try row.optionalInt("purchase_date").map(Int64.init),
+            originalPurchaseDate: try row.optionalInt("original_purchase_date").map(Int64.init),
+            expiresDate: try row.optionalInt("expires_date").map(Int64.init), quantity: try row.int("quantity"),
+            webOrderLineItemID: try row.optionalText("web_order_line_item_id"),
+            inAppOwnershipType: try row.optionalText("ownership_type"),
+            revocationDate: try row.optionalInt("revocation_date").map(Int64.init),
+            revocationReason: try row.optionalInt("revocation_reason"),
+            revocationType: try row.optionalText("revocation_type"),
+            revocationPercentage: try row.optionalInt("revocation_percentage"))
+        return LedgerEntry(
+            appID: try row.uuid("app_id"), environment: try enumValue(try row.text("environment")),
+            transaction: transaction, claimant: try row.optionalText("claimant"),
+            firstSeenAt: try row.date("first_seen_at"), lastSeenAt: try row.date("last_seen_at"),
+            firstRequestID: try row.text("first_request_id"), deliveredAt: try row.optionalDate("delivered_at"))
+    }
+
+    /// The select list and join that ``ledgerEntry(_:)`` reads, over `ledger_transactions t`.
+    static let ledgerSelect = """
+        SELECT t.*, c.app_user_id AS claimant FROM ledger_transactions t LEFT JOIN ledger_claims c
+            ON c.app_id = t.app_id AND c.environment = t.environment
+            AND c.original_transaction_id = t.original_transaction_id
+        """
+
+    /// The most rows one `IN (…)` list binds; longer lists are split.
+    static let ledgerChunk = 500
+}

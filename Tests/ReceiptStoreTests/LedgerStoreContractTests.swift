@@ -1,0 +1,219 @@
+import Foundation
+import ReceiptCore
+import ReceiptService
+import ReceiptStore
+import TestSupport
+import Testing
+
+/// The ledger in both stores: insert-if-absent, claims, revocations, deliveries, look-ups, and exactness under
+/// concurrent recordings.
+@Suite struct LedgerStoreContractTests {
+    static let start = Date(timeIntervalSince1970: 1_790_000_000)
+
+    /// A store with one account and app, for `body`.
+    static func withApp(_ kind: StoreKind, _ body: @Sendable (any DataStore, App) async throws -> Void)
+        async throws
+    {
+        try await withTestStore(kind) { store, _ in
+            let account = TenancyStoreContractTests.account()
+            try await store.insertAccount(account)
+            let app = TenancyStoreContractTests.app(accountID: account.id)
+            try await store.insertApp(app)
+            try await body(store, app)
+        }
+    }
+
+    static func purchase(
+        _ id: String, original: String? = nil, product: String = "com.example.coins", revokedAt: Int64? = nil
+    ) -> PurchaseTransaction {
+        PurchaseTransaction(
+            transactionID: id, originalTransactionID: original ?? id, productID: product,
+            purchaseDate: 1_700_000_000_123, originalPurchaseDate: 1_700_000_000_000, expiresDate: 1_800_000_000_000,
+            quantity: 2, webOrderLineItemID: "w\(id)", inAppOwnershipType: "PURCHASED", revocationDate: revokedAt,
+            revocationReason: revokedAt.map { _ in 1 }, revocationType: revokedAt.map { _ in "REFUND_PRORATED" },
+            revocationPercentage: revokedAt.map { _ in 25_000 })
+    }
+
+    static func recording(
+        _ app: App, _ transactions: [PurchaseTransaction], user: String? = nil, moves: Bool = false,
+        environment: AppStoreEnvironment = .production, at offset: TimeInterval = 0, request: String = "r1"
+    ) -> LedgerRecording {
+        LedgerRecording(
+            appID: app.id, environment: environment, transactions: transactions, user: user, movesClaims: moves,
+            deliversNew: true, requestID: request, now: start.addingTimeInterval(offset))
+    }
+
+    @Test(arguments: StoreKind.available)
+    func aTransactionIsNewOnceAndKeepsItsFirstSighting(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            let first = try await store.record(Self.recording(app, [Self.purchase("1"), Self.purchase("2")]))
+            #expect(first.map(\.isNew) == [true, true])
+            #expect(first[0].entry.transaction == Self.purchase("1"))
+            #expect(first[0].entry.deliveredAt == Self.start)
+
+            let again = try await store.record(
+                Self.recording(app, [Self.purchase("2"), Self.purchase("3")], at: 60, request: "r2"))
+            #expect(again.map(\.isNew) == [false, true])
+            #expect(again[0].entry.firstSeenAt == Self.start)
+            #expect(again[0].entry.lastSeenAt == Self.start.addingTimeInterval(60))
+            #expect(again[0].entry.firstRequestID == "r1")
+            #expect(again[0].entry.transaction == Self.purchase("2"))
+
+            // Another environment is another ledger; an empty input records nothing.
+            let sandbox = try await store.record(Self.recording(app, [Self.purchase("1")], environment: .sandbox))
+            #expect(sandbox.map(\.isNew) == [true])
+            #expect(try await store.record(Self.recording(app, [])).isEmpty)
+
+            let stored = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
+            #expect(stored.count == 4)
+            let two = try #require(stored.first { $0.transaction.transactionID == "2" })
+            #expect(two.lastSeenAt == Self.start.addingTimeInterval(60))
+            #expect(two.transaction == Self.purchase("2"))
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func aRevocationIsRecordedOnceAndNeverUndoneByAnOlderInput(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            _ = try await store.record(Self.recording(app, [Self.purchase("1")]))
+            let refunded = try await store.record(
+                Self.recording(app, [Self.purchase("1", revokedAt: 1_750_000_000_000)], at: 1))
+            #expect(refunded[0].entry.transaction.revocationDate == 1_750_000_000_000)
+            #expect(refunded[0].entry.transaction.revocationType == "REFUND_PRORATED")
+            #expect(refunded[0].entry.transaction.revocationPercentage == 25_000)
+            #expect(refunded[0].entry.deliveredAt == Self.start)
+            // The receipt from before the refund does not make it unrevoked.
+            let old = try await store.record(Self.recording(app, [Self.purchase("1")], at: 2))
+            #expect(old[0].entry.transaction.revocationDate == 1_750_000_000_000)
+            // A transaction revoked when first seen is not delivered.
+            let late = try await store.record(Self.recording(app, [Self.purchase("9", revokedAt: 1)], at: 3))
+            #expect(late[0].isNew && late[0].entry.deliveredAt == nil)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func claimsBindAnOriginalTransactionToItsFirstUser(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            // No user: no claim.
+            let anonymous = try await store.record(Self.recording(app, [Self.purchase("1")]))
+            #expect(anonymous[0].entry.claimant == nil)
+            let alice = try await store.record(Self.recording(app, [Self.purchase("1")], user: "alice"))
+            #expect(alice[0].entry.claimant == "alice")
+            // A renewal of alice's subscription presented by bob: still alice's, and not delivered to anyone.
+            let bob = try await store.record(
+                Self.recording(app, [Self.purchase("1"), Self.purchase("2", original: "1")], user: "bob"))
+            #expect(bob.map(\.entry.claimant) == ["alice", "alice"])
+            #expect(bob[1].isNew && bob[1].entry.deliveredAt == nil && bob[1].transferredFrom == nil)
+            // Transfer: the claim moves and says from whom.
+            let moved = try await store.record(Self.recording(app, [Self.purchase("1")], user: "bob", moves: true))
+            #expect(moved[0].entry.claimant == "bob" && moved[0].transferredFrom == "alice")
+            let byUser = try await store.ledgerEntries(LedgerQuery(appID: app.id, user: "bob", limit: 10))
+            #expect(byUser.map(\.transaction.transactionID).sorted() == ["1", "2"])
+            #expect(try await store.ledgerEntries(LedgerQuery(appID: app.id, user: "alice", limit: 10)).isEmpty)
+
+            // The operator moves or releases a claim; an unknown original transaction is said to be unknown.
+            #expect(try await store.setClaim(appID: app.id, originalTransactionID: "1", user: "carol", at: Self.start))
+            #expect(
+                try await store.ledgerEntries(LedgerQuery(appID: app.id, originalTransactionID: "1", limit: 10)).map(
+                    \.claimant) == ["carol", "carol"])
+            #expect(try await store.setClaim(appID: app.id, originalTransactionID: "1", user: nil, at: Self.start))
+            #expect(
+                try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).allSatisfy { $0.claimant == nil })
+            #expect(!(try await store.setClaim(appID: app.id, originalTransactionID: "x", user: "a", at: Self.start)))
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func deliveriesAreConfirmedOnce(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            var recording = Self.recording(app, [Self.purchase("1"), Self.purchase("2")])
+            recording.deliversNew = false
+            let recorded = try await store.record(recording)
+            #expect(recorded.allSatisfy { $0.entry.deliveredAt == nil })
+            let confirmed = try await store.confirmDelivery(
+                appID: app.id, transactionIDs: ["1", "unknown"], at: Self.start.addingTimeInterval(5))
+            #expect(confirmed.map(\.transaction.transactionID) == ["1"])
+            #expect(confirmed[0].deliveredAt == Self.start.addingTimeInterval(5))
+            let again = try await store.confirmDelivery(
+                appID: app.id, transactionIDs: ["1", "2"], at: Self.start.addingTimeInterval(9))
+            #expect(
+                Dictionary(uniqueKeysWithValues: again.map { ($0.transaction.transactionID, $0.deliveredAt) }) == [
+                    "1": Self.start.addingTimeInterval(5), "2": Self.start.addingTimeInterval(9),
+                ])
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func lookUpsPageInOrderWithoutGapsOrRepeats(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            for index in 0..<7 {
+                // Times with sub-millisecond parts: the stores keep milliseconds, and paging must not repeat rows.
+                let offset = Double(index / 2) + 0.000_4
+                _ = try await store.record(
+                    Self.recording(app, [Self.purchase("t\(index)", original: "o\(index % 2)")], at: offset))
+            }
+            var seen: [String] = []
+            var after: LedgerPosition?
+            repeat {
+                let page = try await store.ledgerEntries(LedgerQuery(appID: app.id, after: after, limit: 3))
+                seen += page.map(\.transaction.transactionID)
+                after = page.count == 3 ? page.last.map(LedgerPosition.init(of:)) : nil
+            } while after != nil
+            #expect(seen == (0..<7).map { "t\($0)" })
+            let originals = try await store.ledgerEntries(
+                LedgerQuery(appID: app.id, originalTransactionID: "o1", limit: 10))
+            #expect(originals.map(\.transaction.transactionID) == ["t1", "t3", "t5"])
+            let recent = try await store.ledgerEntries(
+                LedgerQuery(appID: app.id, since: Self.start.addingTimeInterval(2), limit: 10))
+            #expect(recent.map(\.transaction.transactionID) == ["t4", "t5", "t6"])
+            // Another app's ledger is not this one's; removing the app removes its ledger.
+            #expect(try await store.ledgerEntries(LedgerQuery(appID: UUID(), limit: 10)).isEmpty)
+            #expect(try await store.deleteApp(id: app.id))
+            #expect(try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func concurrentRecordingsOfOneTransactionMakeItNewExactlyOnce(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            let news = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<20 {
+                    group.addTask {
+                        // Overlapping inputs in different orders: the stores must neither double nor deadlock.
+                        let transactions = [Self.purchase("a"), Self.purchase("b", original: "a"), Self.purchase("c")]
+                        let input = index % 2 == 0 ? transactions : transactions.reversed()
+                        let results = try await store.record(
+                            Self.recording(app, input, user: "u\(index % 3)", request: "r\(index)"))
+                        return results.filter(\.isNew).count
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(news == 3)
+            let entries = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
+            #expect(entries.count == 3)
+            // One claimant for the original transaction, whoever won.
+            #expect(Set(entries.filter { $0.transaction.originalTransactionID == "a" }.map(\.claimant)).count == 1)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func theAppsLedgerSettingsAreStored(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            #expect(app.claimsPolicy == .flag && app.deliveryMode == .once && app.productCatalog == nil)
+            let stored = try await store.app(token: app.token)
+            #expect(stored == app)
+            var changed = app
+            changed.claimsPolicy = .transfer
+            changed.deliveryMode = .confirm
+            changed.productCatalog = ["com.example.coins", "com.example.pro_1"]
+            let updated = try await store.updateApp(changed)
+            let reloaded = try await store.app(token: app.token)
+            #expect(updated && reloaded == changed)
+            changed.productCatalog = []
+            _ = try await store.updateApp(changed)
+            let emptied = try await store.app(token: app.token)
+            #expect(emptied?.productCatalog == [])
+        }
+    }
+}
