@@ -57,6 +57,14 @@ public enum AppleDate {
         format(seconds: floorDivide(milliseconds, 1_000), suffix: " Etc/GMT")
     }
 
+    /// `"yyyy-MM-ddTHH:mm:ss.SSSZ"`: RFC 3339 in UTC with milliseconds, the form of the dates we add to answers.
+    public static func rfc3339(milliseconds: Int64) -> String {
+        let fraction = milliseconds - floorDivide(milliseconds, 1_000) * 1_000
+        let digits = String(fraction + 1_000).dropFirst()
+        let text = gmt(milliseconds: milliseconds)
+        return "\(text.prefix(10))T\(text.dropFirst(11).prefix(8)).\(digits)Z"
+    }
+
     /// `"yyyy-MM-dd HH:mm:ss America/Los_Angeles"`, daylight saving applied.
     public static func pacific(milliseconds: Int64) -> String {
         let seconds = floorDivide(milliseconds, 1_000)

@@ -31,6 +31,15 @@ import Testing
                 #expect(decrypted["request_id"]?.stringValue == sealed.header("X-Request-ID"))
                 decrypted["request_id"] = nil
                 expected["request_id"] = nil
+                // The ledger's decisions are inside the ciphertext: the plain call recorded the ten transactions,
+                // the sealed one sees them again.
+                let states = { (answer: JSONObject) in
+                    (answer["transactions"]?.arrayValue ?? []).map { "\($0["state"]?.stringValue ?? "")" }
+                }
+                #expect(states(expected) == Array(repeating: "new", count: 10))
+                #expect(states(decrypted) == Array(repeating: "seen", count: 10))
+                decrypted["transactions"] = nil
+                expected["transactions"] = nil
                 #expect(decrypted == expected, "\(cipher)")
 
                 // A fresh IV every time: the same answer never encrypts the same way twice.

@@ -52,10 +52,10 @@ import Testing
             #expect(first[0].entry.deliveredAt == Self.start)
 
             let again = try await store.record(
-                Self.recording(app, [Self.purchase("2"), Self.purchase("3")], at: 60, request: "r2"))
+                Self.recording(app, [Self.purchase("2"), Self.purchase("3")], at: 700, request: "r2"))
             #expect(again.map(\.isNew) == [false, true])
             #expect(again[0].entry.firstSeenAt == Self.start)
-            #expect(again[0].entry.lastSeenAt == Self.start.addingTimeInterval(60))
+            #expect(again[0].entry.lastSeenAt == Self.start.addingTimeInterval(700))
             #expect(again[0].entry.firstRequestID == "r1")
             #expect(again[0].entry.transaction == Self.purchase("2"))
 
@@ -67,7 +67,11 @@ import Testing
             let stored = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
             #expect(stored.count == 4)
             let two = try #require(stored.first { $0.transaction.transactionID == "2" })
-            #expect(two.lastSeenAt == Self.start.addingTimeInterval(60))
+            #expect(two.lastSeenAt == Self.start.addingTimeInterval(700))
+            // Seen again within the precision of last_seen_at: nothing is written.
+            _ = try await store.record(Self.recording(app, [Self.purchase("2")], at: 760, request: "r3"))
+            let unchanged = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
+            #expect(unchanged.first { $0.transaction.transactionID == "2" }?.lastSeenAt == two.lastSeenAt)
             #expect(two.transaction == Self.purchase("2"))
         }
     }

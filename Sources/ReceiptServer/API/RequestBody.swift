@@ -55,6 +55,7 @@ enum RequestBody {
         request.transactionID = try fields.text("transaction_id")
         request.productID = try fields.text("product_id")
         request.nonce = try fields.text("nonce", limit: VerificationRequest.maximumNonceLength)
+        request.appUserID = try fields.text("app_user_id")
         return request
     }
 
@@ -167,7 +168,7 @@ enum RequestBody {
     /// The field names a body is read for.
     static let knownFields: Set<String> = [
         "apikey", "token", "receipt", "receipt-data", "password", "exclude_old_transactions",
-        "exclude-old-transactions", "transaction_id", "product_id", "nonce",
+        "exclude-old-transactions", "transaction_id", "product_id", "nonce", "app_user_id",
     ]
 
     /// A field name fit for a log line: a name we read, or "an unknown field" (a client may put anything in a name,

@@ -30,6 +30,7 @@ struct VerificationEndpoint: Sendable {
     let failedAuthentications: FailedAuthentications
     let gate: UsageGate
     let verification: VerificationService
+    let ledger: Ledger
     let maximumBodySize: Int
     let bodies: BodyBudget
     let logger: Logger
@@ -61,6 +62,7 @@ struct VerificationEndpoint: Sendable {
             // Only debug lines come from below here; the metadata copy is not free at thousands per second.
             if logger.logLevel <= .debug { requestLogger[metadataKey: "request_id"] = "\(requestID)" }
             outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
+            try await decideDelivery(&outcome, request: parsed, caller: caller, requestID: requestID)
             outcome.requestID = requestID
             if kind == .encrypted, outcome.isValid {
                 sealed = try ResultSealing.seal(JSONValue.object(outcome.answer).encoded, for: caller)
@@ -76,6 +78,31 @@ struct VerificationEndpoint: Sendable {
         context.record.outcome = RequestRecord.Outcome(
             status: outcome.status, source: outcome.source, input: outcome.input?.rawValue, detail: outcome.detail)
         return response
+    }
+
+    /// Adds the ledger's `transactions` to a valid answer, or turns it into a 403 when a purchase belongs to another
+    /// user and the app refuses such requests.
+    private func decideDelivery(
+        _ outcome: inout VerificationOutcome, request: VerificationRequest, caller: Caller, requestID: String
+    ) async throws {
+        guard outcome.isValid, let environment = outcome.environment else { return }
+        // The user: the request's `app_user_id`, else a StoreKit 2 transaction's own `appAccountToken`.
+        let user =
+            request.appUserID.flatMap { $0.isEmpty ? nil : $0 }
+            ?? (outcome.purchases.count == 1 ? outcome.purchases[0].appAccountToken : nil)
+        switch try await ledger.decide(
+            outcome.purchases, environment: environment, user: user, app: caller.app, requestID: requestID)
+        {
+        case .deliver(let entries):
+            outcome.transactions = entries
+        case .refused:
+            var refused = VerificationOutcome.rejected(
+                source: outcome.source, reason: "a purchase is claimed by another user of the app",
+                description: Ledger.claimedByOtherUser)
+            refused.input = outcome.input
+            refused.nonce = outcome.nonce
+            outcome = refused
+        }
     }
 
     /// How far a request's body was read.

@@ -62,13 +62,15 @@ struct ServerComponents: Sendable {
     let connections: ConnectionLimiter
     let metrics: ServerMetrics
     let flushes: FlushStatus
+    let ledger: Ledger
 
-    init(configuration: ServerConfiguration, store: any UsageStore, metrics: ServerMetrics) {
+    init(configuration: ServerConfiguration, store: any DataStore, metrics: ServerMetrics) {
         deadline = StoreDeadline(configuration.databaseTimeout, metrics: metrics.factory)
         gate = UsageGate(store: store, deadline: deadline)
         connections = ConnectionLimiter(maximum: configuration.maximumConnections)
         self.metrics = metrics
         flushes = FlushStatus(metrics: metrics.factory)
+        ledger = Ledger(store: store, deadline: deadline, metrics: metrics.factory)
         metrics.setPoolSize(configuration.store.poolSize)
     }
 
@@ -129,7 +131,7 @@ func buildRouter(
             tenancy: tenancy, cacheTTL: configuration.authenticationCacheTTL, deadline: components.deadline),
         failedAuthentications: FailedAuthentications(perSecond: configuration.failedAuthenticationsPerSecond),
         gate: components.gate,
-        verification: verification, maximumBodySize: configuration.maximumBodySize,
+        verification: verification, ledger: components.ledger, maximumBodySize: configuration.maximumBodySize,
         bodies: BodyBudget(limit: configuration.maximumBodyMemory), logger: logger)
     for kind in [VerificationEndpoint.Kind.plain, .encrypted] {
         router.post(RouterPath(kind.rawValue)) { request, context in

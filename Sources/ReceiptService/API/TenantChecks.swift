@@ -2,20 +2,36 @@ import ReceiptCore
 
 /// The app's checks on an authentic receipt (docs/api.md, "Status codes", 403); a failed check is a 403 answer.
 enum TenantChecks {
-    /// Why the receipt fails the app's checks (for the log), or nil when it passes.
+    /// Why a receipt fails the app's checks: the reason for the log, and the answer's description where it is more
+    /// precise than 403's fixed one.
+    struct Rejection: Error {
+        let reason: String
+        var description: String?
+    }
+
+    /// The description of a 403 for a product outside the app's catalog.
+    static let productNotInCatalog = "A product in the receipt is not one of the app's"
+
+    /// Why the receipt fails the app's checks, or nil when it passes.
     ///
     /// - Parameter transactions: the input's transactions (``PurchaseTransaction``), searched for the asserted
     ///   `transaction_id` and `product_id`.
     static func check(
         bundleID: String, environment: AppStoreEnvironment, isTestData: Bool, transactions: [PurchaseTransaction],
         request: VerificationRequest, app: App
-    ) -> String? {
+    ) -> Rejection? {
         guard app.bundleIDs.contains(where: { $0.value == bundleID }) else {
-            return "bundle ID '\(bundleID)' is not one of the app's"
+            return Rejection(reason: "bundle ID '\(bundleID)' is not one of the app's")
         }
         // Test-signed data reaches here only when the app allows it; its environment is Xcode, never configured.
         guard isTestData || app.allowedEnvironments.contains(environment) else {
-            return "environment \(environment.rawValue) is not allowed for the app"
+            return Rejection(reason: "environment \(environment.rawValue) is not allowed for the app")
+        }
+        if let catalog = app.productCatalog,
+            let outside = transactions.first(where: { !catalog.contains($0.productID) })
+        {
+            return Rejection(
+                reason: "product '\(outside.productID)' is not in the app's catalog", description: productNotInCatalog)
         }
         if request.transactionID != nil || request.productID != nil {
             let held = transactions.contains { transaction in
@@ -23,9 +39,10 @@ enum TenantChecks {
                     && (request.productID.map { $0 == transaction.productID } ?? true)
             }
             guard held else {
-                return request.transactionID != nil
-                    ? "the asserted transaction (and product) is not in the receipt"
-                    : "the asserted product is not in the receipt"
+                return Rejection(
+                    reason: request.transactionID != nil
+                        ? "the asserted transaction (and product) is not in the receipt"
+                        : "the asserted product is not in the receipt")
             }
         }
         return nil

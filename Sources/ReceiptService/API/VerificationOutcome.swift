@@ -30,6 +30,10 @@ public struct VerificationOutcome: Sendable {
     public var repairs: JSONValue?
     /// The delivery decision per transaction (valid answers only).
     public var transactions: [JSONValue]?
+    /// The verdict's transactions, for the ledger (valid answers only).
+    public var purchases: [PurchaseTransaction] = []
+    /// The verdict's environment, for the ledger (valid answers only).
+    public var environment: AppStoreEnvironment?
     /// The client's `nonce`, echoed.
     public var nonce: String?
     /// The request's id.
@@ -52,6 +56,13 @@ public struct VerificationOutcome: Sendable {
         body.append("description", .string(ResponseStatus.description(of: status)))
         if retryable { body.append("retryable", .bool(true)) }
         return VerificationOutcome(status: status, body: body, source: source, detail: detail)
+    }
+
+    /// A 403: the receipt is authentic but fails the app's checks; `description` replaces the fixed one where given.
+    public static func rejected(source: Source, reason: String, description: String? = nil) -> VerificationOutcome {
+        var outcome = failure(ResponseStatus.rejected, source: source, detail: reason)
+        if let description { outcome.body["description"] = .string(description) }
+        return outcome
     }
 
     /// The JSON body a client reads.

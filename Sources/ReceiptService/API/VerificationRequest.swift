@@ -18,12 +18,14 @@ public struct VerificationRequest: Sendable, Equatable {
     public var productID: String?
     /// Echoed inside the answer, so a client can detect a replayed response.
     public var nonce: String?
+    /// The app's own id of the user presenting the purchase, for claims (docs/api.md, "Transactions").
+    public var appUserID: String?
 
     /// Creates a request; every field defaults to "not sent".
     public init(
         apiKey: String? = nil, token: String? = nil, receipt: String? = nil, password: String? = nil,
         excludeOldTransactions: Bool = false, transactionID: String? = nil, productID: String? = nil,
-        nonce: String? = nil
+        nonce: String? = nil, appUserID: String? = nil
     ) {
         self.apiKey = apiKey
         self.token = token
@@ -33,10 +35,11 @@ public struct VerificationRequest: Sendable, Equatable {
         self.transactionID = transactionID
         self.productID = productID
         self.nonce = nonce
+        self.appUserID = appUserID
     }
 
     /// The longest `nonce` accepted, in bytes.
     public static let maximumNonceLength = 256
-    /// The longest `apikey`, `token`, `password`, `transaction_id` or `product_id` accepted, in bytes.
+    /// The longest `apikey`, `token`, `password`, `transaction_id`, `product_id` or `app_user_id` accepted, in bytes.
     public static let maximumFieldLength = 256
 }

@@ -90,11 +90,13 @@ public struct VerificationService: Sendable {
             return .verdict(
                 .failure(ResponseStatus.internalError, source: .local, detail: "local verification: \(error)"))
         }
+        let purchases = PurchaseTransaction.all(in: verified)
         if let rejection = TenantChecks.check(
             bundleID: verified.bundleID, environment: verified.environment, isTestData: verified.isTestData,
-            transactions: PurchaseTransaction.all(in: verified), request: request, app: caller.app)
+            transactions: purchases, request: request, app: caller.app)
         {
-            return .verdict(.failure(ResponseStatus.rejected, source: .local, detail: rejection))
+            return .verdict(
+                .rejected(source: .local, reason: rejection.reason, description: rejection.description))
         }
         var body = verified.response
         if verified.kind == .unifiedReceipt {
@@ -104,7 +106,10 @@ public struct VerificationService: Sendable {
             // client's own text back, 30 % of the answer for nothing.
             if !latest.isEmpty { body.append("latest_receipt_info", .array(latest)) }
         }
-        return .verdict(VerificationOutcome(status: 0, body: body, source: .local))
+        var outcome = VerificationOutcome(status: 0, body: body, source: .local)
+        outcome.purchases = purchases
+        outcome.environment = verified.environment
+        return .verdict(outcome)
     }
 
     // MARK: Apple
@@ -126,24 +131,31 @@ public struct VerificationService: Sendable {
             return .failure(ResponseStatus.internalError, source: .apple, retryable: true, detail: "Apple: \(error)")
         }
         var body = answer.body
+        var purchases: [PurchaseTransaction] = []
+        var environment: AppStoreEnvironment?
         if answer.status == 0 {
             let receipt = answer.body["receipt"]
             let bundleID = receipt?["bundle_id"]?.stringValue ?? receipt?["bid"]?.stringValue ?? ""
-            let environment =
+            let answered =
                 answer.body["environment"]?.stringValue.flatMap(AppStoreEnvironment.init(rawValue:))
                 ?? answer.answeredBy
+            purchases = PurchaseTransaction.all(inAnswer: answer.body)
             if let rejection = TenantChecks.check(
-                bundleID: bundleID, environment: environment, isTestData: false,
-                transactions: PurchaseTransaction.all(inAnswer: answer.body), request: request, app: caller.app)
+                bundleID: bundleID, environment: answered, isTestData: false, transactions: purchases,
+                request: request, app: caller.app)
             {
-                return .failure(ResponseStatus.rejected, source: .apple, detail: rejection)
+                return .rejected(source: .apple, reason: rejection.reason, description: rejection.description)
             }
+            environment = answered
         }
         // Apple's answer passes through unchanged; we add our fields after Apple's.
         body["description"] = .string(ResponseStatus.description(of: answer.status))
         if answer.isRetryable { body["retryable"] = .bool(true) }
-        return VerificationOutcome(
+        var outcome = VerificationOutcome(
             status: answer.status, body: body, source: .apple,
             detail: answer.status == 0 ? nil : "Apple answered \(answer.status)")
+        outcome.purchases = purchases
+        outcome.environment = environment
+        return outcome
     }
 }

@@ -14,7 +14,8 @@ public struct LedgerEntry: Sendable, Equatable {
     public var claimant: String?
     /// When the ledger first recorded it.
     public var firstSeenAt: Date
-    /// When a request last wrote it (a request answered from the in-memory view writes nothing).
+    /// When a request last saw it, to within ``LedgerRecording/lastSeenPrecision`` (a request answered from the
+    /// in-memory view writes nothing).
     public var lastSeenAt: Date
     /// The id of the request that first recorded it.
     public var firstRequestID: String
@@ -74,6 +75,10 @@ public struct LedgerRecording: Sendable {
         self.requestID = requestID
         self.now = now.roundedToMilliseconds
     }
+
+    /// How precisely `last_seen_at` is kept, in seconds: a recording within this time of the last one does not write
+    /// it again.
+    public static let lastSeenPrecision: TimeInterval = 600
 
     /// The entry a new transaction gets, its claimant already decided.
     public func newEntry(_ transaction: PurchaseTransaction, claimant: String?) -> LedgerEntry {

@@ -65,10 +65,14 @@ enum LedgerRecorder {
                 entry.transaction.revocationPercentage = transaction.revocationPercentage
                 changed = true
             }
-            entry.lastSeenAt = recording.now
             entry.claimant = claimants[transaction.originalTransactionID]
-            try await writer.touch(
-                transaction.transactionID, at: recording.now, revocation: revokes ? transaction : nil)
+            // `last_seen_at` is kept to within ``LedgerRecording/lastSeenPrecision``: a recording that changes
+            // nothing then writes nothing, and on SQLite leaves the change marker (and every server's view) alone.
+            if revokes || recording.now.timeIntervalSince(entry.lastSeenAt) >= LedgerRecording.lastSeenPrecision {
+                entry.lastSeenAt = recording.now
+                try await writer.touch(
+                    transaction.transactionID, at: recording.now, revocation: revokes ? transaction : nil)
+            }
             recorded[transaction.transactionID] = LedgerRecorded(
                 entry: entry, isNew: false, transferredFrom: transferredFrom[transaction.originalTransactionID])
         }

@@ -1,0 +1,228 @@
+import CoreMetrics
+import Foundation
+import ReceiptCore
+import Synchronization
+
+/// The delivery decision for a valid answer (docs/api.md, "Transactions"): records the input's transactions in the
+/// app's ledger and says, per transaction, whether the backend should deliver it.
+///
+/// A transaction already in the ledger costs no database round trip: a bounded in-memory view of known entries
+/// answers, as long as the input brings nothing the view does not know (a revocation, a user to claim for, a claim to
+/// move). The view is dropped whenever the store's ``StoreLifecycle/changeMarker()`` moves (a claim, revocation or
+/// delivery recorded by another server or process), so such a change is seen on the next call.
+public final class Ledger: Sendable {
+    /// The decision for one answer.
+    public enum Decision: Sendable {
+        /// The `transactions` array of the answer.
+        case deliver([JSONValue])
+        /// A purchase belongs to another user and the app refuses such requests (``ClaimsPolicy/refuse``).
+        case refused
+    }
+
+    /// The description of a 403 for a purchase claimed by another user (``ClaimsPolicy/refuse``).
+    public static let claimedByOtherUser = "A purchase in the receipt belongs to another user of the app"
+
+    let store: any LedgerStore
+    let deadline: StoreDeadline
+    private let view: LedgerView
+    private let metrics: LedgerMetrics
+
+    /// Creates the ledger over `store`; its writes wait at most `deadline`; `capacity` bounds the in-memory view.
+    public init(
+        store: any LedgerStore, deadline: StoreDeadline = StoreDeadline(nil), capacity: Int = 100_000,
+        metrics: (any MetricsFactory)? = nil
+    ) {
+        self.store = store
+        self.deadline = deadline
+        self.view = LedgerView(capacity: capacity)
+        self.metrics = LedgerMetrics(factory: metrics ?? NOOPMetricsHandler.instance)
+    }
+
+    /// Records `transactions` (one input's, of `environment`) for `app` and decides what to deliver to `user`.
+    public func decide(
+        _ transactions: [PurchaseTransaction], environment: AppStoreEnvironment, user: String?, app: App,
+        requestID: String, now: Date = Date()
+    ) async throws -> Decision {
+        guard !transactions.isEmpty else { return .deliver([]) }
+        let claimant = app.claimsPolicy == .off ? nil : user
+        let recording = LedgerRecording(
+            appID: app.id, environment: environment, transactions: transactions, user: claimant,
+            movesClaims: app.claimsPolicy == .transfer, deliversNew: app.deliveryMode == .once, requestID: requestID,
+            now: now)
+        let results: [LedgerRecorded]
+        let marker = store.changeMarker()
+        if let known = view.answer(recording, marker: marker) {
+            results = known
+            metrics.fromMemory.increment()
+        } else {
+            results = try await deadline.run("the ledger") { [store] in try await store.record(recording) }
+            metrics.writes.increment()
+            view.remember(results.map(\.entry), marker: marker)
+        }
+        var entries: [JSONValue] = []
+        entries.reserveCapacity(results.count)
+        for result in results {
+            let entry = Self.answerEntry(result, user: claimant, app: app)
+            if case .string(let state)? = entry["state"] { metrics.count(state: state) }
+            if let holder = result.entry.claimant, let claimant, holder != claimant {
+                metrics.conflicts(app.claimsPolicy).increment()
+                if app.claimsPolicy == .refuse { return .refused }
+            }
+            if result.transferredFrom != nil { metrics.conflicts(.transfer).increment() }
+            entries.append(.object(entry))
+        }
+        return .deliver(entries)
+    }
+
+    /// One entry of the answer's `transactions`, in the documented field order.
+    static func answerEntry(_ result: LedgerRecorded, user: String?, app: App) -> JSONObject {
+        let entry = result.entry
+        let transaction = entry.transaction
+        let otherUsers = entry.claimant.map { holder in user.map { holder != $0 } ?? false } ?? false
+        let deliver: Bool
+        if entry.isRevoked || otherUsers {
+            deliver = false
+        } else {
+            switch app.deliveryMode {
+            case .once: deliver = result.isNew && entry.deliveredAt != nil
+            case .confirm: deliver = entry.deliveredAt == nil
+            }
+        }
+        var object = JSONObject(capacity: 12)
+        object.append("transaction_id", .string(transaction.transactionID))
+        object.append("original_transaction_id", .string(transaction.originalTransactionID))
+        object.append("product_id", .string(transaction.productID))
+        object.append(
+            "first_seen_at", .string(AppleDate.rfc3339(milliseconds: entry.firstSeenAt.millisecondsSince1970)))
+        let state =
+            entry.isRevoked ? "refunded" : otherUsers ? "claimed_by_other_user" : result.isNew ? "new" : "seen"
+        object.append("state", .string(state))
+        object.append("deliver", .bool(deliver))
+        if let revoked = transaction.revocationDate {
+            object.append("refunded_at", .string(AppleDate.rfc3339(milliseconds: revoked)))
+            if let reason = transaction.revocationReason { object.append("reason", .integer(Int64(reason))) }
+            if let type = transaction.revocationType { object.append("refund_type", .string(type)) }
+            if let percentage = transaction.revocationPercentage {
+                // Apple states thousandths of a percent: 25000 is 25 %.
+                object.append("refund_percentage", .double(Double(percentage) / 1_000))
+            }
+            if entry.deliveredAt != nil { object.append("refunded_after_delivery", .bool(true)) }
+        }
+        if let from = result.transferredFrom { object.append("transferred_from", .string(from)) }
+        if let delivered = entry.deliveredAt, app.deliveryMode == .confirm {
+            object.append("delivered_at", .string(AppleDate.rfc3339(milliseconds: delivered.millisecondsSince1970)))
+        }
+        return object
+    }
+}
+
+/// The known ledger entries of every app, keyed by app, environment and transaction id, valid for one value of the
+/// store's change marker. Bounded: past `capacity` entries it starts again empty.
+final class LedgerView: Sendable {
+    struct Key: Hashable {
+        let appID: UUID
+        let environment: AppStoreEnvironment
+        let transactionID: String
+    }
+
+    private struct State {
+        var marker: Int?
+        var entries: [Key: LedgerEntry] = [:]
+    }
+
+    private let capacity: Int
+    private let state = Mutex(State())
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    /// The recording's results from memory, when every transaction is known, the input revokes none the view
+    /// thinks unrevoked, and no claim would be made or moved; nil when the store must be asked.
+    func answer(_ recording: LedgerRecording, marker: Int?) -> [LedgerRecorded]? {
+        guard let marker, !recording.transactions.isEmpty else { return nil }
+        return state.withLock { state in
+            guard state.marker == marker else {
+                state.entries.removeAll(keepingCapacity: true)
+                state.marker = marker
+                return nil
+            }
+            var results: [LedgerRecorded] = []
+            results.reserveCapacity(recording.transactions.count)
+            for transaction in recording.transactions {
+                let key = Key(
+                    appID: recording.appID, environment: recording.environment,
+                    transactionID: transaction.transactionID)
+                guard let entry = state.entries[key],
+                    transaction.revocationDate == nil || entry.isRevoked
+                else { return nil }
+                if let user = recording.user {
+                    // A claim to make (none yet) or to move is the store's to do.
+                    guard let holder = entry.claimant, holder == user || !recording.movesClaims else { return nil }
+                }
+                results.append(LedgerRecorded(entry: entry, isNew: false, transferredFrom: nil))
+            }
+            return results
+        }
+    }
+
+    /// Remembers entries read or written while the marker was `marker`.
+    func remember(_ entries: [LedgerEntry], marker: Int?) {
+        guard let marker else { return }
+        state.withLock { state in
+            if state.marker != marker {
+                state.entries.removeAll(keepingCapacity: true)
+                state.marker = marker
+            }
+            if state.entries.count + entries.count > capacity { state.entries.removeAll() }
+            for entry in entries {
+                state.entries[
+                    Key(
+                        appID: entry.appID, environment: entry.environment,
+                        transactionID: entry.transaction.transactionID)] = entry
+            }
+        }
+    }
+
+    /// How many entries are remembered.
+    var count: Int { state.withLock { $0.entries.count } }
+}
+
+/// The ledger's figures in `/metrics`.
+struct LedgerMetrics: Sendable {
+    /// Recordings that went to the database (`receiptverify_ledger_writes_total`).
+    let writes: Counter
+    /// Answers decided from the in-memory view (`receiptverify_ledger_memory_answers_total`).
+    let fromMemory: Counter
+    /// Transactions answered, by state (`receiptverify_ledger_transactions_total{state}`).
+    let states: [String: Counter]
+    /// Purchases presented by another user than their claimant, by policy
+    /// (`receiptverify_ledger_claim_conflicts_total{policy}`).
+    let conflictsByPolicy: [ClaimsPolicy: Counter]
+
+    init(factory: any MetricsFactory) {
+        writes = Counter(label: "receiptverify_ledger_writes_total", factory: factory)
+        fromMemory = Counter(label: "receiptverify_ledger_memory_answers_total", factory: factory)
+        states = Dictionary(
+            uniqueKeysWithValues: ["new", "seen", "refunded", "claimed_by_other_user"].map { state in
+                (
+                    state,
+                    Counter(
+                        label: "receiptverify_ledger_transactions_total", dimensions: [("state", state)],
+                        factory: factory)
+                )
+            })
+        conflictsByPolicy = Dictionary(
+            uniqueKeysWithValues: ClaimsPolicy.allCases.map { policy in
+                (
+                    policy,
+                    Counter(
+                        label: "receiptverify_ledger_claim_conflicts_total", dimensions: [("policy", policy.rawValue)],
+                        factory: factory)
+                )
+            })
+    }
+
+    func count(state: String) { states[state]?.increment() }
+    func conflicts(_ policy: ClaimsPolicy) -> Counter { conflictsByPolicy[policy]! }
+}
