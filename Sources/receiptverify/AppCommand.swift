@@ -26,18 +26,27 @@ struct AppCommand: AsyncParsableCommand {
         @Option(help: "Cipher of /apiencrypted results: aes-256-cbc, aes-256-gcm.") var cipher: String?
         @Flag(inversion: .prefixedNo, help: "Accept data signed by a test root (Xcode StoreKit testing).")
         var allowTestData: Bool?
+        @Option(help: "When another user presents a claimed purchase: off, flag, refuse, transfer (default flag).")
+        var claims: String?
+        @Option(help: "Deliver a transaction once, or until confirmed: once, confirm (default once).")
+        var delivery: String?
+        @Option(name: .customLong("product"), help: "A product id receipts may hold; repeat (default: any).")
+        var products: [String] = []
+        @Flag(help: "Remove the product catalog: any product is accepted.") var anyProduct = false
 
         func settings() throws -> AppSettings {
             if sharedSecret != nil && sharedSecretFile != nil {
                 throw CommandFailure("give --shared-secret or --shared-secret-file, not both")
             }
+            if anyProduct && !products.isEmpty { throw CommandFailure("give --product or --any-product, not both") }
             return AppSettings(
                 name: name, bundleIDs: bundleIDs.isEmpty ? nil : bundleIDs,
                 allowedEnvironments: environments.isEmpty ? nil : environments, verificationMode: mode,
                 sharedSecret: try sharedSecret ?? sharedSecretFile.map { try readSecret($0, what: "shared secret") },
                 appleIssuerID: appleIssuerID, appleKeyID: appleKeyID,
                 applePrivateKeyPEM: try applePrivateKeyFile.map { try readSecret($0, what: "Apple private key") },
-                resultCipher: cipher, allowsTestData: allowTestData)
+                resultCipher: cipher, allowsTestData: allowTestData, claimsPolicy: claims, deliveryMode: delivery,
+                productCatalog: anyProduct ? [] : products.isEmpty ? nil : products)
         }
 
         private func readSecret(_ path: String, what: String) throws -> String {

@@ -30,6 +30,11 @@ enum Output {
             print(String(decoding: try encoder.encode(values), as: UTF8.self))
             return
         }
+        table(values, columns: columns)
+    }
+
+    /// A table with the given columns, a header line first.
+    static func table<T>(_ values: [T], columns: [(String, (T) -> String)]) {
         let rows = [columns.map(\.0)] + values.map { value in columns.map { $0.1(value) } }
         let widths = columns.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         for row in rows {

@@ -60,6 +60,13 @@ public struct JWSBuilder: Sendable {
     public var signedDate: Date = RFC3339.date("2023-05-09T23:20:55Z")
     /// A defect applied after signing.
     public var tampering: Tampering = .none
+    /// `inAppOwnershipType`: `PURCHASED` or `FAMILY_SHARED`.
+    public var ownershipType: String = "PURCHASED"
+    /// `appAccountToken`, when the app set one.
+    public var appAccountToken: String?
+    /// `revocationDate`, `revocationReason`, `revocationType` and `revocationPercentage` (thousandths of a percent),
+    /// when Apple revoked the transaction.
+    public var revocation: (date: Date, reason: Int, type: String, percentage: Int?)?
 
     /// Creates a builder with the defaults above.
     public init() {}
@@ -69,15 +76,22 @@ public struct JWSBuilder: Sendable {
 
     /// The payload as JSON text (keys sorted, so the output is reproducible).
     public func payloadJSON(bundleID: String? = nil) throws -> [UInt8] {
-        let object: [String: Any]
+        var object: [String: Any]
         switch payload {
         case .transaction:
             object = [
                 "transactionId": transactionID, "originalTransactionId": originalTransactionID,
                 "bundleId": bundleID ?? self.bundleID, "productId": productID, "environment": environment,
                 "signedDate": signedDateMilliseconds, "purchaseDate": signedDateMilliseconds - 60_000, "quantity": 1,
-                "type": "Auto-Renewable Subscription", "inAppOwnershipType": "PURCHASED",
+                "type": "Auto-Renewable Subscription", "inAppOwnershipType": ownershipType,
             ]
+            if let appAccountToken { object["appAccountToken"] = appAccountToken }
+            if let revocation {
+                object["revocationDate"] = Int64((revocation.date.timeIntervalSince1970 * 1_000).rounded(.down))
+                object["revocationReason"] = revocation.reason
+                object["revocationType"] = revocation.type
+                if let percentage = revocation.percentage { object["revocationPercentage"] = percentage }
+            }
         case .appTransaction:
             object = [
                 "receiptType": environment, "appAppleId": 1_234_567_890, "bundleId": bundleID ?? self.bundleID,

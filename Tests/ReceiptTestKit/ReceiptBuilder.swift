@@ -33,6 +33,8 @@ public struct ReceiptBuilder: Sendable {
         public var isTrialPeriod: Bool
         /// 1719 is_in_intro_offer_period.
         public var isInIntroOfferPeriod: Bool
+        /// 1712 cancellation_date: when Apple refunded it; nil (the attribute left out) when it was not.
+        public var cancellationDate: Date?
 
         /// Creates a purchase; see each property for its attribute.
         public init(
@@ -308,18 +310,20 @@ public struct ReceiptBuilder: Sendable {
     }
 
     private static func inAppPayload(_ purchase: InAppPurchase, _ style: DateStyle) -> [UInt8] {
-        ASN1Tree.set([
-            attribute(1701, .integer(purchase.quantity)),
-            attribute(1702, .utf8String(purchase.productID)),
-            attribute(1703, .utf8String(purchase.transactionID)),
-            attribute(1705, .utf8String(purchase.originalTransactionID)),
-            attribute(1704, .ia5String(style.text(purchase.purchaseDate))),
-            attribute(1706, .ia5String(style.text(purchase.originalPurchaseDate))),
-            attribute(1708, .ia5String(purchase.expiresDate.map(style.text) ?? "")),
-            attribute(1711, .integer(purchase.webOrderLineItemID)),
-            attribute(1713, .integer(purchase.isTrialPeriod ? 1 : 0)),
-            attribute(1719, .integer(purchase.isInIntroOfferPeriod ? 1 : 0)),
-        ]).bytes
+        ASN1Tree.set(
+            [
+                attribute(1701, .integer(purchase.quantity)),
+                attribute(1702, .utf8String(purchase.productID)),
+                attribute(1703, .utf8String(purchase.transactionID)),
+                attribute(1705, .utf8String(purchase.originalTransactionID)),
+                attribute(1704, .ia5String(style.text(purchase.purchaseDate))),
+                attribute(1706, .ia5String(style.text(purchase.originalPurchaseDate))),
+                attribute(1708, .ia5String(purchase.expiresDate.map(style.text) ?? "")),
+                attribute(1711, .integer(purchase.webOrderLineItemID)),
+                attribute(1713, .integer(purchase.isTrialPeriod ? 1 : 0)),
+                attribute(1719, .integer(purchase.isInIntroOfferPeriod ? 1 : 0)),
+            ] + (purchase.cancellationDate.map { [attribute(1712, .ia5String(style.text($0)))] } ?? [])
+        ).bytes
     }
 
     private static func attribute(_ type: Int64, _ value: ASN1Tree) -> ASN1Tree {

@@ -56,6 +56,15 @@ enum RequestBody {
         request.productID = try fields.text("product_id")
         request.nonce = try fields.text("nonce", limit: VerificationRequest.maximumNonceLength)
         request.appUserID = try fields.text("app_user_id")
+        request.originalTransactionID = try fields.text("original_transaction_id")
+        request.transactionIDs = try fields.list("transaction_ids", limit: VerificationRequest.maximumTransactionIDs)
+        request.cursor = try fields.text("cursor")
+        request.limit = try fields.text("limit").map { text throws(Unreadable) in
+            guard let limit = Int(text), (1...VerificationRequest.maximumPageSize).contains(limit) else {
+                throw Unreadable(reason: "field 'limit' must be a whole number from 1 to 1000")
+            }
+            return limit
+        }
         return request
     }
 
@@ -169,6 +178,7 @@ enum RequestBody {
     static let knownFields: Set<String> = [
         "apikey", "token", "receipt", "receipt-data", "password", "exclude_old_transactions",
         "exclude-old-transactions", "transaction_id", "product_id", "nonce", "app_user_id",
+        "original_transaction_id", "transaction_ids", "cursor", "limit",
     ]
 
     /// A field name fit for a log line: a name we read, or "an unknown field" (a client may put anything in a name,
@@ -200,6 +210,35 @@ extension [String: RequestBody.Field] {
             throw RequestBody.Unreadable(reason: "field '\(name)' is longer than \(limit) bytes")
         }
         return text
+    }
+
+    /// The texts of a list field: a JSON array of strings or numbers, or (in a form) one text with the values
+    /// separated by commas; each value at most ``VerificationRequest/maximumFieldLength`` bytes, at most `limit` of
+    /// them.
+    fileprivate func list(_ name: String, limit: Int) throws(RequestBody.Unreadable) -> [String]? {
+        guard let field = self[name] else { return nil }
+        var values: [String] = []
+        switch field {
+        case .text(let text), .json(.string(let text)):
+            values = text.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+        case .json(.array(let elements)):
+            for element in elements {
+                switch element {
+                case .string(let text): values.append(text)
+                case .integer(let number): values.append(String(number))
+                default: throw RequestBody.Unreadable(reason: "field '\(name)' must hold strings")
+                }
+            }
+        case .json(.null): return nil
+        case .json: throw RequestBody.Unreadable(reason: "field '\(name)' must be a list")
+        }
+        guard values.count <= limit else {
+            throw RequestBody.Unreadable(reason: "field '\(name)' holds more than \(limit) values")
+        }
+        guard values.allSatisfy({ !$0.isEmpty && $0.utf8.count <= VerificationRequest.maximumFieldLength }) else {
+            throw RequestBody.Unreadable(reason: "field '\(name)' holds an empty or overlong value")
+        }
+        return values
     }
 
     /// `number` as an integer when it is one written with a fraction or exponent (`12345.0`, `1e3`): JSON does not

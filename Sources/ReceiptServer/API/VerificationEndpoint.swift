@@ -6,8 +6,9 @@ import NIOCore
 import ReceiptCore
 import ReceiptService
 
-/// `POST /api` and `POST /apiencrypted`: read the body, authenticate, admit the call under the account's plan
-/// (endpoint, rate limit, monthly quota), verify, count the call if it was billable, answer.
+/// `POST /api`, `POST /apiencrypted` and the ledger routes: read the body, authenticate, admit the call under the
+/// account's plan (endpoint, rate limit, monthly quota), verify (or look up, or confirm), count the call if it was
+/// billable, answer.
 ///
 /// Every answer is JSON with `status`, `description` and `request_id` (a successful `/apiencrypted` answer is that
 /// JSON sealed with the app's key). What the log line and the metrics need goes into the context's
@@ -17,13 +18,20 @@ struct VerificationEndpoint: Sendable {
     enum Kind: String, Sendable {
         case plain = "/api"
         case encrypted = "/apiencrypted"
+        case transactions = "/api/transactions"
+        case delivered = "/api/transactions/delivered"
 
+        /// The endpoint the plan's gate admits the call to (a confirmation is rate limited as a look-up).
         var usageEndpoint: UsageEndpoint {
             switch self {
             case .plain: .api
             case .encrypted: .apiEncrypted
+            case .transactions, .delivered: .transactions
             }
         }
+
+        /// Whether an answer of this route is billed (a delivery confirmation is not).
+        var isBilled: Bool { self != .delivered }
     }
 
     let authenticator: Authenticator
@@ -61,13 +69,20 @@ struct VerificationEndpoint: Sendable {
             var requestLogger = logger
             // Only debug lines come from below here; the metadata copy is not free at thousands per second.
             if logger.logLevel <= .debug { requestLogger[metadataKey: "request_id"] = "\(requestID)" }
-            outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
-            try await decideDelivery(&outcome, request: parsed, caller: caller, requestID: requestID)
+            switch kind {
+            case .plain, .encrypted:
+                outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
+                try await decideDelivery(&outcome, request: parsed, caller: caller, requestID: requestID)
+            case .transactions:
+                outcome = try await lookUp(parsed, for: caller)
+            case .delivered:
+                outcome = try await confirmDeliveries(parsed, for: caller)
+            }
             outcome.requestID = requestID
             if kind == .encrypted, outcome.isValid {
                 sealed = try ResultSealing.seal(JSONValue.object(outcome.answer).encoded, for: caller)
             }
-            billedStatus = outcome.status
+            billedStatus = kind.isBilled ? outcome.status : nil
         } catch {
             outcome = Self.outcome(for: error)
             outcome.nonce = nonce

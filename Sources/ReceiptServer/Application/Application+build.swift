@@ -96,7 +96,7 @@ func buildRouter(
     // Every route and the methods it takes; any other method on these paths is answered 405.
     var routes: [String: [HTTPRequest.Method]] = [
         "/healthz": [.get, .head], "/readyz": [.get, .head], "/openapi.json": [.get], "/api": [.post],
-        "/apiencrypted": [.post],
+        "/apiencrypted": [.post], "/api/transactions": [.post], "/api/transactions/delivered": [.post],
     ]
     if configuration.metricsPort == nil { routes["/metrics"] = [.get] }
     let router = Router(context: ServerContext.self)
@@ -133,7 +133,7 @@ func buildRouter(
         gate: components.gate,
         verification: verification, ledger: components.ledger, maximumBodySize: configuration.maximumBodySize,
         bodies: BodyBudget(limit: configuration.maximumBodyMemory), logger: logger)
-    for kind in [VerificationEndpoint.Kind.plain, .encrypted] {
+    for kind in [VerificationEndpoint.Kind.plain, .encrypted, .transactions, .delivered] {
         router.post(RouterPath(kind.rawValue)) { request, context in
             await endpoint.respond(to: request, context: context, kind: kind)
         }

@@ -1,4 +1,5 @@
-/// What a client sent to `/api` or `/apiencrypted`, after the HTTP layer decoded the form or JSON body.
+/// What a client sent to `/api`, `/apiencrypted` or the ledger routes (`/api/transactions`,
+/// `/api/transactions/delivered`), after the HTTP layer decoded the form or JSON body.
 ///
 /// Field names follow docs/api.md ("Request"); the HTTP layer also accepts Apple's spellings (`receipt-data`, …).
 public struct VerificationRequest: Sendable, Equatable {
@@ -20,6 +21,14 @@ public struct VerificationRequest: Sendable, Equatable {
     public var nonce: String?
     /// The app's own id of the user presenting the purchase, for claims (docs/api.md, "Transactions").
     public var appUserID: String?
+    /// The original transaction a ledger look-up asks for.
+    public var originalTransactionID: String?
+    /// The transactions a delivery confirmation names.
+    public var transactionIDs: [String]?
+    /// Where a ledger look-up goes on: the `next_cursor` of the previous page.
+    public var cursor: String?
+    /// The most rows a ledger look-up wants.
+    public var limit: Int?
 
     /// Creates a request; every field defaults to "not sent".
     public init(
@@ -37,6 +46,11 @@ public struct VerificationRequest: Sendable, Equatable {
         self.nonce = nonce
         self.appUserID = appUserID
     }
+
+    /// The most transaction ids one delivery confirmation names.
+    public static let maximumTransactionIDs = 1_000
+    /// The most rows of one ledger page.
+    public static let maximumPageSize = 1_000
 
     /// The longest `nonce` accepted, in bytes.
     public static let maximumNonceLength = 256

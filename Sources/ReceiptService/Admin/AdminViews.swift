@@ -108,6 +108,12 @@ public struct AppView: Codable, Sendable, Equatable {
     public let allowsTestData: Bool
     /// Whether it may be used.
     public let enabled: Bool
+    /// `off`, `flag`, `refuse` or `transfer`.
+    public let claims: String
+    /// `once` or `confirm`.
+    public let delivery: String
+    /// The product ids a receipt may hold; nil: any.
+    public let products: [String]?
     /// When it was created.
     public let createdAt: Date
     /// When it last changed.
@@ -128,6 +134,7 @@ public struct AppView: Codable, Sendable, Equatable {
         case hasApplePrivateKey = "has_apple_private_key"
         case resultCipher = "result_cipher"
         case allowsTestData = "allows_test_data"
+        case claims, delivery, products
         case createdAt = "created_at"
         case updatedAt = "updated_at"
         case resultKey = "result_key"
@@ -149,6 +156,9 @@ public struct AppView: Codable, Sendable, Equatable {
         resultCipher = app.resultCipher.rawValue
         allowsTestData = app.allowsTestData
         enabled = app.isEnabled
+        claims = app.claimsPolicy.rawValue
+        delivery = app.deliveryMode.rawValue
+        products = app.productCatalog
         createdAt = app.createdAt
         updatedAt = app.updatedAt
         resultKey = revealedKey.map { Data($0).base64EncodedString() }

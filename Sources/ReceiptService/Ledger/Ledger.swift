@@ -74,6 +74,20 @@ public final class Ledger: Sendable {
         return .deliver(entries)
     }
 
+    /// One page of the app's ledger (``LedgerStore/ledgerEntries(_:)``), within the database deadline.
+    public func entries(_ query: LedgerQuery) async throws -> [LedgerEntry] {
+        try await deadline.run("a ledger look-up") { [store] in try await store.ledgerEntries(query) }
+    }
+
+    /// Confirms deliveries (``LedgerStore/confirmDelivery(appID:transactionIDs:at:)``), within the database deadline.
+    public func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date = Date()) async throws
+        -> [LedgerEntry]
+    {
+        try await deadline.run("a delivery confirmation") { [store] in
+            try await store.confirmDelivery(appID: appID, transactionIDs: transactionIDs, at: date)
+        }
+    }
+
     /// One entry of the answer's `transactions`, in the documented field order.
     static func answerEntry(_ result: LedgerRecorded, user: String?, app: App) -> JSONObject {
         let entry = result.entry

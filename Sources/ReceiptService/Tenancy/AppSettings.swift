@@ -30,13 +30,20 @@ public struct AppSettings: Sendable {
     public var allowsTestData: Bool?
     /// Whether the app is enabled.
     public var isEnabled: Bool?
+    /// `off`, `flag`, `refuse` or `transfer`.
+    public var claimsPolicy: String?
+    /// `once` or `confirm`.
+    public var deliveryMode: String?
+    /// The product catalog: product ids; the empty list removes the catalog (any product).
+    public var productCatalog: [String]?
 
     /// Creates settings; every field defaults to "not given".
     public init(
         name: String? = nil, bundleIDs: [String]? = nil, allowedEnvironments: [String]? = nil,
         verificationMode: String? = nil, sharedSecret: String? = nil, appleIssuerID: String? = nil,
         appleKeyID: String? = nil, applePrivateKeyPEM: String? = nil, removeAppleCredentials: Bool = false,
-        resultCipher: String? = nil, allowsTestData: Bool? = nil, isEnabled: Bool? = nil
+        resultCipher: String? = nil, allowsTestData: Bool? = nil, isEnabled: Bool? = nil,
+        claimsPolicy: String? = nil, deliveryMode: String? = nil, productCatalog: [String]? = nil
     ) {
         self.name = name
         self.bundleIDs = bundleIDs
@@ -50,6 +57,9 @@ public struct AppSettings: Sendable {
         self.resultCipher = resultCipher
         self.allowsTestData = allowsTestData
         self.isEnabled = isEnabled
+        self.claimsPolicy = claimsPolicy
+        self.deliveryMode = deliveryMode
+        self.productCatalog = productCatalog
     }
 
     /// Settings checked and converted; secrets still in clear.
@@ -64,6 +74,10 @@ public struct AppSettings: Sendable {
         var resultCipher: ResultCipher?
         var allowsTestData: Bool?
         var isEnabled: Bool?
+        var claimsPolicy: ClaimsPolicy?
+        var deliveryMode: DeliveryMode?
+        /// `.some(nil)` removes the catalog.
+        var productCatalog: [String]??
     }
 
     /// Checks every given field; throws ``ServiceError/Code/invalidArgument`` naming the first bad one.
@@ -160,6 +174,45 @@ public struct AppSettings: Sendable {
         }
         parsed.allowsTestData = allowsTestData
         parsed.isEnabled = isEnabled
+        if let claimsPolicy {
+            guard let policy = ClaimsPolicy(rawValue: claimsPolicy) else {
+                throw ServiceError(
+                    .invalidArgument,
+                    "unknown claims policy '\(Validation.printable(claimsPolicy))': expected off, flag, refuse or transfer"
+                )
+            }
+            parsed.claimsPolicy = policy
+        }
+        if let deliveryMode {
+            guard let mode = DeliveryMode(rawValue: deliveryMode) else {
+                throw ServiceError(
+                    .invalidArgument,
+                    "unknown delivery mode '\(Validation.printable(deliveryMode))': expected once or confirm")
+            }
+            parsed.deliveryMode = mode
+        }
+        if let productCatalog {
+            var seen = Set<String>()
+            let products = try productCatalog.map { product in
+                // Apple's product ids: letters, digits, `.`, `_` and `-`.
+                guard (1...255).contains(product.utf8.count),
+                    product.utf8.allSatisfy({
+                        Validation.isASCIIAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_")
+                            || $0 == UInt8(ascii: "-")
+                    })
+                else {
+                    throw ServiceError(
+                        .invalidArgument,
+                        "malformed product id '\(Validation.printable(product))': expected letters, digits, '.', '_', '-'"
+                    )
+                }
+                guard seen.insert(product).inserted else {
+                    throw ServiceError(.invalidArgument, "product id '\(product)' is given twice")
+                }
+                return product
+            }
+            parsed.productCatalog = .some(products.isEmpty ? nil : products)
+        }
         return parsed
     }
 }

@@ -202,6 +202,7 @@ public struct TenancyService: Sendable {
                 SecureRandom.bytes(32), context: App.secretContext(appID: id, purpose: "result_key"), with: masterKey),
             allowsTestData: parsed.allowsTestData ?? false, isEnabled: parsed.isEnabled ?? true,
             createdAt: date, updatedAt: date)
+        apply(ledgerSettingsOf: parsed, to: &app)
         try apply(secretsOf: parsed, to: &app)
         try await store.insertApp(app)
         return app
@@ -232,8 +233,16 @@ public struct TenancyService: Sendable {
         if let cipher = parsed.resultCipher { app.resultCipher = cipher }
         if let allowsTestData = parsed.allowsTestData { app.allowsTestData = allowsTestData }
         if let isEnabled = parsed.isEnabled { app.isEnabled = isEnabled }
+        apply(ledgerSettingsOf: parsed, to: &app)
         try apply(secretsOf: parsed, to: &app)
         return try await save(app)
+    }
+
+    /// The claims policy, delivery mode and product catalog, where given.
+    private func apply(ledgerSettingsOf parsed: AppSettings.Parsed, to app: inout App) {
+        if let policy = parsed.claimsPolicy { app.claimsPolicy = policy }
+        if let mode = parsed.deliveryMode { app.deliveryMode = mode }
+        if let catalog = parsed.productCatalog { app.productCatalog = catalog }
     }
 
     /// Gives the app a new token; the old one stops working at once.

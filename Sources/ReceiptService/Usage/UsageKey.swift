@@ -6,6 +6,8 @@ public enum UsageEndpoint: String, Sendable, Hashable, CaseIterable, Codable {
     case api
     /// `POST /apiencrypted`.
     case apiEncrypted = "apiencrypted"
+    /// `POST /api/transactions`: a ledger look-up.
+    case transactions
 }
 
 /// What a billable call ended in: the outcome classes usage is counted by.

@@ -1,0 +1,73 @@
+import Foundation
+import ReceiptCore
+import ReceiptService
+
+/// The ledger routes (docs/api.md, "Transactions"): `POST /api/transactions` looks up the app's ledger, and
+/// `POST /api/transactions/delivered` confirms deliveries. Both authenticate and pass the plan's gate as `/api`
+/// does; a look-up is metered as an endpoint of its own, a confirmation is not billed.
+extension VerificationEndpoint {
+    /// The description of a look-up's answer.
+    static let lookUpDescription = "The app's ledger rows"
+    /// The description of a confirmation's answer.
+    static let confirmedDescription = "Deliveries confirmed"
+    /// Rows of a look-up page when the request names no `limit`.
+    static let defaultPageSize = 100
+
+    /// One page of the app's ledger rows for a user or an original transaction, with `next_cursor` when more follow.
+    func lookUp(_ request: VerificationRequest, for caller: Caller) async throws -> VerificationOutcome {
+        let user = request.appUserID.flatMap { $0.isEmpty ? nil : $0 }
+        let original = request.originalTransactionID.flatMap { $0.isEmpty ? nil : $0 }
+        guard user != nil || original != nil else {
+            throw HTTPFailure(
+                status: ResponseStatus.badRequest, reason: "a look-up needs app_user_id or original_transaction_id")
+        }
+        var after: LedgerPosition?
+        if let cursor = request.cursor, !cursor.isEmpty {
+            guard let position = LedgerPosition(cursor: cursor) else {
+                throw HTTPFailure(status: ResponseStatus.badRequest, reason: "cursor is not one this service gave")
+            }
+            after = position
+        }
+        let limit = request.limit ?? Self.defaultPageSize
+        // One row more than asked tells whether another page follows.
+        let query = LedgerQuery(
+            appID: caller.app.id, user: user, originalTransactionID: original, after: after, limit: limit + 1)
+        let rows = try await ledger.entries(query)
+        let page = rows.prefix(limit)
+        var body = JSONObject(capacity: 4)
+        body.append("status", .integer(0))
+        body.append("description", .string(Self.lookUpDescription))
+        body.append("transactions", .array(page.map { JSONValue.object($0.json) }))
+        if rows.count > limit, let last = page.last {
+            body.append("next_cursor", .string(LedgerPosition(of: last).cursor))
+        }
+        return VerificationOutcome(status: 0, body: body, source: .local)
+    }
+
+    /// Marks the named transactions delivered (idempotent); answers each found one with its `delivered_at` and
+    /// names the ids the app's ledger does not hold.
+    func confirmDeliveries(_ request: VerificationRequest, for caller: Caller) async throws -> VerificationOutcome {
+        guard let ids = request.transactionIDs, !ids.isEmpty else {
+            throw HTTPFailure(status: ResponseStatus.badRequest, reason: "transaction_ids is required")
+        }
+        let entries = try await ledger.confirmDelivery(appID: caller.app.id, transactionIDs: ids)
+        var found = Set<String>()
+        var confirmed: [JSONValue] = []
+        for entry in entries where found.insert(entry.transaction.transactionID).inserted {
+            var object = JSONObject(capacity: 2)
+            object.append("transaction_id", .string(entry.transaction.transactionID))
+            if let delivered = entry.deliveredAt {
+                object.append("delivered_at", .string(LedgerEntry.rfc3339(delivered)))
+            }
+            confirmed.append(.object(object))
+        }
+        var unknown = Set<String>()
+        let missing = ids.filter { !found.contains($0) && unknown.insert($0).inserted }
+        var body = JSONObject(capacity: 4)
+        body.append("status", .integer(0))
+        body.append("description", .string(Self.confirmedDescription))
+        body.append("transactions", .array(confirmed))
+        body.append("unknown_transaction_ids", .array(missing.map { .string($0) }))
+        return VerificationOutcome(status: 0, body: body, source: .local)
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import ReceiptCore
+
+extension LedgerEntry {
+    /// The row as `POST /api/transactions` and `transactions list --json` give it (docs/api.md, "Ledger look-ups"):
+    /// Apple's dates in milliseconds as Apple states them, ours in RFC 3339; absent values left out.
+    public var json: JSONObject {
+        var object = JSONObject(capacity: 20)
+        object.append("transaction_id", .string(transaction.transactionID))
+        object.append("original_transaction_id", .string(transaction.originalTransactionID))
+        object.append("product_id", .string(transaction.productID))
+        object.append("environment", .string(environment.rawValue))
+        if let date = transaction.purchaseDate { object.append("purchase_date_ms", .integer(date)) }
+        if let date = transaction.originalPurchaseDate { object.append("original_purchase_date_ms", .integer(date)) }
+        if let date = transaction.expiresDate { object.append("expires_date_ms", .integer(date)) }
+        object.append("quantity", .integer(Int64(transaction.quantity)))
+        if let id = transaction.webOrderLineItemID { object.append("web_order_line_item_id", .string(id)) }
+        if let ownership = transaction.inAppOwnershipType { object.append("ownership_type", .string(ownership)) }
+        if let date = transaction.revocationDate {
+            object.append("refunded_at", .string(AppleDate.rfc3339(milliseconds: date)))
+            if let reason = transaction.revocationReason { object.append("reason", .integer(Int64(reason))) }
+            if let type = transaction.revocationType { object.append("refund_type", .string(type)) }
+            if let percentage = transaction.revocationPercentage {
+                object.append("refund_percentage", .double(Double(percentage) / 1_000))
+            }
+        }
+        if let claimant { object.append("app_user_id", .string(claimant)) }
+        object.append("first_seen_at", .string(Self.rfc3339(firstSeenAt)))
+        object.append("last_seen_at", .string(Self.rfc3339(lastSeenAt)))
+        object.append("first_request_id", .string(firstRequestID))
+        if let deliveredAt { object.append("delivered_at", .string(Self.rfc3339(deliveredAt))) }
+        return object
+    }
+
+    public static func rfc3339(_ date: Date) -> String { AppleDate.rfc3339(milliseconds: date.millisecondsSince1970) }
+}
+
+extension LedgerPosition {
+    /// The position as an opaque cursor: base64url of `first_seen|environment|transaction_id`.
+    public var cursor: String {
+        Data("\(firstSeen)|\(environment)|\(transactionID)".utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// The position a cursor names; nil for text no server made.
+    public init?(cursor: String) {
+        var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard cursor.utf8.count <= 512, let data = Data(base64Encoded: base64),
+            let text = String(data: data, encoding: .utf8)
+        else { return nil }
+        let parts = text.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, let firstSeen = Int64(parts[0]),
+            AppStoreEnvironment(rawValue: String(parts[1])) != nil, !parts[2].isEmpty
+        else { return nil }
+        self.init(firstSeen: firstSeen, environment: String(parts[1]), transactionID: String(parts[2]))
+    }
+}

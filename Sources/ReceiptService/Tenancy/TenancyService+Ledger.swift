@@ -1,0 +1,46 @@
+import Foundation
+
+/// The operator's view of an app's ledger (`receiptverify transactions …`).
+extension TenancyService {
+    /// The app's ledger rows, oldest first, optionally of one user or one original transaction and first seen at or
+    /// after `since`; at most `limit`.
+    public func ledgerEntries(
+        token: String, user: String?, originalTransactionID: String?, since: Date?, limit: Int
+    ) async throws -> [LedgerEntry] {
+        let app = try await app(token: token)
+        guard (1...100_000).contains(limit) else {
+            throw ServiceError(.invalidArgument, "the limit must be from 1 to 100000")
+        }
+        var entries: [LedgerEntry] = []
+        var after: LedgerPosition?
+        // Pages of the store's size, so one command never holds a long transaction.
+        while entries.count < limit {
+            let page = try await store.ledgerEntries(
+                LedgerQuery(
+                    appID: app.id, user: user, originalTransactionID: originalTransactionID, since: since,
+                    after: after, limit: min(1_000, limit - entries.count)))
+            entries += page
+            guard let last = page.last, page.count == min(1_000, limit - entries.count + page.count) else { break }
+            after = LedgerPosition(of: last)
+        }
+        return entries
+    }
+
+    /// Gives an original transaction's claim to `user`, or releases it (`user` nil).
+    public func setClaim(token: String, originalTransactionID: String, user: String?) async throws {
+        let app = try await app(token: token)
+        if let user {
+            guard !user.isEmpty, user.utf8.count <= VerificationRequest.maximumFieldLength else {
+                throw ServiceError(.invalidArgument, "a user id must be 1-256 bytes")
+            }
+        }
+        guard
+            try await store.setClaim(
+                appID: app.id, originalTransactionID: originalTransactionID, user: user, at: now())
+        else {
+            throw ServiceError(
+                .invalidArgument,
+                "the app's ledger holds no original transaction '\(Validation.printable(originalTransactionID))'")
+        }
+    }
+}
