@@ -240,7 +240,9 @@ class Document:
     def documented_fields(self) -> dict[str, set[str]]:
         """Top-level fields of each closed answer schema."""
         schemas = self.doc["components"]["schemas"]
-        return {name: set(schemas[name]["properties"]) for name in ("VerifyAnswer", "ErrorAnswer", "HealthStatus")}
+        return {name: set(schemas[name]["properties"])
+                for name in ("VerifyAnswer", "ErrorAnswer", "HealthStatus", "LedgerPage", "DeliveriesConfirmed",
+                             "DeliveryDecision")}
 
 
 class Contract:
@@ -256,7 +258,7 @@ class Contract:
         self.verbose = verbose
         self.failures: list[str] = []
         self.pairs: dict[tuple[str, str, int], int] = {}
-        self.fields: dict[str, set[str]] = {"VerifyAnswer": set(), "ErrorAnswer": set(), "HealthStatus": set()}
+        self.fields: dict[str, set[str]] = {name: set() for name in document.documented_fields()}
         self.not_exercised: dict[tuple[str, str, int], str] = dict(NOT_PRODUCIBLE)
         self.fields_not_exercised: dict[str, str] = {}
         self.skipped_ops: set[str] = set()
@@ -409,14 +411,24 @@ class Contract:
         elif answer.status >= 400 and "receipt" not in value:
             self.fields["ErrorAnswer"] |= set(value)
         elif answer.path in ("/api", "/apiencrypted"):
-            self.fields["VerifyAnswer"] |= set(value)
+            self.record_sealed(value)
+        elif answer.path == "/api/transactions":
+            self.fields["LedgerPage"] |= set(value)
+        elif answer.path == "/api/transactions/delivered":
+            self.fields["DeliveriesConfirmed"] |= set(value)
 
     def record_sealed(self, value: dict) -> None:
         self.fields["VerifyAnswer"] |= set(value)
+        for entry in value.get("transactions") or []:
+            if isinstance(entry, dict):
+                self.fields["DeliveryDecision"] |= set(entry)
 
-    def request_body_problems(self, media: str, body: dict, valid: bool) -> list[str]:
+    REQUEST_SCHEMAS = {"/api": "VerifyRequest", "/apiencrypted": "VerifyRequest", "/api/transactions": "LookUpRequest",
+                       "/api/transactions/delivered": "DeliveredRequest"}
+
+    def request_body_problems(self, media: str, body: dict, valid: bool, route: str = "/api") -> list[str]:
         """Whether the documented request schema agrees with what the server did with `body`."""
-        name = "VerifyRequestJSON" if media == "application/json" else "VerifyRequestForm"
+        name = self.REQUEST_SCHEMAS[route] + ("JSON" if media == "application/json" else "Form")
         errors = self.document.errors(self.document.schema(name), body)
         if valid and errors:
             return [f"the server took this body, but the request schema {name} rejects it: {errors[0]}"]
@@ -535,6 +547,9 @@ def open_sealed(text: str, key_b64: str, cipher: str) -> bytes | None:
     return unpadder.update(padded) + unpadder.finalize()
 
 
+# The ledger's routes (docs/api.md, "Transactions").
+LEDGER_ROUTES = ("/api/transactions", "/api/transactions/delivered")
+
 def b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
@@ -571,9 +586,107 @@ class Run:
             return self.c.send("POST", route, json=fields, headers=all_headers)
         return self.c.send("POST", route, data=fields, headers=all_headers)
 
-    def valid_request(self, name: str, media: str, body: dict, valid: bool = True) -> None:
-        for problem in self.c.request_body_problems(media, body, valid):
+    def valid_request(self, name: str, media: str, body: dict, valid: bool = True, route: str = "/api") -> None:
+        for problem in self.c.request_body_problems(media, body, valid, route):
             self.c.fail(name, problem)
+
+    # The ledger routes.
+
+    def ledger(self) -> None:
+        """/api with a user, then the ledger look-ups and delivery confirmations of what it recorded."""
+        print("ledger routes")
+        c, token = self.c, self.cred["token"]
+        user = "contract-" + secrets.token_hex(4)
+        fields = {"token": token, "receipt": self.receipt, "app_user_id": user}
+        self.valid_request("/api with app_user_id", "application/x-www-form-urlencoded", fields)
+        answer = self.post("/api", fields)
+
+        def decisions(a: Answer, b: Any) -> list[str]:
+            entries = b.get("transactions") if isinstance(b, dict) else None
+            if not entries:
+                return ["no transactions in a valid answer"]
+            return [f"{e['transaction_id']} is {e['state']}, expected seen (the verdicts recorded it)"
+                    for e in entries if e.get("state") != "seen"]
+        c.check("/api with app_user_id", answer, 200, extra=decisions)
+        entries = answer.json().get("transactions") or [] if answer.status == 200 else []
+        ids = sorted(e["transaction_id"] for e in entries)
+
+        # Every row of the user, one per page, through the cursors.
+        seen: list[str] = []
+        cursor = None
+        for _ in range(len(ids) + 1):
+            body = {"token": token, "app_user_id": user, "limit": "1", "nonce": "n-page",
+                    **({"cursor": cursor} if cursor else {})}
+            self.valid_request("look-up page", "application/x-www-form-urlencoded", body, route="/api/transactions")
+            page = self.post("/api/transactions", body)
+            c.check("POST /api/transactions by user, one row a page", page, 200)
+            value = page.json() if page.status == 200 else {}
+            seen += [row["transaction_id"] for row in value.get("transactions", [])]
+            cursor = value.get("next_cursor")
+            if not cursor:
+                break
+        if sorted(seen) != ids:
+            c.fail("ledger paging", f"pages gave {sorted(seen)}, the answer recorded {ids}")
+        if entries:
+            original = entries[0]["original_transaction_id"]
+            body = {"token": token, "original_transaction_id": original, "limit": 1000}
+            self.valid_request("look-up as JSON", "application/json", body, route="/api/transactions")
+            c.check("POST /api/transactions by original transaction (JSON)",
+                    self.post("/api/transactions", body, as_json=True), 200,
+                    extra=lambda a, b: [] if all(row["original_transaction_id"] == original
+                                                 and row.get("app_user_id") == user for row in b["transactions"])
+                    and b["transactions"] else [f"rows {b['transactions']!r}"])
+        for label, body in (("no user and no original transaction", {"token": token}),
+                            ("a cursor it did not give", {"token": token, "app_user_id": user, "cursor": "x"}),
+                            ("limit 0", {"token": token, "app_user_id": user, "limit": "0"}),
+                            ("limit 1001", {"token": token, "app_user_id": user, "limit": "1001"})):
+            c.check(f"POST /api/transactions {label} (400)", self.post("/api/transactions", body), 400)
+            if label != "a cursor it did not give":
+                self.valid_request(label, "application/x-www-form-urlencoded", body, valid=False,
+                                   route="/api/transactions")
+
+        # An app that moves claims and delivers until confirmed: a second user takes the purchases over
+        # (transferred_from), and a confirmation shows in the next answer (delivered_at).
+        if self.need("transfer_token"):
+            transfer = {"token": self.cred["transfer_token"], "receipt": self.receipt}
+            self.post("/api", {**transfer, "app_user_id": "first-user"})
+            c.check("/api: a claim moves to another user", self.post("/api", {**transfer, "app_user_id": "second-user"}),
+                    200, extra=lambda a, b: [] if b["transactions"] and all(
+                        e.get("transferred_from") == "first-user" for e in b["transactions"]) else [
+                        f"transactions {b['transactions']!r}"])
+            moved = [e["transaction_id"] for e in entries]
+            self.post("/api/transactions/delivered", {"token": self.cred["transfer_token"],
+                                                      "transaction_ids": ",".join(moved)})
+            c.check("/api: confirmed deliveries", self.post("/api", {**transfer, "app_user_id": "second-user"}), 200,
+                    extra=lambda a, b: [] if b["transactions"] and all(
+                        "delivered_at" in e and e["deliver"] is False for e in b["transactions"]) else [
+                        f"transactions {b['transactions']!r}"])
+
+        # Confirmations: a JSON list, a form list, an unknown id; idempotent.
+        route = "/api/transactions/delivered"
+        body = {"token": token, "transaction_ids": ids[:2] + ["no-such-transaction"], "nonce": "n-delivered"}
+        self.valid_request("confirmation as JSON", "application/json", body, route=route)
+
+        def confirmed(a: Answer, b: Any) -> list[str]:
+            problems = []
+            if sorted(t["transaction_id"] for t in b["transactions"]) != ids[:2]:
+                problems.append(f"confirmed {b['transactions']!r}, expected {ids[:2]}")
+            if b["unknown_transaction_ids"] != ["no-such-transaction"]:
+                problems.append(f"unknown {b['unknown_transaction_ids']!r}")
+            if b.get("nonce") != "n-delivered":
+                problems.append("nonce not echoed")
+            return problems
+        first = self.post(route, body, as_json=True)
+        c.check(f"POST {route} (JSON)", first, 200, extra=confirmed)
+        again = self.post(route, {**body, "transaction_ids": ",".join(body["transaction_ids"])})
+        c.check(f"POST {route} again, as a form", again, 200, extra=lambda a, b: [] if first.status == 200 and {
+            t["transaction_id"]: t["delivered_at"] for t in b["transactions"]} == {
+            t["transaction_id"]: t["delivered_at"] for t in first.json()["transactions"]} else [
+            "a second confirmation changed delivered_at"])
+        for label, body in (("without transaction_ids", {"token": token}),
+                            ("1001 ids", {"token": token, "transaction_ids": ",".join(map(str, range(1001)))})):
+            c.check(f"POST {route} {label} (400)", self.post(route, body), 400)
+            self.valid_request(label, "application/x-www-form-urlencoded", body, valid=False, route=route)
 
     # Operations routes.
 
@@ -599,7 +712,7 @@ class Run:
         c.check("POST unknown path", c.send("POST", "/v1/api", data={"a": "b"}), 404)
         c.check("GET /API (paths are case-sensitive)", c.send("GET", "/API"), 404)
         for method in ("GET", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"):
-            for route in ("/api", "/apiencrypted"):
+            for route in LEDGER_ROUTES + ("/api", "/apiencrypted"):
                 c.check(f"{method} {route}", c.send(method, route), 405,
                         extra=lambda a, b: [] if a.header("allow") == "POST" else [f"Allow {a.header('allow')!r}"])
         # Methods the router has no handler for, and wrong methods on the operations routes.
@@ -820,7 +933,10 @@ class Run:
     def refusals(self, route: str) -> None:
         print(f"refusals on {route}")
         c, token, key = self.c, self.cred["token"], self.cred["key"]
-        good = {"token": token, "receipt": "x"}
+        # A body each route answers 200 (a verdict, an empty page, an unknown id).
+        extra = {"/api/transactions": {"app_user_id": "nobody"},
+                 "/api/transactions/delivered": {"transaction_ids": "none"}}.get(route, {"receipt": "x"})
+        good = {"token": token, **extra}
 
         # 400
         bad_bodies = [
@@ -930,7 +1046,7 @@ class Run:
         # 429: the plan's rate limit, the monthly quota.
         if self.need("slow_key", "slow_token"):
             time.sleep(1.1)
-            answers = [self.post(route, {"token": self.cred["slow_token"], "receipt": "x"}, key=self.cred["slow_key"])
+            answers = [self.post(route, {**good, "token": self.cred["slow_token"]}, key=self.cred["slow_key"])
                        for _ in range(3)]
             limited = [a for a in answers if a.status == 429]
             if not limited:
@@ -950,7 +1066,8 @@ class Run:
                     problems.append(f"description {b.get('description')!r} does not name the quota")
                 return problems
             c.check(f"{route} monthly quota of 0 (429)", self.post(
-                route, {"token": self.cred["quota_token"], "receipt": self.receipt}, key=self.cred["quota_key"]), 429,
+                route, {**good, "token": self.cred["quota_token"], "receipt": self.receipt},
+                key=self.cred["quota_key"]), 429,
                 extra=quota)
 
     def failed_authentications(self) -> None:
@@ -1109,6 +1226,10 @@ def main() -> int:
         for name in ("latest_receipt", "latest_expired_receipt_info", "pending_renewal_info", "is-retryable",
                      "exception", "retryable"):
             contract.fields_not_exercised[name] = reason
+    # Apple's real receipts hold no refund, and only Apple can sign one: LedgerAPITests covers refunds with test-signed
+    # receipts and JWS.
+    for name in ("refunded_at", "reason", "refund_type", "refund_percentage", "refunded_after_delivery"):
+        contract.fields_not_exercised[name] = "no real Apple receipt here holds a refund (LedgerAPITests covers them)"
     try:
         run.operations()
         for route in ("/api", "/apiencrypted"):
@@ -1116,6 +1237,9 @@ def main() -> int:
             run.refusals(route)
             if fake is not None:
                 run.apple(route)
+        run.ledger()
+        for route in LEDGER_ROUTES:
+            run.refusals(route)
         run.failed_authentications()
         run.metrics("GET /metrics after the requests", after=True)
     except (requests.RequestException, OSError, Failure) as error:

@@ -94,6 +94,9 @@ APPLE_RESULT_KEY=$(rv app show "$APPLE_TOKEN" --reveal-key --json | field result
 JWS_TOKEN=$(app main --name storekit2 --bundle-id Com.VoiceRecording.Telephone --bundle-id com.audaos.audarecorder \
     --environment sandbox --mode local | field token)
 JWS_RESULT_KEY=$(rv app show "$JWS_TOKEN" --reveal-key --json | field result_key)
+# Claims move to whoever presents them, deliveries stay due until confirmed: transferred_from and delivered_at.
+TRANSFER_TOKEN=$(app main --name transfer --bundle-id "$BUNDLE" --environment sandbox --mode local \
+    --claims transfer --delivery confirm | field token)
 key other >/dev/null
 OTHER_ACCOUNT_TOKEN=$(app other --bundle-id "$BUNDLE" --environment sandbox | field token)
 PLAIN_KEY=$(key plain)
@@ -112,7 +115,7 @@ cat >"$WORK/credentials.json" <<EOF
   "gcm_token": "$GCM_TOKEN", "gcm_result_key": "$GCM_RESULT_KEY",
   "production_only_token": "$PRODUCTION_ONLY", "other_bundle_token": "$OTHER_BUNDLE",
   "apple_token": "$APPLE_TOKEN", "apple_result_key": "$APPLE_RESULT_KEY",
-  "jws_token": "$JWS_TOKEN", "jws_result_key": "$JWS_RESULT_KEY",
+  "jws_token": "$JWS_TOKEN", "jws_result_key": "$JWS_RESULT_KEY", "transfer_token": "$TRANSFER_TOKEN",
   "other_account_token": "$OTHER_ACCOUNT_TOKEN",
   "plain_key": "$PLAIN_KEY", "plain_token": "$PLAIN_TOKEN",
   "slow_key": "$SLOW_KEY", "slow_token": "$SLOW_TOKEN",
@@ -162,7 +165,26 @@ python3 scripts/contract.py --url "$BASE" --spec "$SPEC" --credentials "$WORK/cr
 if [ "${SKIP_SCHEMATHESIS:-0}" != 1 ]; then
     # The body's `apikey` and `token` are pinned to a valid app (local mode, sandbox allowed), so that generated
     # requests reach verification and their verdicts are checked too; the bearer key is the same key.
-    printf '[parameters]\n"body.apikey" = "%s"\n"body.token" = "%s"\n' "$MAIN_KEY" "$TOKEN" >"$WORK/schemathesis.toml"
+    # On the ledger routes a `cursor` is pinned to a well-formed one (any other text is a 400 the schema cannot
+    # express: a cursor is opaque). There the fuzzer's "positive" form bodies carry values over the declared maxLength
+    # (257 characters seen, with keys such as `__main__` added after generation), which the server rightly refuses:
+    # for those two operations schemathesis's positive-data check also accepts a 400 (contract.py checks that valid
+    # bodies are accepted there); every other check runs as everywhere.
+    cursor=$(printf '0|Production|0' | base64 | tr '+/' '-_' | tr -d '=')
+    cat >"$WORK/schemathesis.toml" <<TOML
+[parameters]
+"body.apikey" = "$MAIN_KEY"
+"body.token" = "$TOKEN"
+
+[[operations]]
+include-operation-id = "lookUpTransactions"
+parameters = { "body.apikey" = "$MAIN_KEY", "body.token" = "$TOKEN", "body.cursor" = "$cursor" }
+checks = { positive_data_acceptance = { expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "5xx"] } }
+
+[[operations]]
+include-operation-id = "confirmDeliveries"
+checks = { positive_data_acceptance = { expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "5xx"] } }
+TOML
     log "schemathesis ($("$ST" --version 2>/dev/null | head -1))"
     # Every check, positive and negative data, one worker and a fixed seed (a failing run can be repeated), bounded by
     # examples per operation, and a timeout as a backstop.

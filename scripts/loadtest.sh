@@ -13,6 +13,11 @@
 #                every round), and the summary gives current ÷ baseline.
 # PERF=1         records `perf record -g` of the current server during its first /api run (to $WORK/perf.data,
 #                kept and reported at the end).
+# STORE=postgres runs the servers on PostgreSQL (a throwaway cluster started here, one database per build) instead
+#                of SQLite.
+# NEW=N          loads a stream of N distinct receipts (default 0: the 8 receipts in turn), none sent twice: every
+#                transaction of every /api call is new to the ledger. The summary says if the stream ran out
+#                (then some were sent twice: raise N or shorten DURATION). The warm-up uses one other receipt.
 # Needs wrk (installed with apt when missing and run as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +25,10 @@ DURATION=${1:-30}
 CONNECTIONS=${2:-32}
 THREADS=${3:-2}
 ROUNDS=${ROUNDS:-2}
-RECEIPTS=8
+NEW=${NEW:-0}
+STORE=${STORE:-sqlite}
+# The receipts the load sends (the stream plus the warm-up receipt with NEW).
+if [ "$NEW" -gt 0 ]; then RECEIPTS=$((NEW + 1)); else RECEIPTS=8; fi
 log() { printf '==> %s\n' "$*" >&2; }
 
 if ! command -v wrk >/dev/null 2>&1; then
@@ -39,11 +47,40 @@ fi
 
 WORK=$(mktemp -d /tmp/receiptverify-load.XXXXXX)
 SERVER_PID=
+PG_BIN= PG_PORT= PG_DIR=
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 cleanup() {
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null || true
+    [ -n "$PG_DIR" ] && as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate stop >/dev/null 2>&1 || true
+    [ -n "$PG_DIR" ] && rm -rf "$PG_DIR"
     [ -n "${PERF:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
+
+if [ "$STORE" = postgres ]; then
+    # A throwaway cluster as scripts/test.sh starts one (durable commits: fsync on, as in production).
+    PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r | head -1)
+    [ -x "$PG_BIN/initdb" ] || { log "no PostgreSQL server binaries (install the 'postgresql' package)"; exit 1; }
+    PG_DIR=$(mktemp -d /tmp/receiptverify-load-pg.XXXXXX)
+    if [ "$(id -u)" = 0 ]; then
+        id postgres >/dev/null 2>&1 || useradd --system --home-dir "$PG_DIR" postgres
+        chown postgres "$PG_DIR"
+    fi
+    PG_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    as_pg "$PG_BIN/initdb" -U postgres --auth=trust -D "$PG_DIR/data" >"$PG_DIR/initdb.log" 2>&1
+    as_pg "$PG_BIN/pg_ctl" -w -D "$PG_DIR/data" -l "$PG_DIR/server.log" \
+        -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null
+    log "PostgreSQL on 127.0.0.1:$PG_PORT"
+fi
+
+# The database of build label $1, in $2 (the label's folder).
+database_url() {
+    if [ "$STORE" = postgres ]; then
+        echo "postgres://postgres@127.0.0.1:$PG_PORT/load_$1$DB_SUFFIX?sslmode=disable"
+    else
+        echo "$2/rv.sqlite"
+    fi
+}
 
 "$CURRENT/ReceiptBench" write-load-fixture "$WORK" "$RECEIPTS"
 
@@ -57,9 +94,12 @@ percentile() {
 # One-time set-up of a build's database in $WORK/db-LABEL: a plan whose limits the load never reaches (finite, so
 # the quota arithmetic runs on every call), an account, a key, an app; the request bodies.
 setup() {
-    local bin=$1 label=$2 dir="$WORK/db-$2"
+    local bin=$1 label=$2 dir="$WORK/db-$2$DB_SUFFIX"
     mkdir -p "$dir"
-    export RECEIPTVERIFY_DATABASE_URL="$dir/rv.sqlite" RECEIPTVERIFY_MASTER_KEY_FILE="$dir/master.key"
+    [ "$STORE" = postgres ] && as_pg "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres "load_$label$DB_SUFFIX"
+    RECEIPTVERIFY_DATABASE_URL=$(database_url "$label" "$dir")
+    export RECEIPTVERIFY_DATABASE_URL RECEIPTVERIFY_MASTER_KEY_FILE="$dir/master.key"
+    "$bin/receiptverify" migrate >/dev/null
     "$bin/receiptverify" plan set load --quota 1000000000000 --rate-limit 10000000 --encrypted true >/dev/null
     "$bin/receiptverify" account create --name Load --email load@example.com --plan load >/dev/null
     local key token
@@ -67,23 +107,46 @@ setup() {
         | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
     token=$("$bin/receiptverify" app add --account load@example.com --bundle-id com.example.app --allow-test-data \
         --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
-    for index in $(seq 0 $((RECEIPTS - 1))); do
-        python3 - "$key" "$token" "$WORK/receipt-$index.b64" >"$dir/body-$index" <<'PY'
+    python3 - "$key" "$token" "$WORK" "$dir" "$RECEIPTS" <<'PY'
 import sys, urllib.parse
-print(urllib.parse.urlencode({"apikey": sys.argv[1], "token": sys.argv[2], "receipt": open(sys.argv[3]).read().strip()}), end="")
+key, token, work, folder, count = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+for index in range(count):
+    receipt = open(f"{work}/receipt-{index}.b64").read().strip()
+    with open(f"{folder}/body-{index}", "w") as body:
+        body.write(urllib.parse.urlencode({"apikey": key, "token": token, "receipt": receipt}))
 PY
-    done
+    # The load's bodies: with NEW, receipts 1…N, each wrk thread sending its own share once; else the 8 in turn.
+    # The warm-up sends body 0 only (with NEW; it is then known before the load).
+    local first=0 last=$((RECEIPTS - 1))
+    [ "$NEW" -gt 0 ] && first=1
     cat >"$dir/post.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/x-www-form-urlencoded"
-local bodies = {}
-for i = 0, $((RECEIPTS - 1)) do
-    local f = io.open("$dir/body-" .. i, "rb"); bodies[#bodies + 1] = f:read("*a"); f:close()
+local threads, next_id = {}, 0
+function setup(thread)
+    thread:set("id", next_id); thread:set("count", $THREADS); next_id = next_id + 1
+    table.insert(threads, thread)
 end
-local n = 0
-request = function()
-    n = n % #bodies + 1
+local bodies, n = {}, 0
+function init(args)
+    local only = os.getenv("LOAD_ONLY_FIRST") == "1"
+    for i = $first, $last do
+        if only or $NEW == 0 or (i - $first) % count == id then
+            local f = io.open("$dir/body-" .. (only and 0 or i), "rb"); bodies[#bodies + 1] = f:read("*a"); f:close()
+            if only then break end
+        end
+    end
+    wrapped = 0
+end
+function request()
+    n = n + 1
+    if n > #bodies then n = 1; wrapped = wrapped + 1 end
     return wrk.format(nil, nil, nil, bodies[n])
+end
+function done(summary, latency, requests)
+    local total = 0
+    for _, thread in ipairs(threads) do total = total + (thread:get("wrapped") or 0) end
+    if $NEW > 0 then io.write(string.format("stream ran out: %d time(s)\\n", total)) end
 end
 LUA
 }
@@ -91,14 +154,17 @@ LUA
 # One round of build $1 (label $2): start the server, load /api, then /healthz; appends
 # "label route requests/s p50 p99" lines to $WORK/summary.
 round() {
-    local bin=$1 label=$2 dir="$WORK/db-$2" port
-    export RECEIPTVERIFY_DATABASE_URL="$dir/rv.sqlite" RECEIPTVERIFY_MASTER_KEY_FILE="$dir/master.key"
+    local bin=$1 label=$2 dir="$WORK/db-$2$DB_SUFFIX" port
+    RECEIPTVERIFY_DATABASE_URL=$(database_url "$label" "$dir")
+    export RECEIPTVERIFY_DATABASE_URL RECEIPTVERIFY_MASTER_KEY_FILE="$dir/master.key"
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     # One info line per request goes to a file, as in production.
     "$bin/receiptverify" serve --port "$port" --trust-anchors "$WORK/anchors" 2>>"$dir/serve.log" &
     SERVER_PID=$!
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
-    for index in $(seq 0 $((RECEIPTS - 1))); do
+    local checked=$((RECEIPTS - 1))
+    [ "$NEW" -gt 0 ] && checked=0
+    for index in $(seq 0 "$checked"); do
         local status
         status=$(curl -s -X POST -H 'Content-Type: application/x-www-form-urlencoded' \
             --data-binary @"$dir/body-$index" "http://127.0.0.1:$port/api" \
@@ -106,14 +172,16 @@ round() {
         [ "$status" = 0 ] || { log "receipt $index does not verify (status $status)"; exit 1; }
     done
     log "[$label] warm-up 5 s"
-    wrk -t"$THREADS" -c"$CONNECTIONS" -d5s -s "$dir/post.lua" "http://127.0.0.1:$port/api" >/dev/null
+    LOAD_ONLY_FIRST=$([ "$NEW" -gt 0 ] && echo 1 || echo 0) \
+        wrk -t"$THREADS" -c"$CONNECTIONS" -d5s -s "$dir/post.lua" "http://127.0.0.1:$port/api" >/dev/null
     local rss_before perf_pid=
     rss_before=$(ps -o rss= -p "$SERVER_PID" | tr -d ' ')
     if [ -n "${PERF:-}" ] && [ "$label" = current ] && [ ! -e "$WORK/perf.data" ]; then
         perf record -F 499 -g -o "$WORK/perf.data" -p "$SERVER_PID" -- sleep "$DURATION" 2>/dev/null &
         perf_pid=$!
     fi
-    log "[$label] /api: ${DURATION}s, $CONNECTIONS connections, $THREADS wrk thread(s), $RECEIPTS receipts in turn"
+    log "[$label] /api: ${DURATION}s, $CONNECTIONS connections, $THREADS wrk thread(s), $STORE, $(
+        [ "$NEW" -gt 0 ] && echo "a stream of $NEW new receipts" || echo "$RECEIPTS receipts in turn")"
     wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$dir/post.lua" "http://127.0.0.1:$port/api" \
         | tee "$WORK/wrk-api"
     [ -n "$perf_pid" ] && wait "$perf_pid" || true
@@ -131,21 +199,28 @@ round() {
 
 labels=(current)
 [ -n "${BASELINE_BIN:-}" ] && labels=(baseline current)
-for label in "${labels[@]}"; do
-    if [ "$label" = baseline ]; then setup "$BASELINE_BIN" baseline; else setup "$CURRENT" current; fi
-done
-for _ in $(seq "$ROUNDS"); do
+# Each build's database; with NEW, a fresh one every round (a stream sent again would be known).
+DB_SUFFIX=
+setup_all() {
+    for label in "${labels[@]}"; do
+        if [ "$label" = baseline ]; then setup "$BASELINE_BIN" baseline; else setup "$CURRENT" current; fi
+    done
+}
+[ "$NEW" -gt 0 ] || setup_all
+for round_number in $(seq "$ROUNDS"); do
+    if [ "$NEW" -gt 0 ]; then DB_SUFFIX="_r$round_number"; setup_all; fi
     for label in "${labels[@]}"; do
         if [ "$label" = baseline ]; then round "$BASELINE_BIN" baseline; else round "$CURRENT" current; fi
     done
 done
 
 # Every answer was billable: the graceful stops must have flushed them all.
-export RECEIPTVERIFY_DATABASE_URL="$WORK/db-current/rv.sqlite" RECEIPTVERIFY_MASTER_KEY_FILE="$WORK/db-current/master.key"
+RECEIPTVERIFY_DATABASE_URL=$(database_url current "$WORK/db-current$DB_SUFFIX")
+export RECEIPTVERIFY_DATABASE_URL RECEIPTVERIFY_MASTER_KEY_FILE="$WORK/db-current$DB_SUFFIX/master.key"
 echo "billable calls metered: $("$CURRENT/receiptverify" usage --account load@example.com --json \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])')" \
-    "(status-0 answers logged: $(grep -c 'status=0 ' "$WORK/db-current/serve.log" || true))"
-echo "non-200 answers logged: $(grep -v 'http.status=200' "$WORK/db-current/serve.log" | grep -c 'request_id' || true)"
+    "(status-0 answers logged: $(grep -c 'status=0 ' "$WORK/db-current$DB_SUFFIX/serve.log" || true))"
+echo "non-200 answers logged: $(grep -v 'http.status=200' "$WORK/db-current$DB_SUFFIX/serve.log" | grep -c 'request_id' || true)"
 echo
 echo "summary (label, route, requests/s, p50 ms, p99 ms):"
 sed 's/^/  /' "$WORK/summary"

@@ -36,6 +36,9 @@ public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible 
         case unavailable = "unavailable"
         /// The database failed or holds data this version cannot read; details are in ``ServiceError/reason``.
         case storage = "storage"
+        /// A purchase belongs to another user of the app, whose claims policy refuses it (``ClaimsPolicy/refuse``):
+        /// the recording was undone, 403.
+        case claimedByOtherUser = "claimed_by_other_user"
     }
 
     /// What went wrong.

@@ -116,6 +116,11 @@ import Testing
                         try bob.json()["description"]
                             == .string("A purchase in the receipt belongs to another user of the app"))
                     #expect(try bob.json()["receipt"] == nil)
+                    // Nothing was recorded for bob.
+                    let bobs = try service.cli.expectSuccess([
+                        "transactions", "list", "--app", tenant.token, "--user", "bob", "--json",
+                    ])
+                    #expect(bobs.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
                 case "transfer":
                     let moved = try bob.json()
                     #expect(Self.states(moved) == ["seen/false", "seen/false"])
@@ -310,6 +315,19 @@ import Testing
             #expect(rows.count == 10)
             let table = try service.cli.expectSuccess(["transactions", "list", "--app", tenant.token])
             #expect(table.stdout.split(separator: "\n").count == 11)
+            // Five look-ups answered (three pages, alice's rows, nobody's); the 400s are not billed.
+            var lookUps = 0
+            for _ in 0..<50 {
+                let report = try service.cli.expectSuccess(["usage", "--account", tenant.email, "--json"]).jsonObject()
+                lookUps = (report["rows"]?.arrayValue ?? []).filter { $0["endpoint"] == .string("transactions") }
+                    .reduce(0) { total, row in
+                        guard case .integer(let calls)? = row["calls"] else { return total }
+                        return total + Int(calls)
+                    }
+                if lookUps == 5 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(lookUps == 5)
         }
     }
 
@@ -332,6 +350,83 @@ import Testing
                 return try await group.reduce(into: [String]()) { $0 += $1 }
             }
             #expect(answers.sorted() == ["1000000000", "1000000001", "1000000002", "1000000003"])
+        }
+    }
+
+    @Test(
+        "two serve processes on one PostgreSQL: each transaction new exactly once; a claim moved by one is seen by the other",
+        .enabled(if: StoreKind.available.contains(.postgres)))
+    func exactlyOnceAcrossServers() async throws {
+        try await withLiveService(.postgres) { service in
+            let tenant = try service.tenant(appArguments: ["--allow-test-data", "--claims", "transfer"])
+            let receipt = try Self.receipt(service, count: 3)
+            let fields = [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", receipt)]
+            let first = try await service.startServer(logName: "a.log")
+            let second = try await service.startServer(logName: "b.log")
+            let news = try await withThrowingTaskGroup(of: [String].self) { group in
+                for index in 0..<40 {
+                    let server = index % 2 == 0 ? first : second
+                    group.addTask {
+                        let answer = try await service.post(to: server, form: fields).json()
+                        return (answer["transactions"]?.arrayValue ?? []).compactMap { entry in
+                            entry["state"] == .string("new") ? entry["transaction_id"]?.stringValue : nil
+                        }
+                    }
+                }
+                return try await group.reduce(into: [String]()) { $0 += $1 }
+            }
+            #expect(news.sorted() == ["1000000000", "1000000001", "1000000002"])
+
+            // Alice claims on the first server, the second server answers from memory; bob takes the purchases over
+            // on the first; the second sees the move on its next call (the change is announced).
+            _ = try await service.post(to: first, form: fields + [("app_user_id", "alice")])
+            let remembered = try await service.post(to: second, form: fields + [("app_user_id", "alice")]).json()
+            #expect(Self.states(remembered) == ["seen/false", "seen/false", "seen/false"])
+            let moved = try await service.post(to: first, form: fields + [("app_user_id", "bob")]).json()
+            #expect(Self.transactions(moved)["1000000000"]?["transferred_from"] == .string("alice"))
+            var seenOnSecond: JSONObject = [:]
+            for _ in 0..<20 {
+                // The notification travels asynchronously: allow it a moment, as a client's retry would.
+                seenOnSecond = try await service.post(to: second, form: fields + [("app_user_id", "alice")]).json()
+                if Self.transactions(seenOnSecond)["1000000000"]?["transferred_from"] == .string("bob") { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(Self.transactions(seenOnSecond)["1000000000"]?["transferred_from"] == .string("bob"))
+            #expect(first.stop() == 0, "\(first.logText)")
+            #expect(second.stop() == 0, "\(second.logText)")
+        }
+    }
+
+    @Test("ledger writes, answers from memory and conflicts are in /metrics", arguments: StoreKind.available)
+    func metrics(kind: StoreKind) async throws {
+        try await withLiveService(kind) { service in
+            let tenant = try service.tenant(appArguments: ["--allow-test-data"])
+            let receipt = try Self.receipt(service, count: 2)
+            _ = try await Self.call(service, tenant, receipt: receipt, user: "alice")
+            _ = try await Self.call(service, tenant, receipt: receipt, user: "alice")
+            _ = try await Self.call(service, tenant, receipt: receipt, user: "bob")
+            let text = try await MetricsAPITests.get("\(service.baseURL)/metrics", http: service.http).body
+            for line in [
+                #"receiptverify_ledger_transactions_total{state="new"} 2"#,
+                #"receiptverify_ledger_transactions_total{state="seen"} 2"#,
+                #"receiptverify_ledger_transactions_total{state="claimed_by_other_user"} 2"#,
+                #"receiptverify_ledger_claim_conflicts_total{policy="flag"} 2"#,
+            ] {
+                #expect(text.contains(line), "\(line)\n\(text)")
+            }
+            func value(_ name: String) -> Int? {
+                text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap {
+                    Int($0.split(separator: " ")[1])
+                }
+            }
+            // Three answers: the first wrote, the others came from memory, unless (SQLite) another commit of the
+            // moment (the usage flush, a quota grant) moved the change marker. PostgreSQL's marker moves only on
+            // announced changes.
+            let (writes, fromMemory) = (
+                value("receiptverify_ledger_writes_total"), value("receiptverify_ledger_memory_answers_total")
+            )
+            #expect((writes ?? 0) >= 1 && (writes ?? 0) + (fromMemory ?? 0) == 3, "\(text)")
+            if kind == .postgres { #expect(writes == 1 && fromMemory == 2, "\(text)") }
         }
     }
 }

@@ -95,4 +95,21 @@ import Testing
         #expect(fromJWS.inAppOwnershipType == "FAMILY_SHARED" && fromJWS.revocationReason == 0)
         #expect(PurchaseTransaction(jwsPayload: JSONObject()) == nil)
     }
+
+    @Test func aRefundStatedOnlyInLatestReceiptInfoIsKept() {
+        func entry(_ cancelled: Bool) -> JSONValue {
+            var object = JSONObject()
+            object["transaction_id"] = .string("7")
+            object["product_id"] = .string("monthly")
+            if cancelled { object["cancellation_date_ms"] = .string("1700000000000") }
+            return .object(object)
+        }
+        var receipt = JSONObject()
+        receipt["in_app"] = .array([entry(false)])
+        var answer = JSONObject()
+        answer["receipt"] = .object(receipt)
+        answer["latest_receipt_info"] = .array([entry(true)])
+        let merged = PurchaseTransaction.all(inAnswer: answer)
+        #expect(merged.count == 1 && merged[0].revocationDate == 1_700_000_000_000)
+    }
 }

@@ -108,6 +108,23 @@ import Testing
                 Self.recording(app, [Self.purchase("1"), Self.purchase("2", original: "1")], user: "bob"))
             #expect(bob.map(\.entry.claimant) == ["alice", "alice"])
             #expect(bob[1].isNew && bob[1].entry.deliveredAt == nil && bob[1].transferredFrom == nil)
+            #expect(!bob[1].deliveredNow)
+            // When alice presents that renewal, it is delivered to her, once.
+            let aliceRenewal = try await store.record(
+                Self.recording(app, [Self.purchase("2", original: "1")], user: "alice", at: 1))
+            #expect(!aliceRenewal[0].isNew && aliceRenewal[0].deliveredNow)
+            #expect(aliceRenewal[0].entry.deliveredAt == Self.start.addingTimeInterval(1))
+            let aliceAgain = try await store.record(
+                Self.recording(app, [Self.purchase("2", original: "1")], user: "alice", at: 2))
+            #expect(!aliceAgain[0].deliveredNow && aliceAgain[0].entry.deliveredAt == Self.start.addingTimeInterval(1))
+            // Refuse: another user's input is undone whole, its unclaimed original transaction left unclaimed.
+            var refused = Self.recording(
+                app, [Self.purchase("1"), Self.purchase("5")], user: "mallory", at: 1, request: "refused")
+            refused.refusesOtherUsers = true
+            await #expect(throws: ServiceError.self) { try await store.record(refused) }
+            let afterRefusal = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
+            #expect(!afterRefusal.contains { $0.transaction.transactionID == "5" })
+            #expect(try await store.ledgerEntries(LedgerQuery(appID: app.id, user: "mallory", limit: 10)).isEmpty)
             // Transfer: the claim moves and says from whom.
             let moved = try await store.record(Self.recording(app, [Self.purchase("1")], user: "bob", moves: true))
             #expect(moved[0].entry.claimant == "bob" && moved[0].transferredFrom == "alice")

@@ -129,13 +129,21 @@ public struct PurchaseTransaction: Sendable, Equatable {
         return distinct(objects)
     }
 
+    /// The transactions of `objects`, one per transaction id in first-seen order; a revocation stated by a later
+    /// duplicate only (Apple's `latest_receipt_info` beside `in_app`) is kept.
     private static func distinct(_ objects: [JSONValue]) -> [PurchaseTransaction] {
-        var seen = Set<String>()
+        var index: [String: Int] = [:]
         var transactions: [PurchaseTransaction] = []
         for case .object(let object) in objects {
-            guard let transaction = PurchaseTransaction(verifyReceiptFields: object),
-                seen.insert(transaction.transactionID).inserted
-            else { continue }
+            guard let transaction = PurchaseTransaction(verifyReceiptFields: object) else { continue }
+            if let at = index[transaction.transactionID] {
+                if transactions[at].revocationDate == nil, transaction.revocationDate != nil {
+                    transactions[at].revocationDate = transaction.revocationDate
+                    transactions[at].revocationReason = transaction.revocationReason
+                }
+                continue
+            }
+            index[transaction.transactionID] = transactions.count
             transactions.append(transaction)
         }
         return transactions

@@ -75,8 +75,10 @@ struct VerificationEndpoint: Sendable {
                 try await decideDelivery(&outcome, request: parsed, caller: caller, requestID: requestID)
             case .transactions:
                 outcome = try await lookUp(parsed, for: caller)
+                outcome.nonce = parsed.nonce
             case .delivered:
                 outcome = try await confirmDeliveries(parsed, for: caller)
+                outcome.nonce = parsed.nonce
             }
             outcome.requestID = requestID
             if kind == .encrypted, outcome.isValid {
@@ -259,6 +261,8 @@ struct VerificationEndpoint: Sendable {
             case .throttled: return outcome(for: Throttled(wait: .seconds(1)))
             case .appleUnavailable:
                 return .failure(ResponseStatus.internalError, retryable: true, detail: error.reason)
+            case .claimedByOtherUser:
+                return .rejected(source: .none, reason: error.reason, description: Ledger.claimedByOtherUser)
             case .storage, .unavailable:
                 // The database failed or did not answer in time: the client should come back in a moment.
                 var outcome = VerificationOutcome.failure(

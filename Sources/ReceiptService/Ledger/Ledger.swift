@@ -45,17 +45,24 @@ public final class Ledger: Sendable {
     ) async throws -> Decision {
         guard !transactions.isEmpty else { return .deliver([]) }
         let claimant = app.claimsPolicy == .off ? nil : user
-        let recording = LedgerRecording(
+        var draft = LedgerRecording(
             appID: app.id, environment: environment, transactions: transactions, user: claimant,
             movesClaims: app.claimsPolicy == .transfer, deliversNew: app.deliveryMode == .once, requestID: requestID,
             now: now)
+        draft.refusesOtherUsers = app.claimsPolicy == .refuse
+        let recording = draft
         let results: [LedgerRecorded]
         let marker = store.changeMarker()
         if let known = view.answer(recording, marker: marker) {
             results = known
             metrics.fromMemory.increment()
         } else {
-            results = try await deadline.run("the ledger") { [store] in try await store.record(recording) }
+            do {
+                results = try await deadline.run("the ledger") { [store] in try await store.record(recording) }
+            } catch let error as ServiceError where error.code == .claimedByOtherUser {
+                metrics.conflicts(.refuse).increment()
+                return .refused
+            }
             metrics.writes.increment()
             view.remember(results.map(\.entry), marker: marker)
         }
@@ -92,39 +99,27 @@ public final class Ledger: Sendable {
     static func answerEntry(_ result: LedgerRecorded, user: String?, app: App) -> JSONObject {
         let entry = result.entry
         let transaction = entry.transaction
+        // Without a user, claims are not checked.
         let otherUsers = entry.claimant.map { holder in user.map { holder != $0 } ?? false } ?? false
         let deliver: Bool
-        if entry.isRevoked || otherUsers {
-            deliver = false
-        } else {
-            switch app.deliveryMode {
-            case .once: deliver = result.isNew && entry.deliveredAt != nil
-            case .confirm: deliver = entry.deliveredAt == nil
-            }
+        switch app.deliveryMode {
+        case .once: deliver = result.deliveredNow
+        case .confirm: deliver = !entry.isRevoked && !otherUsers && entry.deliveredAt == nil
         }
         var object = JSONObject(capacity: 12)
         object.append("transaction_id", .string(transaction.transactionID))
         object.append("original_transaction_id", .string(transaction.originalTransactionID))
         object.append("product_id", .string(transaction.productID))
-        object.append(
-            "first_seen_at", .string(AppleDate.rfc3339(milliseconds: entry.firstSeenAt.millisecondsSince1970)))
+        object.append("first_seen_at", .string(LedgerEntry.rfc3339(entry.firstSeenAt)))
         let state =
             entry.isRevoked ? "refunded" : otherUsers ? "claimed_by_other_user" : result.isNew ? "new" : "seen"
         object.append("state", .string(state))
         object.append("deliver", .bool(deliver))
-        if let revoked = transaction.revocationDate {
-            object.append("refunded_at", .string(AppleDate.rfc3339(milliseconds: revoked)))
-            if let reason = transaction.revocationReason { object.append("reason", .integer(Int64(reason))) }
-            if let type = transaction.revocationType { object.append("refund_type", .string(type)) }
-            if let percentage = transaction.revocationPercentage {
-                // Apple states thousandths of a percent: 25000 is 25 %.
-                object.append("refund_percentage", .double(Double(percentage) / 1_000))
-            }
-            if entry.deliveredAt != nil { object.append("refunded_after_delivery", .bool(true)) }
-        }
+        entry.appendRefund(to: &object)
+        if entry.isRevoked, entry.deliveredAt != nil { object.append("refunded_after_delivery", .bool(true)) }
         if let from = result.transferredFrom { object.append("transferred_from", .string(from)) }
         if let delivered = entry.deliveredAt, app.deliveryMode == .confirm {
-            object.append("delivered_at", .string(AppleDate.rfc3339(milliseconds: delivered.millisecondsSince1970)))
+            object.append("delivered_at", .string(LedgerEntry.rfc3339(delivered)))
         }
         return object
     }
@@ -174,6 +169,8 @@ final class LedgerView: Sendable {
                     // A claim to make (none yet) or to move is the store's to do.
                     guard let holder = entry.claimant, holder == user || !recording.movesClaims else { return nil }
                 }
+                // So is a delivery due now (``DeliveryMode/once``).
+                guard !recording.deliversNow(entry) else { return nil }
                 results.append(LedgerRecorded(entry: entry, isNew: false, transferredFrom: nil))
             }
             return results

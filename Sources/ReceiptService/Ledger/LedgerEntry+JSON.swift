@@ -16,20 +16,26 @@ extension LedgerEntry {
         object.append("quantity", .integer(Int64(transaction.quantity)))
         if let id = transaction.webOrderLineItemID { object.append("web_order_line_item_id", .string(id)) }
         if let ownership = transaction.inAppOwnershipType { object.append("ownership_type", .string(ownership)) }
-        if let date = transaction.revocationDate {
-            object.append("refunded_at", .string(AppleDate.rfc3339(milliseconds: date)))
-            if let reason = transaction.revocationReason { object.append("reason", .integer(Int64(reason))) }
-            if let type = transaction.revocationType { object.append("refund_type", .string(type)) }
-            if let percentage = transaction.revocationPercentage {
-                object.append("refund_percentage", .double(Double(percentage) / 1_000))
-            }
-        }
+        appendRefund(to: &object)
         if let claimant { object.append("app_user_id", .string(claimant)) }
         object.append("first_seen_at", .string(Self.rfc3339(firstSeenAt)))
         object.append("last_seen_at", .string(Self.rfc3339(lastSeenAt)))
         object.append("first_request_id", .string(firstRequestID))
         if let deliveredAt { object.append("delivered_at", .string(Self.rfc3339(deliveredAt))) }
         return object
+    }
+
+    /// The revocation as our fields (`refunded_at`, `reason`, `refund_type`, `refund_percentage`, each where known),
+    /// appended to `object`; nothing when it was not revoked.
+    public func appendRefund(to object: inout JSONObject) {
+        guard let date = transaction.revocationDate else { return }
+        object.append("refunded_at", .string(AppleDate.rfc3339(milliseconds: date)))
+        if let reason = transaction.revocationReason { object.append("reason", .integer(Int64(reason))) }
+        if let type = transaction.revocationType { object.append("refund_type", .string(type)) }
+        if let percentage = transaction.revocationPercentage {
+            // Apple states thousandths of a percent: 25000 is 25 %.
+            object.append("refund_percentage", .double(Double(percentage) / 1_000))
+        }
     }
 
     public static func rfc3339(_ date: Date) -> String { AppleDate.rfc3339(milliseconds: date.millisecondsSince1970) }

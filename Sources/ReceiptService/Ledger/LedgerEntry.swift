@@ -56,6 +56,9 @@ public struct LedgerRecording: Sendable {
     /// Whether a new transaction that is not revoked and not another user's is delivered by this answer
     /// (``DeliveryMode/once``).
     public var deliversNew: Bool
+    /// Whether a purchase of another user undoes the whole recording (``ClaimsPolicy/refuse``): the store then
+    /// throws ``ServiceError/Code/claimedByOtherUser`` and writes nothing.
+    public var refusesOtherUsers: Bool = false
     /// The request's id.
     public var requestID: String
     /// The request's time.
@@ -80,12 +83,28 @@ public struct LedgerRecording: Sendable {
     /// it again.
     public static let lastSeenPrecision: TimeInterval = 600
 
-    /// The entry a new transaction gets, its claimant already decided.
+    /// The entry a new transaction gets, its claimant already decided: delivered now when ``deliversNew`` and
+    /// ``mayDeliver(_:)``.
     public func newEntry(_ transaction: PurchaseTransaction, claimant: String?) -> LedgerEntry {
-        let delivers = deliversNew && transaction.revocationDate == nil && (claimant == nil || claimant == user)
-        return LedgerEntry(
+        var entry = LedgerEntry(
             appID: appID, environment: environment, transaction: transaction, claimant: claimant, firstSeenAt: now,
-            lastSeenAt: now, firstRequestID: requestID, deliveredAt: delivers ? now : nil)
+            lastSeenAt: now, firstRequestID: requestID, deliveredAt: nil)
+        if deliversNew && mayDeliver(entry) { entry.deliveredAt = now }
+        return entry
+    }
+
+    /// Whether `entry` may be delivered to this recording's user: not revoked, and not another user's (without a
+    /// user, claims are not checked).
+    public func mayDeliver(_ entry: LedgerEntry) -> Bool {
+        guard !entry.isRevoked else { return false }
+        guard let user, let holder = entry.claimant else { return true }
+        return holder == user
+    }
+
+    /// Whether `entry`, not yet delivered, is delivered by this recording (``DeliveryMode/once``: the first answer
+    /// in which it may be delivered, as when a renewal first presented by another user reaches its claimant).
+    public func deliversNow(_ entry: LedgerEntry) -> Bool {
+        deliversNew && entry.deliveredAt == nil && mayDeliver(entry)
     }
 
     /// The input's original transaction ids, each once, in first-seen order.
@@ -103,12 +122,15 @@ public struct LedgerRecorded: Sendable, Equatable {
     public var isNew: Bool
     /// The user whose claim moved to the recording's user, if one did.
     public var transferredFrom: String?
+    /// Whether this recording marked it delivered (``DeliveryMode/once``): the answer says `deliver: true`.
+    public var deliveredNow: Bool
 
     /// Creates a result.
-    public init(entry: LedgerEntry, isNew: Bool, transferredFrom: String?) {
+    public init(entry: LedgerEntry, isNew: Bool, transferredFrom: String?, deliveredNow: Bool = false) {
         self.entry = entry
         self.isNew = isNew
         self.transferredFrom = transferredFrom
+        self.deliveredNow = deliveredNow
     }
 }
 

@@ -97,22 +97,32 @@ private struct PostgresLedgerWriter: LedgerWriting {
     let appID: UUID
     let environment: String
 
-    func claimant(of originalTransactionID: String, claimingFor user: String?, at date: Date) async throws -> String? {
+    /// One statement claims every unclaimed original transaction, one reads them all (locked until the transaction
+    /// ends, so a claim about to be moved stays put), whatever their number.
+    func claimants(of originalTransactionIDs: [String], claimingFor user: String?, at date: Date) async throws
+        -> [String: String]
+    {
         if let user {
             try await store.rows(
                 """
                 INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
-                VALUES (\(appID), \(environment), \(originalTransactionID), \(user), \(date)) ON CONFLICT DO NOTHING
+                SELECT \(appID), \(environment), original, \(user), \(date) FROM UNNEST(\(originalTransactionIDs)::text[]) AS original
+                ON CONFLICT DO NOTHING
                 """, on: connection)
         }
-        // FOR UPDATE: a claim about to be moved is held until this transaction ends.
-        return try await store.rows(
+        var claimants: [String: String] = [:]
+        let rows = try await store.rows(
             """
-            SELECT app_user_id FROM ledger_claims
-            WHERE app_id = \(appID) AND environment = \(environment) AND original_transaction_id = \(originalTransactionID)
-            FOR UPDATE
-            """, on: connection
-        ).first.map { try $0["app_user_id"].decode(String.self) }
+            SELECT original_transaction_id, app_user_id FROM ledger_claims
+            WHERE app_id = \(appID) AND environment = \(environment)
+                AND original_transaction_id = ANY(\(originalTransactionIDs)::text[])
+            ORDER BY original_transaction_id FOR UPDATE
+            """, on: connection)
+        for row in rows {
+            claimants[try row["original_transaction_id"].decode(String.self)] = try row["app_user_id"].decode(
+                String.self)
+        }
+        return claimants
     }
 
     func moveClaim(of originalTransactionID: String, to user: String, at date: Date) async throws {
@@ -123,23 +133,50 @@ private struct PostgresLedgerWriter: LedgerWriting {
             """, on: connection)
     }
 
-    func insertIfAbsent(_ entry: LedgerEntry) async throws -> Bool {
-        let transaction = entry.transaction
+    /// Every entry in one statement: the values travel as arrays, one per column, unnested in the entries' order
+    /// (sorted by transaction id, so concurrent recordings lock rows in one order). Absent values travel as a sentinel
+    /// that `NULLIF` turns back into NULL (arrays of optionals are not encodable): `Int64.min` for numbers, U+0001
+    /// (never in Apple's ids or names) for text.
+    func insertIfAbsent(_ entries: [LedgerEntry]) async throws -> Set<String> {
+        guard let first = entries.first else { return [] }
+        let none = Int64.min
+        let noText = "\u{1}"
+        let transactions = entries.map(\.transaction)
+        let ids = transactions.map(\.transactionID)
+        let originals = transactions.map(\.originalTransactionID)
+        let products = transactions.map(\.productID)
+        let purchased = transactions.map { $0.purchaseDate ?? none }
+        let originallyPurchased = transactions.map { $0.originalPurchaseDate ?? none }
+        let expires = transactions.map { $0.expiresDate ?? none }
+        let quantities = transactions.map { Int64($0.quantity) }
+        let lineItems = transactions.map { $0.webOrderLineItemID ?? noText }
+        let ownership = transactions.map { $0.inAppOwnershipType ?? noText }
+        let revoked = transactions.map { $0.revocationDate ?? none }
+        let reasons = transactions.map { $0.revocationReason.map(Int64.init) ?? none }
+        let types = transactions.map { $0.revocationType ?? noText }
+        let percentages = transactions.map { $0.revocationPercentage.map(Int64.init) ?? none }
+        let delivered = entries.map { $0.deliveredAt != nil }
         let rows = try await store.rows(
             """
             INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id, product_id,
                 purchase_date, original_purchase_date, expires_date, quantity, web_order_line_item_id, ownership_type,
                 revocation_date, revocation_reason, revocation_type, revocation_percentage, first_seen_at,
                 last_seen_at, first_request_id, delivered_at)
-            VALUES (\(appID), \(environment), \(transaction.transactionID), \(transaction.originalTransactionID),
-                \(transaction.productID), \(transaction.purchaseDate), \(transaction.originalPurchaseDate),
-                \(transaction.expiresDate), \(transaction.quantity), \(transaction.webOrderLineItemID),
-                \(transaction.inAppOwnershipType), \(transaction.revocationDate), \(transaction.revocationReason),
-                \(transaction.revocationType), \(transaction.revocationPercentage), \(entry.firstSeenAt),
-                \(entry.lastSeenAt), \(entry.firstRequestID), \(entry.deliveredAt))
+            SELECT \(appID), \(environment), t.id, t.original, t.product, NULLIF(t.purchased, \(none)),
+                NULLIF(t.originally, \(none)), NULLIF(t.expires, \(none)), t.quantity, NULLIF(t.line_item, \(noText)),
+                NULLIF(t.ownership, \(noText)), NULLIF(t.revoked, \(none)), NULLIF(t.reason, \(none)),
+                NULLIF(t.type, \(noText)), NULLIF(t.percentage, \(none)), \(first.firstSeenAt), \(first.lastSeenAt),
+                \(first.firstRequestID), CASE WHEN t.delivered THEN \(first.firstSeenAt) END
+            FROM UNNEST(\(ids)::text[], \(originals)::text[], \(products)::text[], \(purchased)::int8[],
+                \(originallyPurchased)::int8[], \(expires)::int8[], \(quantities)::int8[], \(lineItems)::text[],
+                \(ownership)::text[], \(revoked)::int8[], \(reasons)::int8[], \(types)::text[], \(percentages)::int8[],
+                \(delivered)::bool[])
+                WITH ORDINALITY AS t(id, original, product, purchased, originally, expires, quantity, line_item,
+                    ownership, revoked, reason, type, percentage, delivered, position)
+            ORDER BY t.position
             ON CONFLICT DO NOTHING RETURNING transaction_id
             """, on: connection)
-        return !rows.isEmpty
+        return Set(try rows.map { try $0["transaction_id"].decode(String.self) })
     }
 
     func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry] {
@@ -155,6 +192,17 @@ private struct PostgresLedgerWriter: LedgerWriting {
             entries[entry.transaction.transactionID] = entry
         }
         return entries
+    }
+
+    func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool {
+        !(try await store.rows(
+            """
+            UPDATE ledger_transactions SET delivered_at = \(date)
+            WHERE app_id = \(appID) AND environment = \(environment) AND transaction_id = \(transactionID)
+                AND delivered_at IS NULL
+            RETURNING transaction_id
+            """, on: connection
+        ).isEmpty)
     }
 
     func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws {

@@ -107,7 +107,20 @@ private struct SQLiteLedgerWriter: LedgerWriting {
 
     private var key: [SQLiteData] { [.uuid(appID), .text(environment.rawValue)] }
 
-    func claimant(of originalTransactionID: String, claimingFor user: String?, at date: Date) async throws -> String? {
+    /// One statement per original transaction: SQLite runs in process, a statement costs no round trip.
+    func claimants(of originalTransactionIDs: [String], claimingFor user: String?, at date: Date) async throws
+        -> [String: String]
+    {
+        var claimants: [String: String] = [:]
+        for original in originalTransactionIDs {
+            claimants[original] = try await claimant(of: original, claimingFor: user, at: date)
+        }
+        return claimants
+    }
+
+    private func claimant(of originalTransactionID: String, claimingFor user: String?, at date: Date) async throws
+        -> String?
+    {
         if let user {
             _ = try await store.query(
                 """
@@ -130,7 +143,15 @@ private struct SQLiteLedgerWriter: LedgerWriting {
             """, [.text(user), .millis(date)] + key + [.text(originalTransactionID)])
     }
 
-    func insertIfAbsent(_ entry: LedgerEntry) async throws -> Bool {
+    func insertIfAbsent(_ entries: [LedgerEntry]) async throws -> Set<String> {
+        var inserted = Set<String>()
+        for entry in entries where try await insertIfAbsent(entry) {
+            inserted.insert(entry.transaction.transactionID)
+        }
+        return inserted
+    }
+
+    private func insertIfAbsent(_ entry: LedgerEntry) async throws -> Bool {
         let transaction = entry.transaction
         let optional: (Int64?) -> SQLiteData = { $0.map { .integer(Int($0)) } ?? .null }
         let rows = try await store.query(
@@ -170,6 +191,15 @@ private struct SQLiteLedgerWriter: LedgerWriting {
             }
         }
         return entries
+    }
+
+    func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool {
+        !(try await store.query(
+            """
+            UPDATE ledger_transactions SET delivered_at = ?
+            WHERE app_id = ? AND environment = ? AND transaction_id = ? AND delivered_at IS NULL RETURNING transaction_id
+            """, [.millis(date)] + key + [.text(transactionID)]
+        ).isEmpty)
     }
 
     func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws {

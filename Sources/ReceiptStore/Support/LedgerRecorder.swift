@@ -5,15 +5,19 @@ import ReceiptService
 /// The steps a store takes inside one transaction to record an input's transactions, for one app and environment:
 /// what differs between the dialects. ``LedgerRecorder`` orders them, once for both stores.
 protocol LedgerWriting {
-    /// The user holding the original transaction's claim, after claiming it for `user` if it had none (`user` nil:
-    /// read only).
-    func claimant(of originalTransactionID: String, claimingFor user: String?, at date: Date) async throws -> String?
+    /// The users holding the claims of these original transactions (sorted, distinct), by original transaction id,
+    /// after claiming each that had none for `user` (`user` nil: read only); unclaimed ones are absent.
+    func claimants(of originalTransactionIDs: [String], claimingFor user: String?, at date: Date) async throws
+        -> [String: String]
     /// Gives the original transaction's claim to `user`.
     func moveClaim(of originalTransactionID: String, to user: String, at date: Date) async throws
-    /// Inserts the entry unless its transaction is already in the ledger; returns whether it inserted it.
-    func insertIfAbsent(_ entry: LedgerEntry) async throws -> Bool
+    /// Inserts each entry (sorted by transaction id) whose transaction is not yet in the ledger; returns the ids of
+    /// those it inserted.
+    func insertIfAbsent(_ entries: [LedgerEntry]) async throws -> Set<String>
     /// The stored entries of these transactions, by transaction id (claimants not filled in).
     func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry]
+    /// Marks the transaction delivered at `date` unless it already is; returns whether it did.
+    func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool
     /// Sets `last_seen_at`, and the revocation of `revocation` when given.
     func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws
 }
@@ -27,27 +31,34 @@ enum LedgerRecorder {
     static func record(_ recording: LedgerRecording, with writer: some LedgerWriting) async throws
         -> (results: [LedgerRecorded], changed: Bool)
     {
-        var claimants: [String: String] = [:]
+        let originals = recording.originalTransactionIDs.sorted()
+        var claimants = try await writer.claimants(of: originals, claimingFor: recording.user, at: recording.now)
         var transferredFrom: [String: String] = [:]
         var changed = false
-        for original in recording.originalTransactionIDs.sorted() {
-            var holder = try await writer.claimant(of: original, claimingFor: recording.user, at: recording.now)
-            if let user = recording.user, recording.movesClaims, let current = holder, current != user {
+        if let user = recording.user, recording.movesClaims {
+            for original in originals {
+                guard let current = claimants[original], current != user else { continue }
                 try await writer.moveClaim(of: original, to: user, at: recording.now)
                 transferredFrom[original] = current
-                holder = user
+                claimants[original] = user
                 changed = true
             }
-            claimants[original] = holder
+        }
+        // A refused request leaves no trace: nothing claimed for its user, nothing recorded, nothing delivered.
+        if recording.refusesOtherUsers, let user = recording.user, claimants.values.contains(where: { $0 != user }) {
+            throw ServiceError(.claimedByOtherUser, "a purchase of the input is claimed by another user of the app")
         }
 
         var recorded: [String: LedgerRecorded] = [:]
         var existing: [PurchaseTransaction] = []
-        for transaction in recording.transactions.sorted(by: { $0.transactionID < $1.transactionID }) {
-            let entry = recording.newEntry(transaction, claimant: claimants[transaction.originalTransactionID])
-            if try await writer.insertIfAbsent(entry) {
+        let sorted = recording.transactions.sorted(by: { $0.transactionID < $1.transactionID })
+        let candidates = sorted.map { recording.newEntry($0, claimant: claimants[$0.originalTransactionID]) }
+        let inserted = try await writer.insertIfAbsent(candidates)
+        for (transaction, entry) in zip(sorted, candidates) {
+            if inserted.contains(transaction.transactionID) {
                 recorded[transaction.transactionID] = LedgerRecorded(
-                    entry: entry, isNew: true, transferredFrom: transferredFrom[transaction.originalTransactionID])
+                    entry: entry, isNew: true, transferredFrom: transferredFrom[transaction.originalTransactionID],
+                    deliveredNow: entry.deliveredAt != nil)
             } else {
                 existing.append(transaction)
             }
@@ -73,8 +84,18 @@ enum LedgerRecorder {
                 try await writer.touch(
                     transaction.transactionID, at: recording.now, revocation: revokes ? transaction : nil)
             }
+            // Not delivered yet and deliverable now (a renewal first presented by another user, now by its claimant):
+            // the conditional update lets exactly one recording deliver it.
+            var deliveredNow = false
+            if recording.deliversNow(entry),
+                try await writer.markDelivered(transaction.transactionID, at: recording.now)
+            {
+                entry.deliveredAt = recording.now
+                deliveredNow = true
+            }
             recorded[transaction.transactionID] = LedgerRecorded(
-                entry: entry, isNew: false, transferredFrom: transferredFrom[transaction.originalTransactionID])
+                entry: entry, isNew: false, transferredFrom: transferredFrom[transaction.originalTransactionID],
+                deliveredNow: deliveredNow)
         }
         return (recording.transactions.compactMap { recorded[$0.transactionID] }, changed)
     }
