@@ -112,6 +112,7 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore {
     func deleteApp(id: UUID) async throws -> Bool { try await base.deleteApp(id: id) }
     func apps(accountID: UUID?) async throws -> [App] { try await base.apps(accountID: accountID) }
     func changeMarker() -> Int? { base.changeMarker() }
+    func ledgerChangeMarker() -> Int? { base.ledgerChangeMarker() }
     func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date) async throws -> [LedgerEntry] {
         try await base.confirmDelivery(appID: appID, transactionIDs: transactionIDs, at: date)
     }

@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// A transaction already in the ledger costs no database round trip: a bounded in-memory view of known entries
 /// answers, as long as the input brings nothing the view does not know (a revocation, a user to claim for, a claim to
-/// move). The view is dropped whenever the store's ``StoreLifecycle/changeMarker()`` moves (a claim, revocation or
+/// move). The view is dropped whenever the store's ``LedgerStore/ledgerChangeMarker()`` moves (a claim, revocation or
 /// delivery recorded by another server or process), so such a change is seen on the next call.
 public final class Ledger: Sendable {
     /// The decision for one answer.
@@ -52,7 +52,7 @@ public final class Ledger: Sendable {
         draft.refusesOtherUsers = app.claimsPolicy == .refuse
         let recording = draft
         let results: [LedgerRecorded]
-        let marker = store.changeMarker()
+        let marker = store.ledgerChangeMarker()
         if let known = view.answer(recording, marker: marker) {
             results = known
             metrics.fromMemory.increment()

@@ -22,4 +22,9 @@ public protocol LedgerStore: StoreLifecycle {
     /// Gives the original transaction's claim (in every environment it was seen) to `user`, or releases it when
     /// `user` is nil; returns false when the app's ledger holds no such original transaction.
     func setClaim(appID: UUID, originalTransactionID: String, user: String?, at date: Date) async throws -> Bool
+    /// A value that changes whenever an existing ledger row's claim, revocation or delivery may have changed, in this
+    /// process or another, once that change is committed; taken without a round trip, for every request. New rows and
+    /// first claims do not move it (a server that does not know a row asks the store). Nil while changes cannot be
+    /// observed: nothing read from the ledger may then be reused.
+    func ledgerChangeMarker() -> Int?
 }

@@ -7,6 +7,10 @@ import ReceiptService
 /// the primary key, so concurrent recordings on any number of servers insert each transaction once; a change to an
 /// existing row's claim, revocation or delivery is announced in its own transaction (``announceChange(on:)``).
 extension PostgresStore: LedgerStore {
+    /// The notifications on ``PostgresStore/changeChannel``, which every announced ledger change sends (with plan and
+    /// account changes, which are rare).
+    public func ledgerChangeMarker() -> Int? { changeMarker() }
+
     public func record(_ recording: LedgerRecording) async throws -> [LedgerRecorded] {
         guard !recording.transactions.isEmpty else { return [] }
         return try await transaction { connection in

@@ -8,32 +8,38 @@ import SQLiteNIO
 extension SQLiteStore: LedgerStore {
     public func record(_ recording: LedgerRecording) async throws -> [LedgerRecorded] {
         guard !recording.transactions.isEmpty else { return [] }
-        return try await transaction {
+        let (results, changed) = try await transaction {
             try await LedgerRecorder.record(
                 recording,
-                with: SQLiteLedgerWriter(store: self, appID: recording.appID, environment: recording.environment)
-            ).results
+                with: SQLiteLedgerWriter(store: self, appID: recording.appID, environment: recording.environment))
         }
+        if changed { announceLedgerChange() }
+        return results
     }
 
     public func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date) async throws -> [LedgerEntry] {
         guard !transactionIDs.isEmpty else { return [] }
-        return try await transaction {
+        let (entries, updated) = try await transaction {
             var entries: [LedgerEntry] = []
+            var updated = false
             for chunk in transactionIDs.chunked(StoredForm.ledgerChunk) {
                 let list = Self.placeholders(chunk.count)
-                _ = try await self.query(
+                let confirmed = try await self.query(
                     """
                     UPDATE ledger_transactions SET delivered_at = ?
                     WHERE app_id = ? AND transaction_id IN (\(list)) AND delivered_at IS NULL
+                    RETURNING transaction_id
                     """, [.millis(date), .uuid(appID)] + chunk.map { .text($0) })
+                updated = updated || !confirmed.isEmpty
                 entries += try await self.query(
                     "\(StoredForm.ledgerSelect) WHERE t.app_id = ? AND t.transaction_id IN (\(list))",
                     [.uuid(appID)] + chunk.map { .text($0) }
                 ).map(StoredForm.ledgerEntry)
             }
-            return entries
+            return (entries, updated)
         }
+        if updated { announceLedgerChange() }
+        return entries
     }
 
     public func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry] {
@@ -66,7 +72,7 @@ extension SQLiteStore: LedgerStore {
     public func setClaim(appID: UUID, originalTransactionID: String, user: String?, at date: Date) async throws
         -> Bool
     {
-        try await transaction {
+        let found = try await transaction {
             let environments = try await self.query(
                 """
                 SELECT DISTINCT environment FROM ledger_transactions WHERE app_id = ? AND original_transaction_id = ?
@@ -91,6 +97,8 @@ extension SQLiteStore: LedgerStore {
             }
             return true
         }
+        if found { announceLedgerChange() }
+        return found
     }
 
     /// `?, ?, …` for an `IN` list of `count` values.

@@ -27,12 +27,19 @@ public final class SQLiteStore: TenancyStore, UsageStore {
     let script: MigrationScript
     /// The database's write-ahead log, whose metadata ``changeMarker()`` reads.
     let walPath: String
+    /// The ledger's change file beside the database (`…-ledger`), open for appending: a committed change to an
+    /// existing ledger row appends a byte, so its size is ``ledgerChangeMarker()`` in every process using the file.
+    let ledgerChanges: Int32
 
-    private init(connection: SQLiteConnection, threadPool: NIOThreadPool, script: MigrationScript, path: String) {
+    private init(
+        connection: SQLiteConnection, threadPool: NIOThreadPool, script: MigrationScript, path: String,
+        ledgerChanges: Int32
+    ) {
         self.connection = connection
         self.threadPool = threadPool
         self.script = script
         self.walPath = path + "-wal"
+        self.ledgerChanges = ledgerChanges
     }
 
     /// Opens (creating if needed) the database file at `path`.
@@ -50,7 +57,15 @@ public final class SQLiteStore: TenancyStore, UsageStore {
             try? await threadPool.shutdownGracefully()
             throw ServiceError(.storage, "cannot open SQLite database \(path): \(error)")
         }
-        let store = SQLiteStore(connection: connection, threadPool: threadPool, script: script, path: path)
+        // Readable and writable by the owner only, as the database.
+        let ledgerChanges = openForAppending(path + "-ledger")
+        guard ledgerChanges >= 0 else {
+            try? await connection.close()
+            try? await threadPool.shutdownGracefully()
+            throw ServiceError(.storage, "cannot open the ledger change file \(path)-ledger: errno \(errno)")
+        }
+        let store = SQLiteStore(
+            connection: connection, threadPool: threadPool, script: script, path: path, ledgerChanges: ledgerChanges)
         // The file holds key hashes and sealed secrets: readable by its owner only.
         if isNew { _ = chmod(path, 0o600) }
         do {
@@ -70,7 +85,10 @@ public final class SQLiteStore: TenancyStore, UsageStore {
 
     /// Closes the connection and stops its thread.
     public func close() async throws {
-        defer { threadPool.shutdownGracefully { _ in } }
+        defer {
+            _ = closeFile(ledgerChanges)
+            threadPool.shutdownGracefully { _ in }
+        }
         try await connection.close()
     }
 
@@ -128,6 +146,21 @@ public final class SQLiteStore: TenancyStore, UsageStore {
                     [.integer(migration.version), .text(migration.description), .millis(Date())])
             }
         }
+    }
+
+    /// The size of the ledger change file: every process's committed changes to existing ledger rows, counted
+    /// (``LedgerStore/ledgerChangeMarker()``). One `fstat`.
+    public func ledgerChangeMarker() -> Int? {
+        var info = stat()
+        guard fstat(ledgerChanges, &info) == 0 else { return nil }
+        return Int(info.st_size)
+    }
+
+    /// Counts a committed change to existing ledger rows, after its commit (a reader that sees the new count reads
+    /// the change).
+    func announceLedgerChange() {
+        var byte: UInt8 = 1
+        _ = write(ledgerChanges, &byte, 1)
     }
 
     /// The size, times and inode of the write-ahead log: in WAL mode every commit, from this process or another (the
@@ -198,4 +231,22 @@ extension SQLiteRow {
         }
         return value
     }
+}
+
+/// `open(2)` for appending, created readable and writable by the owner only; -1 on failure.
+private func openForAppending(_ path: String) -> Int32 {
+    #if canImport(Glibc)
+        Glibc.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+    #else
+        Darwin.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+    #endif
+}
+
+/// `close(2)`.
+private func closeFile(_ descriptor: Int32) -> Int32 {
+    #if canImport(Glibc)
+        Glibc.close(descriptor)
+    #else
+        Darwin.close(descriptor)
+    #endif
 }
