@@ -189,6 +189,9 @@ round() {
     wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "http://127.0.0.1:$port/healthz" \
         | tee "$WORK/wrk-health"
     echo "server resident memory (KiB): $rss_before after warm-up, $(ps -o rss= -p "$SERVER_PID" | tr -d ' ') at the end"
+    # How the ledger answered (builds with a ledger): from memory, or with a database round trip.
+    curl -s "http://127.0.0.1:$port/metrics" | grep -E '^receiptverify_ledger_(writes|memory_answers)_total' \
+        | sed "s/^/[$label] /" || true
     kill "$SERVER_PID" && wait "$SERVER_PID" || true
     SERVER_PID=
     for route in api health; do

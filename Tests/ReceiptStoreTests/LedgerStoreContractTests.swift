@@ -219,6 +219,38 @@ import Testing
     }
 
     @Test(arguments: StoreKind.available)
+    func aRefusedRecordingAmongConcurrentOnesIsUndoneAloneTheOthersStand(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            _ = try await store.record(Self.recording(app, [Self.purchase("claimed")], user: "alice"))
+            let outcomes = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+                for index in 0..<12 {
+                    group.addTask {
+                        // Index 5 presents alice's purchase as bob's, under `refuse`; the rest are new purchases.
+                        var recording = Self.recording(
+                            app, [Self.purchase(index == 5 ? "claimed" : "p\(index)")],
+                            user: index == 5 ? "bob" : "u\(index)",
+                            request: "r\(index)")
+                        recording.refusesOtherUsers = true
+                        do {
+                            return (index, try await store.record(recording).first?.isNew ?? false)
+                        } catch let error as ServiceError where error.code == .claimedByOtherUser {
+                            return (index, false)
+                        }
+                    }
+                }
+                return try await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
+            }
+            #expect(outcomes.count == 12)
+            let othersNew = outcomes.filter { $0.key != 5 }.allSatisfy(\.value)
+            #expect(othersNew)
+            #expect(outcomes[5] == false)
+            let rows = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 100))
+            #expect(rows.count == 12)
+            #expect(rows.first { $0.transaction.transactionID == "claimed" }?.claimant == "alice")
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
     func theAppsLedgerSettingsAreStored(kind: StoreKind) async throws {
         try await Self.withApp(kind) { store, app in
             #expect(app.claimsPolicy == .flag && app.deliveryMode == .once && app.productCatalog == nil)

@@ -82,7 +82,13 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
 
     func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await run {
-            try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+            do {
+                return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+            } catch let error as PostgresTransactionError {
+                // Our own refusal from inside the transaction (rolled back) stays ours, not a storage failure.
+                if error.rollbackError == nil, let refusal = error.closureError as? ServiceError { throw refusal }
+                throw error
+            }
         }
     }
 

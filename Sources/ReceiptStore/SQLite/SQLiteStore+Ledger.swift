@@ -2,19 +2,71 @@ import Foundation
 import ReceiptCore
 import ReceiptService
 import SQLiteNIO
+import Synchronization
 
 /// The ledger concern (``LedgerStore``): transactions, claims, deliveries. A transaction (`BEGIN IMMEDIATE`) holds
 /// the database's write lock, so recordings from this process and others are serialized.
 extension SQLiteStore: LedgerStore {
+    /// Recordings are committed in groups: while one transaction runs, the recordings that arrive wait, and the
+    /// next transaction takes all of them (up to ``ledgerGroupSize``), each recorded in turn exactly as alone (the
+    /// connection is the only writer, so the group is serialized as its members would be). A commit and the hops
+    /// around it are shared by the group. If any member fails, the group is rolled back and each member is recorded
+    /// in a transaction of its own, so one member's failure (a `refuse` conflict, say) is its own only.
     public func record(_ recording: LedgerRecording) async throws -> [LedgerRecorded] {
         guard !recording.transactions.isEmpty else { return [] }
-        let (results, changed) = try await transaction {
-            try await LedgerRecorder.record(
-                recording,
-                with: SQLiteLedgerWriter(store: self, appID: recording.appID, environment: recording.environment))
+        return try await withCheckedThrowingContinuation { continuation in
+            let startsGroup = ledgerQueue.withLock { queue in
+                queue.pending.append((recording, continuation))
+                defer { queue.isCommitting = true }
+                return !queue.isCommitting
+            }
+            if startsGroup { Task { await self.commitLedgerGroups() } }
         }
-        if changed { announceLedgerChange() }
-        return results
+    }
+
+    /// The most recordings one group commits.
+    static let ledgerGroupSize = 64
+
+    /// Commits the waiting recordings, group after group, until none waits.
+    private func commitLedgerGroups() async {
+        while true {
+            let group = ledgerQueue.withLock { queue in
+                let group = Array(queue.pending.prefix(Self.ledgerGroupSize))
+                queue.pending.removeFirst(group.count)
+                if group.isEmpty { queue.isCommitting = false }
+                return group
+            }
+            guard !group.isEmpty else { return }
+            do {
+                let outcomes = try await transaction {
+                    var outcomes: [(results: [LedgerRecorded], changed: Bool)] = []
+                    for (recording, _) in group {
+                        outcomes.append(try await LedgerRecorder.record(recording, with: self.ledgerWriter(recording)))
+                    }
+                    return outcomes
+                }
+                if outcomes.contains(where: \.changed) { announceLedgerChange() }
+                for ((_, continuation), outcome) in zip(group, outcomes) {
+                    continuation.resume(returning: outcome.results)
+                }
+            } catch {
+                for (recording, continuation) in group {
+                    do {
+                        let outcome = try await transaction {
+                            try await LedgerRecorder.record(recording, with: self.ledgerWriter(recording))
+                        }
+                        if outcome.changed { announceLedgerChange() }
+                        continuation.resume(returning: outcome.results)
+                    } catch {
+                        continuation.resume(throwing: error)
+                    }
+                }
+            }
+        }
+    }
+
+    private func ledgerWriter(_ recording: LedgerRecording) -> SQLiteLedgerWriter {
+        SQLiteLedgerWriter(store: self, appID: recording.appID, environment: recording.environment)
     }
 
     public func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date) async throws -> [LedgerEntry] {
@@ -108,39 +160,38 @@ extension SQLiteStore: LedgerStore {
 }
 
 /// ``LedgerWriting`` on the store's one connection, inside the transaction ``SQLiteStore/record(_:)`` holds.
-private struct SQLiteLedgerWriter: LedgerWriting {
+struct SQLiteLedgerWriter: LedgerWriting {
     let store: SQLiteStore
     let appID: UUID
     let environment: AppStoreEnvironment
 
     private var key: [SQLiteData] { [.uuid(appID), .text(environment.rawValue)] }
 
-    /// One statement per original transaction: SQLite runs in process, a statement costs no round trip.
+    /// Each statement is a hop to the connection's thread and back: one claims every unclaimed original
+    /// transaction, one reads them all (per chunk of ``StoredForm/ledgerChunk``).
     func claimants(of originalTransactionIDs: [String], claimingFor user: String?, at date: Date) async throws
         -> [String: String]
     {
         var claimants: [String: String] = [:]
-        for original in originalTransactionIDs {
-            claimants[original] = try await claimant(of: original, claimingFor: user, at: date)
+        for chunk in originalTransactionIDs.chunked(StoredForm.ledgerChunk) {
+            if let user {
+                _ = try await store.query(
+                    """
+                    INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
+                    VALUES \(Array(repeating: "(?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", "))
+                    ON CONFLICT DO NOTHING
+                    """, chunk.flatMap { key + [.text($0), .text(user), .millis(date)] })
+            }
+            let rows = try await store.query(
+                """
+                SELECT original_transaction_id, app_user_id FROM ledger_claims
+                WHERE app_id = ? AND environment = ? AND original_transaction_id IN (\(SQLiteStore.placeholders(chunk.count)))
+                """, key + chunk.map { .text($0) })
+            for row in rows {
+                claimants[try row.text("original_transaction_id")] = try row.text("app_user_id")
+            }
         }
         return claimants
-    }
-
-    private func claimant(of originalTransactionID: String, claimingFor user: String?, at date: Date) async throws
-        -> String?
-    {
-        if let user {
-            _ = try await store.query(
-                """
-                INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
-                VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
-                """, key + [.text(originalTransactionID), .text(user), .millis(date)])
-        }
-        return try await store.query(
-            """
-            SELECT app_user_id FROM ledger_claims WHERE app_id = ? AND environment = ? AND original_transaction_id = ?
-            """, key + [.text(originalTransactionID)]
-        ).first?.column("app_user_id")?.string
     }
 
     func moveClaim(of originalTransactionID: String, to user: String, at date: Date) async throws {
@@ -151,38 +202,41 @@ private struct SQLiteLedgerWriter: LedgerWriting {
             """, [.text(user), .millis(date)] + key + [.text(originalTransactionID)])
     }
 
+    /// One multi-row statement per chunk of ``StoredForm/ledgerChunk`` entries.
     func insertIfAbsent(_ entries: [LedgerEntry]) async throws -> Set<String> {
         var inserted = Set<String>()
-        for entry in entries where try await insertIfAbsent(entry) {
-            inserted.insert(entry.transaction.transactionID)
+        for chunk in entries.chunked(StoredForm.ledgerChunk) {
+            let rows = try await store.query(
+                """
+                INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id, product_id,
+                    purchase_date, original_purchase_date, expires_date, quantity, web_order_line_item_id, ownership_type,
+                    revocation_date, revocation_reason, revocation_type, revocation_percentage, first_seen_at,
+                    last_seen_at, first_request_id, delivered_at)
+                VALUES \(Array(repeating: Self.rowPlaceholders, count: chunk.count).joined(separator: ", "))
+                ON CONFLICT DO NOTHING RETURNING transaction_id
+                """, chunk.flatMap(values))
+            for row in rows { inserted.insert(try row.text("transaction_id")) }
         }
         return inserted
     }
 
-    private func insertIfAbsent(_ entry: LedgerEntry) async throws -> Bool {
+    private static let rowPlaceholders = "(" + Array(repeating: "?", count: 19).joined(separator: ", ") + ")"
+
+    /// The 19 values of an entry's row, in the insert's column order.
+    private func values(_ entry: LedgerEntry) -> [SQLiteData] {
         let transaction = entry.transaction
         let optional: (Int64?) -> SQLiteData = { $0.map { .integer(Int($0)) } ?? .null }
-        let rows = try await store.query(
-            """
-            INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id, product_id,
-                purchase_date, original_purchase_date, expires_date, quantity, web_order_line_item_id, ownership_type,
-                revocation_date, revocation_reason, revocation_type, revocation_percentage, first_seen_at,
-                last_seen_at, first_request_id, delivered_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT DO NOTHING RETURNING transaction_id
-            """,
-            key + [
-                .text(transaction.transactionID), .text(transaction.originalTransactionID),
-                .text(transaction.productID), optional(transaction.purchaseDate),
-                optional(transaction.originalPurchaseDate), optional(transaction.expiresDate),
-                .integer(transaction.quantity), transaction.webOrderLineItemID.map { .text($0) } ?? .null,
-                transaction.inAppOwnershipType.map { .text($0) } ?? .null, optional(transaction.revocationDate),
-                optional(transaction.revocationReason.map(Int64.init)),
-                transaction.revocationType.map { .text($0) } ?? .null,
-                optional(transaction.revocationPercentage.map(Int64.init)), .millis(entry.firstSeenAt),
-                .millis(entry.lastSeenAt), .text(entry.firstRequestID), .millis(entry.deliveredAt),
-            ])
-        return !rows.isEmpty
+        return key + [
+            .text(transaction.transactionID), .text(transaction.originalTransactionID),
+            .text(transaction.productID), optional(transaction.purchaseDate),
+            optional(transaction.originalPurchaseDate), optional(transaction.expiresDate),
+            .integer(transaction.quantity), transaction.webOrderLineItemID.map { .text($0) } ?? .null,
+            transaction.inAppOwnershipType.map { .text($0) } ?? .null, optional(transaction.revocationDate),
+            optional(transaction.revocationReason.map(Int64.init)),
+            transaction.revocationType.map { .text($0) } ?? .null,
+            optional(transaction.revocationPercentage.map(Int64.init)), .millis(entry.firstSeenAt),
+            .millis(entry.lastSeenAt), .text(entry.firstRequestID), .millis(entry.deliveredAt),
+        ]
     }
 
     func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry] {

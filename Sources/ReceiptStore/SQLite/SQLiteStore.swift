@@ -5,6 +5,7 @@ import NIOPosix
 import ReceiptCore
 import ReceiptService
 import SQLiteNIO
+import Synchronization
 
 // `stat` for the change marker; its timestamp fields are declared in the C headers CoreFoundation exposes.
 #if canImport(Glibc)
@@ -30,6 +31,8 @@ public final class SQLiteStore: TenancyStore, UsageStore {
     /// The ledger's change file beside the database (`…-ledger`), open for appending: a committed change to an
     /// existing ledger row appends a byte, so its size is ``ledgerChangeMarker()`` in every process using the file.
     let ledgerChanges: Int32
+    /// Recordings waiting for the next group commit, and whether a group is being committed.
+    let ledgerQueue = Mutex<LedgerQueue>(LedgerQueue())
 
     private init(
         connection: SQLiteConnection, threadPool: NIOThreadPool, script: MigrationScript, path: String,
@@ -183,6 +186,12 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         #endif
         return hasher.finalize()
     }
+}
+
+/// The recordings waiting for ``SQLiteStore/record(_:)``'s next group commit.
+struct LedgerQueue: Sendable {
+    var pending: [(LedgerRecording, CheckedContinuation<[LedgerRecorded], any Error>)] = []
+    var isCommitting = false
 }
 
 extension SQLiteData {

@@ -32,6 +32,13 @@ enum LedgerRecorder {
         -> (results: [LedgerRecorded], changed: Bool)
     {
         let originals = recording.originalTransactionIDs.sorted()
+        // A refused request leaves no trace: nothing claimed for its user, nothing recorded, nothing delivered. The
+        // claims are read before any write (and checked again after claiming, for a claim made in between, which on
+        // PostgreSQL rolls back this recording's transaction).
+        if recording.refusesOtherUsers, let user = recording.user {
+            let holders = try await writer.claimants(of: originals, claimingFor: nil, at: recording.now)
+            if holders.values.contains(where: { $0 != user }) { throw refusal }
+        }
         var claimants = try await writer.claimants(of: originals, claimingFor: recording.user, at: recording.now)
         var transferredFrom: [String: String] = [:]
         var changed = false
@@ -44,9 +51,8 @@ enum LedgerRecorder {
                 changed = true
             }
         }
-        // A refused request leaves no trace: nothing claimed for its user, nothing recorded, nothing delivered.
         if recording.refusesOtherUsers, let user = recording.user, claimants.values.contains(where: { $0 != user }) {
-            throw ServiceError(.claimedByOtherUser, "a purchase of the input is claimed by another user of the app")
+            throw refusal
         }
 
         var recorded: [String: LedgerRecorded] = [:]
@@ -98,6 +104,11 @@ enum LedgerRecorder {
                 deliveredNow: deliveredNow)
         }
         return (recording.transactions.compactMap { recorded[$0.transactionID] }, changed)
+    }
+
+    /// Why a `refuse` recording is undone.
+    static var refusal: ServiceError {
+        ServiceError(.claimedByOtherUser, "a purchase of the input is claimed by another user of the app")
     }
 }
 
