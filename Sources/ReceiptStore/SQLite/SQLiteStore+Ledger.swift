@@ -38,13 +38,8 @@ extension SQLiteStore: LedgerStore {
             }
             guard !group.isEmpty else { return }
             do {
-                let outcomes = try await transaction {
-                    var outcomes: [(results: [LedgerRecorded], changed: Bool)] = []
-                    for (recording, _) in group {
-                        outcomes.append(try await LedgerRecorder.record(recording, with: self.ledgerWriter(recording)))
-                    }
-                    return outcomes
-                }
+                let recordings = group.map(\.0)
+                let outcomes = try await transaction { try await self.recordTogether(recordings) }
                 if outcomes.contains(where: \.changed) { announceLedgerChange() }
                 for ((_, continuation), outcome) in zip(group, outcomes) {
                     continuation.resume(returning: outcome.results)
@@ -63,6 +58,29 @@ extension SQLiteStore: LedgerStore {
                 }
             }
         }
+    }
+
+    /// The outcomes of `recordings`, in their order, inside the caller's transaction: those that neither move nor
+    /// refuse claims in a few statements per app and environment (``LedgerRecorder/recordGroup(_:with:)``), the others
+    /// one after another. (A valid order of the group: its members arrived concurrently.)
+    private func recordTogether(_ recordings: [LedgerRecording]) async throws
+        -> [(results: [LedgerRecorded], changed: Bool)]
+    {
+        var outcomes = [(results: [LedgerRecorded], changed: Bool)?](repeating: nil, count: recordings.count)
+        var plain: [String: [Int]] = [:]
+        for (index, recording) in recordings.enumerated() {
+            if recording.movesClaims || recording.refusesOtherUsers {
+                outcomes[index] = try await LedgerRecorder.record(recording, with: ledgerWriter(recording))
+            } else {
+                plain["\(recording.appID) \(recording.environment.rawValue)", default: []].append(index)
+            }
+        }
+        for indexes in plain.values {
+            let members = indexes.map { recordings[$0] }
+            let together = try await LedgerRecorder.recordGroup(members, with: ledgerWriter(members[0]))
+            for (index, outcome) in zip(indexes, together) { outcomes[index] = outcome }
+        }
+        return outcomes.map { $0 ?? ([], false) }
     }
 
     private func ledgerWriter(_ recording: LedgerRecording) -> SQLiteLedgerWriter {
@@ -192,6 +210,21 @@ struct SQLiteLedgerWriter: LedgerWriting {
             }
         }
         return claimants
+    }
+
+    /// One multi-row insert of the pairs (statement order: the first pair of an original wins), one read.
+    func claims(_ claims: [(original: String, user: String)], reading originals: [String], at date: Date)
+        async throws -> [String: String]
+    {
+        for chunk in claims.chunked(StoredForm.ledgerChunk) {
+            _ = try await store.query(
+                """
+                INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
+                VALUES \(Array(repeating: "(?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", "))
+                ON CONFLICT DO NOTHING
+                """, chunk.flatMap { key + [.text($0.original), .text($0.user), .millis(date)] })
+        }
+        return try await claimants(of: originals, claimingFor: nil, at: date)
     }
 
     func moveClaim(of originalTransactionID: String, to user: String, at date: Date) async throws {

@@ -16,10 +16,24 @@ protocol LedgerWriting {
     func insertIfAbsent(_ entries: [LedgerEntry]) async throws -> Set<String>
     /// The stored entries of these transactions, by transaction id (claimants not filled in).
     func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry]
+    /// Claims each original transaction of `claims` that has no claimant for its user (the first pair of an original
+    /// wins), then returns the claimants of `originals` (sorted, distinct); unclaimed ones are absent.
+    func claims(_ claims: [(original: String, user: String)], reading originals: [String], at date: Date)
+        async throws -> [String: String]
     /// Marks the transaction delivered at `date` unless it already is; returns whether it did.
     func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool
     /// Sets `last_seen_at`, and the revocation of `revocation` when given.
     func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws
+}
+
+extension LedgerWriting {
+    /// One claim after another, then one read: for stores that do not record groups.
+    func claims(_ claims: [(original: String, user: String)], reading originals: [String], at date: Date)
+        async throws -> [String: String]
+    {
+        for (original, user) in claims { _ = try await claimants(of: [original], claimingFor: user, at: date) }
+        return try await claimants(of: originals, claimingFor: nil, at: date)
+    }
 }
 
 /// How an input's transactions are recorded (``LedgerStore/record(_:)``), whatever the store.
@@ -69,6 +83,22 @@ enum LedgerRecorder {
                 existing.append(transaction)
             }
         }
+        let (updated, revoked) = try await recordExisting(
+            existing, of: recording, claimants: claimants, transferredFrom: transferredFrom, with: writer)
+        recorded.merge(updated) { new, _ in new }
+        return (recording.transactions.compactMap { recorded[$0.transactionID] }, changed || revoked)
+    }
+
+    /// The transactions of `recording` already in the ledger: their stored rows with `claimants`, a revocation the
+    /// ledger did not know recorded, `last_seen_at` kept, a delivery due made; `changed` tells whether a revocation
+    /// was recorded.
+    static func recordExisting(
+        _ existing: [PurchaseTransaction], of recording: LedgerRecording, claimants: [String: String],
+        transferredFrom: [String: String], with writer: some LedgerWriting
+    ) async throws -> (recorded: [String: LedgerRecorded], changed: Bool) {
+        guard !existing.isEmpty else { return ([:], false) }
+        var recorded: [String: LedgerRecorded] = [:]
+        var changed = false
         let stored = try await writer.entries(transactionIDs: existing.map(\.transactionID))
         for transaction in existing {
             guard var entry = stored[transaction.transactionID] else {
@@ -103,7 +133,62 @@ enum LedgerRecorder {
                 entry: entry, isNew: false, transferredFrom: transferredFrom[transaction.originalTransactionID],
                 deliveredNow: deliveredNow)
         }
-        return (recording.transactions.compactMap { recorded[$0.transactionID] }, changed)
+        return (recorded, changed)
+    }
+
+    /// Records several recordings in one database transaction with a few statements for all of them: their claims
+    /// in one statement, the claimants read in one, every transaction new to the group inserted in one. The result
+    /// is what recording them one after another, in order, gives: the first recording with a user claims an
+    /// unclaimed original transaction, the first carrying a new transaction finds it new and the later ones seen.
+    /// For recordings that neither move claims nor refuse (those go through ``record(_:with:)``), of one app and
+    /// environment (the writer's).
+    static func recordGroup(_ group: [LedgerRecording], with writer: some LedgerWriting) async throws
+        -> [(results: [LedgerRecorded], changed: Bool)]
+    {
+        guard let first = group.first else { return [] }
+        var originals = Set<String>()
+        var claims: [(original: String, user: String)] = []
+        for recording in group {
+            for original in recording.originalTransactionIDs {
+                originals.insert(original)
+                if let user = recording.user { claims.append((original, user)) }
+            }
+        }
+        let claimants = try await writer.claims(claims, reading: originals.sorted(), at: first.now)
+
+        // Each transaction's first carrier in the group offers its row; the insert keeps those not yet stored.
+        var firstCarrier: [String: Int] = [:]
+        var candidates: [LedgerEntry] = []
+        for (index, recording) in group.enumerated() {
+            for transaction in recording.transactions where firstCarrier[transaction.transactionID] == nil {
+                firstCarrier[transaction.transactionID] = index
+                candidates.append(
+                    recording.newEntry(transaction, claimant: claimants[transaction.originalTransactionID]))
+            }
+        }
+        candidates.sort { $0.transaction.transactionID < $1.transaction.transactionID }
+        let inserted = try await writer.insertIfAbsent(candidates)
+        let offered = Dictionary(candidates.map { ($0.transaction.transactionID, $0) }) { first, _ in first }
+
+        var outcomes: [(results: [LedgerRecorded], changed: Bool)] = []
+        for (index, recording) in group.enumerated() {
+            var recorded: [String: LedgerRecorded] = [:]
+            var existing: [PurchaseTransaction] = []
+            for transaction in recording.transactions {
+                let id = transaction.transactionID
+                if inserted.contains(id), firstCarrier[id] == index, let entry = offered[id] {
+                    recorded[id] = LedgerRecorded(
+                        entry: entry, isNew: true, transferredFrom: nil, deliveredNow: entry.deliveredAt != nil)
+                } else {
+                    existing.append(transaction)
+                }
+            }
+            let (updated, changed) = try await recordExisting(
+                existing, of: recording, claimants: claimants, transferredFrom: [:], with: writer)
+            recorded.merge(updated) { new, _ in new }
+            outcomes.append((recording.transactions.compactMap { recorded[$0.transactionID] }, changed))
+        }
+        return outcomes
     }
 
     /// Why a `refuse` recording is undone.
