@@ -6,22 +6,43 @@ import ReceiptService
 /// The ledger concern (``LedgerStore``): transactions, claims, deliveries. Inserts are `ON CONFLICT DO NOTHING` under
 /// the primary key, so concurrent recordings on any number of servers insert each transaction once; a change to an
 /// existing row's claim, revocation or delivery is announced in its own transaction (``announceChange(on:)``).
-extension PostgresStore: LedgerStore {
+extension PostgresStore: LedgerStore, GroupCommittingStore {
     /// The notifications on ``PostgresStore/changeChannel``, which every announced ledger change sends (with plan and
     /// account changes, which are rare).
     public func ledgerChangeMarker() -> Int? { changeMarker() }
 
+    /// Recordings are committed in groups (``LedgerGroupCommit``): each server sends one transaction at a time,
+    /// whose commit (and its flush to disk) the group shares; exactness across servers is the primary key's.
     public func record(_ recording: LedgerRecording) async throws -> [LedgerRecorded] {
         guard !recording.transactions.isEmpty else { return [] }
-        return try await transaction { connection in
+        return try await ledgerGroups.record(recording, on: self)
+    }
+
+    func commitLedgerGroup(_ recordings: [LedgerRecording]) async throws -> [LedgerGroupCommit.Outcome] {
+        try await transaction { connection in
+            let outcomes = try await LedgerRecorder.recordTogether(recordings) { recording in
+                PostgresLedgerWriter(
+                    store: self, connection: connection, appID: recording.appID,
+                    environment: recording.environment.rawValue)
+            }
+            if outcomes.contains(where: \.changed) { try await self.announceChange(on: connection) }
+            return outcomes
+        }
+    }
+
+    func commitLedgerRecording(_ recording: LedgerRecording) async throws -> LedgerGroupCommit.Outcome {
+        try await transaction { connection in
             let writer = PostgresLedgerWriter(
                 store: self, connection: connection, appID: recording.appID,
                 environment: recording.environment.rawValue)
-            let (results, changed) = try await LedgerRecorder.record(recording, with: writer)
-            if changed { try await self.announceChange(on: connection) }
-            return results
+            let outcome = try await LedgerRecorder.record(recording, with: writer)
+            if outcome.changed { try await self.announceChange(on: connection) }
+            return outcome
         }
     }
+
+    /// Nothing after the commit: PostgreSQL's announcement went inside the transaction.
+    func announceLedgerChange() {}
 
     public func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date) async throws -> [LedgerEntry] {
         guard !transactionIDs.isEmpty else { return [] }
@@ -127,6 +148,25 @@ private struct PostgresLedgerWriter: LedgerWriting {
                 String.self)
         }
         return claimants
+    }
+
+    /// One statement for every pair (in order: the first pair of an original wins), one read.
+    func claims(_ claims: [(original: String, user: String)], reading originals: [String], at date: Date)
+        async throws -> [String: String]
+    {
+        if !claims.isEmpty {
+            let claimed = claims.map(\.original)
+            let users = claims.map(\.user)
+            try await store.rows(
+                """
+                INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
+                SELECT \(appID), \(environment), c.original, c.user, \(date)
+                FROM UNNEST(\(claimed)::text[], \(users)::text[]) WITH ORDINALITY AS c(original, user, position)
+                ORDER BY c.position
+                ON CONFLICT DO NOTHING
+                """, on: connection)
+        }
+        return try await claimants(of: originals, claimingFor: nil, at: date)
     }
 
     func moveClaim(of originalTransactionID: String, to user: String, at date: Date) async throws {

@@ -2,85 +2,23 @@ import Foundation
 import ReceiptCore
 import ReceiptService
 import SQLiteNIO
-import Synchronization
 
 /// The ledger concern (``LedgerStore``): transactions, claims, deliveries. A transaction (`BEGIN IMMEDIATE`) holds
 /// the database's write lock, so recordings from this process and others are serialized.
-extension SQLiteStore: LedgerStore {
-    /// Recordings are committed in groups: while one transaction runs, the recordings that arrive wait, and the
-    /// next transaction takes all of them (up to ``ledgerGroupSize``), each recorded in turn exactly as alone (the
-    /// connection is the only writer, so the group is serialized as its members would be). A commit and the hops
-    /// around it are shared by the group. If any member fails, the group is rolled back and each member is recorded
-    /// in a transaction of its own, so one member's failure (a `refuse` conflict, say) is its own only.
+extension SQLiteStore: LedgerStore, GroupCommittingStore {
+    /// Recordings are committed in groups (``LedgerGroupCommit``): the connection is the only writer, so a group is
+    /// serialized as its members would be.
     public func record(_ recording: LedgerRecording) async throws -> [LedgerRecorded] {
         guard !recording.transactions.isEmpty else { return [] }
-        return try await withCheckedThrowingContinuation { continuation in
-            let startsGroup = ledgerQueue.withLock { queue in
-                queue.pending.append((recording, continuation))
-                defer { queue.isCommitting = true }
-                return !queue.isCommitting
-            }
-            if startsGroup { Task { await self.commitLedgerGroups() } }
-        }
+        return try await ledgerGroups.record(recording, on: self)
     }
 
-    /// The most recordings one group commits.
-    static let ledgerGroupSize = 64
-
-    /// Commits the waiting recordings, group after group, until none waits.
-    private func commitLedgerGroups() async {
-        while true {
-            let group = ledgerQueue.withLock { queue in
-                let group = Array(queue.pending.prefix(Self.ledgerGroupSize))
-                queue.pending.removeFirst(group.count)
-                if group.isEmpty { queue.isCommitting = false }
-                return group
-            }
-            guard !group.isEmpty else { return }
-            do {
-                let recordings = group.map(\.0)
-                let outcomes = try await transaction { try await self.recordTogether(recordings) }
-                if outcomes.contains(where: \.changed) { announceLedgerChange() }
-                for ((_, continuation), outcome) in zip(group, outcomes) {
-                    continuation.resume(returning: outcome.results)
-                }
-            } catch {
-                for (recording, continuation) in group {
-                    do {
-                        let outcome = try await transaction {
-                            try await LedgerRecorder.record(recording, with: self.ledgerWriter(recording))
-                        }
-                        if outcome.changed { announceLedgerChange() }
-                        continuation.resume(returning: outcome.results)
-                    } catch {
-                        continuation.resume(throwing: error)
-                    }
-                }
-            }
-        }
+    func commitLedgerGroup(_ recordings: [LedgerRecording]) async throws -> [LedgerGroupCommit.Outcome] {
+        try await transaction { try await LedgerRecorder.recordTogether(recordings, writer: self.ledgerWriter) }
     }
 
-    /// The outcomes of `recordings`, in their order, inside the caller's transaction: those that neither move nor
-    /// refuse claims in a few statements per app and environment (``LedgerRecorder/recordGroup(_:with:)``), the others
-    /// one after another. (A valid order of the group: its members arrived concurrently.)
-    private func recordTogether(_ recordings: [LedgerRecording]) async throws
-        -> [(results: [LedgerRecorded], changed: Bool)]
-    {
-        var outcomes = [(results: [LedgerRecorded], changed: Bool)?](repeating: nil, count: recordings.count)
-        var plain: [String: [Int]] = [:]
-        for (index, recording) in recordings.enumerated() {
-            if recording.movesClaims || recording.refusesOtherUsers {
-                outcomes[index] = try await LedgerRecorder.record(recording, with: ledgerWriter(recording))
-            } else {
-                plain["\(recording.appID) \(recording.environment.rawValue)", default: []].append(index)
-            }
-        }
-        for indexes in plain.values {
-            let members = indexes.map { recordings[$0] }
-            let together = try await LedgerRecorder.recordGroup(members, with: ledgerWriter(members[0]))
-            for (index, outcome) in zip(indexes, together) { outcomes[index] = outcome }
-        }
-        return outcomes.map { $0 ?? ([], false) }
+    func commitLedgerRecording(_ recording: LedgerRecording) async throws -> LedgerGroupCommit.Outcome {
+        try await transaction { try await LedgerRecorder.record(recording, with: self.ledgerWriter(recording)) }
     }
 
     private func ledgerWriter(_ recording: LedgerRecording) -> SQLiteLedgerWriter {

@@ -31,8 +31,8 @@ public final class SQLiteStore: TenancyStore, UsageStore {
     /// The ledger's change file beside the database (`…-ledger`), open for appending: a committed change to an
     /// existing ledger row appends a byte, so its size is ``ledgerChangeMarker()`` in every process using the file.
     let ledgerChanges: Int32
-    /// Recordings waiting for the next group commit, and whether a group is being committed.
-    let ledgerQueue = Mutex<LedgerQueue>(LedgerQueue())
+    /// The group commit of ledger recordings (``record(_:)``).
+    let ledgerGroups = LedgerGroupCommit()
 
     private init(
         connection: SQLiteConnection, threadPool: NIOThreadPool, script: MigrationScript, path: String,
@@ -186,12 +186,6 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         #endif
         return hasher.finalize()
     }
-}
-
-/// The recordings waiting for ``SQLiteStore/record(_:)``'s next group commit.
-struct LedgerQueue: Sendable {
-    var pending: [(LedgerRecording, CheckedContinuation<[LedgerRecorded], any Error>)] = []
-    var isCommitting = false
 }
 
 extension SQLiteData {

@@ -1,0 +1,106 @@
+import Foundation
+import ReceiptCore
+import ReceiptService
+import Synchronization
+
+/// Group commit of ledger recordings, for both stores: while a group's transaction runs, the recordings that arrive
+/// wait, and the next transaction takes all of them (up to ``maximumGroup``). A commit (on PostgreSQL, its flush to
+/// disk) and the statements around it are shared by the group. If the group's transaction fails, each member is
+/// recorded in a transaction of its own, so one member's failure (a `refuse` conflict, a deadlock with another
+/// server) is its own only.
+final class LedgerGroupCommit: Sendable {
+    typealias Outcome = (results: [LedgerRecorded], changed: Bool)
+
+    /// The most recordings one group commits.
+    static let maximumGroup = 64
+
+    private struct Queue {
+        var pending: [(LedgerRecording, CheckedContinuation<[LedgerRecorded], any Error>)] = []
+        var isCommitting = false
+    }
+
+    private let queue = Mutex(Queue())
+
+    /// Records `recording` with the next group.
+    func record(_ recording: LedgerRecording, on store: some GroupCommittingStore) async throws -> [LedgerRecorded] {
+        try await withCheckedThrowingContinuation { continuation in
+            let startsCommitting = queue.withLock { queue in
+                queue.pending.append((recording, continuation))
+                defer { queue.isCommitting = true }
+                return !queue.isCommitting
+            }
+            if startsCommitting { Task { await self.commitGroups(on: store) } }
+        }
+    }
+
+    /// Commits the waiting recordings, group after group, until none waits.
+    private func commitGroups(on store: some GroupCommittingStore) async {
+        while true {
+            let group = queue.withLock { queue in
+                let group = Array(queue.pending.prefix(Self.maximumGroup))
+                queue.pending.removeFirst(group.count)
+                if group.isEmpty { queue.isCommitting = false }
+                return group
+            }
+            guard !group.isEmpty else { return }
+            do {
+                let outcomes = try await store.commitLedgerGroup(group.map(\.0))
+                if outcomes.contains(where: \.changed) { store.announceLedgerChange() }
+                for ((_, continuation), outcome) in zip(group, outcomes) {
+                    continuation.resume(returning: outcome.results)
+                }
+            } catch {
+                for (recording, continuation) in group {
+                    do {
+                        let outcome = try await store.commitLedgerRecording(recording)
+                        if outcome.changed { store.announceLedgerChange() }
+                        continuation.resume(returning: outcome.results)
+                    } catch {
+                        continuation.resume(throwing: error)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A store whose ledger recordings go through a ``LedgerGroupCommit``.
+protocol GroupCommittingStore: Sendable {
+    /// Records a group in one transaction; the outcomes in the group's order.
+    func commitLedgerGroup(_ recordings: [LedgerRecording]) async throws -> [LedgerGroupCommit.Outcome]
+    /// Records one recording in a transaction of its own.
+    func commitLedgerRecording(_ recording: LedgerRecording) async throws -> LedgerGroupCommit.Outcome
+    /// Called after a commit that changed existing rows.
+    func announceLedgerChange()
+}
+
+extension LedgerRecorder {
+    /// The outcomes of `recordings`, in their order, inside one transaction: those that neither move nor refuse
+    /// claims in a few statements per app and environment (``recordGroup(_:with:)``), the others one after another
+    /// (a valid order of the group: its members arrived concurrently). `writer` gives the writer of an app and
+    /// environment.
+    static func recordTogether<Writer: LedgerWriting>(
+        _ recordings: [LedgerRecording], writer: (LedgerRecording) -> Writer
+    ) async throws -> [LedgerGroupCommit.Outcome] {
+        var outcomes = [LedgerGroupCommit.Outcome?](repeating: nil, count: recordings.count)
+        var plain: [String: [Int]] = [:]
+        var order: [String] = []
+        for (index, recording) in recordings.enumerated() {
+            if recording.movesClaims || recording.refusesOtherUsers {
+                outcomes[index] = try await record(recording, with: writer(recording))
+            } else {
+                let key = "\(recording.appID) \(recording.environment.rawValue)"
+                if plain[key] == nil { order.append(key) }
+                plain[key, default: []].append(index)
+            }
+        }
+        // Apps and environments in a fixed order, so two servers' groups take their locks in one order.
+        for key in order.sorted() {
+            let indexes = plain[key] ?? []
+            let members = indexes.map { recordings[$0] }
+            let together = try await recordGroup(members, with: writer(members[0]))
+            for (index, outcome) in zip(indexes, together) { outcomes[index] = outcome }
+        }
+        return outcomes.map { $0 ?? ([], false) }
+    }
+}
