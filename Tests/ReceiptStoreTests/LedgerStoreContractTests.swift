@@ -219,6 +219,31 @@ import Testing
     }
 
     @Test(arguments: StoreKind.available)
+    func concurrentRecordingsKeepEachTheirOwnRequestAndTimeAndUser(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<24 {
+                    group.addTask {
+                        _ = try await store.record(
+                            Self.recording(
+                                app, [Self.purchase("own\(index)")], user: index % 2 == 0 ? "user\(index)" : nil,
+                                at: Double(index), request: "request\(index)"))
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let rows = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 100))
+            #expect(rows.count == 24)
+            for row in rows {
+                let index = Int(row.transaction.transactionID.dropFirst(3)) ?? -1
+                #expect(row.firstRequestID == "request\(index)")
+                #expect(row.firstSeenAt == Self.start.addingTimeInterval(Double(index)))
+                #expect(row.claimant == (index % 2 == 0 ? "user\(index)" : nil))
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
     func aRefusedRecordingAmongConcurrentOnesIsUndoneAloneTheOthersStand(kind: StoreKind) async throws {
         try await Self.withApp(kind) { store, app in
             _ = try await store.record(Self.recording(app, [Self.purchase("claimed")], user: "alice"))

@@ -58,7 +58,7 @@ enum RequestBody {
         request.appUserID = try fields.text("app_user_id")
         request.originalTransactionID = try fields.text("original_transaction_id")
         request.transactionIDs = try fields.list("transaction_ids", limit: VerificationRequest.maximumTransactionIDs)
-        request.cursor = try fields.text("cursor")
+        request.cursor = try fields.text("cursor", limit: VerificationRequest.maximumCursorLength)
         request.limit = try fields.text("limit").map { text throws(Unreadable) in
             guard let limit = Int(text), (1...VerificationRequest.maximumPageSize).contains(limit) else {
                 throw Unreadable(reason: "field 'limit' must be a whole number from 1 to 1000")

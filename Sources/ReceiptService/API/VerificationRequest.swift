@@ -49,6 +49,9 @@ public struct VerificationRequest: Sendable, Equatable {
 
     /// The most transaction ids one delivery confirmation names.
     public static let maximumTransactionIDs = 1_000
+    /// The longest `cursor` accepted, in bytes: a position's base64 (a transaction id is at most
+    /// ``maximumFieldLength`` bytes).
+    public static let maximumCursorLength = 512
     /// The most rows of one ledger page.
     public static let maximumPageSize = 1_000
 

@@ -53,7 +53,7 @@ extension LedgerPosition {
     public init?(cursor: String) {
         var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard cursor.utf8.count <= 512, let data = Data(base64Encoded: base64),
+        guard cursor.utf8.count <= VerificationRequest.maximumCursorLength, let data = Data(base64Encoded: base64),
             let text = String(data: data, encoding: .utf8)
         else { return nil }
         let parts = text.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false)

@@ -5,7 +5,8 @@ import ReceiptService
 
 /// The ledger concern (``LedgerStore``): transactions, claims, deliveries. Inserts are `ON CONFLICT DO NOTHING` under
 /// the primary key, so concurrent recordings on any number of servers insert each transaction once; a change to an
-/// existing row's claim, revocation or delivery is announced in its own transaction (``announceChange(on:)``).
+/// existing row's claim, revocation or delivery is announced inside the transaction that makes it
+/// (``announceChange(on:)``), delivered when it commits.
 extension PostgresStore: LedgerStore, GroupCommittingStore {
     /// The notifications on ``PostgresStore/changeChannel``, which every announced ledger change sends (with plan and
     /// account changes, which are rare).
@@ -64,7 +65,8 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
     public func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry] {
         // Absent filters are NULL and match everything; one statement, planned once.
         let after = query.after
-        let afterDate = after.map { Date(millisecondsSince1970: $0.firstSeen) }
+        // The position's time in exact milliseconds, as inserts store it (a Date would round through a double).
+        let afterMilliseconds = after?.firstSeen
         return try await run {
             try await rows(
                 """
@@ -74,9 +76,10 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
                     AND (\(query.originalTransactionID)::text IS NULL
                         OR t.original_transaction_id = \(query.originalTransactionID))
                     AND (\(query.since)::timestamptz IS NULL OR t.first_seen_at >= \(query.since))
-                    AND (\(afterDate)::timestamptz IS NULL
+                    AND (\(afterMilliseconds)::int8 IS NULL
                         OR (t.first_seen_at, t.environment, t.transaction_id)
-                            > (\(afterDate), \(after?.environment), \(after?.transactionID)))
+                            > (TIMESTAMPTZ 'epoch' + \(afterMilliseconds)::int8 * INTERVAL '1 millisecond',
+                                \(after?.environment), \(after?.transactionID)))
                 ORDER BY t.first_seen_at, t.environment, t.transaction_id LIMIT \(query.limit)
                 """
             ).map(StoredForm.ledgerEntry)
@@ -150,7 +153,8 @@ private struct PostgresLedgerWriter: LedgerWriting {
         return claimants
     }
 
-    /// One statement for every pair (in order: the first pair of an original wins), one read.
+    /// One statement for every pair (the first pair of an original wins; rows go in original-id order, so two
+    /// servers' groups take their locks in one order), one read.
     func claims(_ claims: [(original: String, user: String)], reading originals: [String], at date: Date)
         async throws -> [String: String]
     {
@@ -160,9 +164,9 @@ private struct PostgresLedgerWriter: LedgerWriting {
             try await store.rows(
                 """
                 INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
-                SELECT \(appID), \(environment), c.original, c.user, \(date)
-                FROM UNNEST(\(claimed)::text[], \(users)::text[]) WITH ORDINALITY AS c(original, user, position)
-                ORDER BY c.position
+                SELECT \(appID), \(environment), c.original, c.app_user, \(date)
+                FROM UNNEST(\(claimed)::text[], \(users)::text[]) WITH ORDINALITY AS c(original, app_user, position)
+                ORDER BY c.original, c.position
                 ON CONFLICT DO NOTHING
                 """, on: connection)
         }
@@ -180,9 +184,10 @@ private struct PostgresLedgerWriter: LedgerWriting {
     /// Every entry in one statement: the values travel as arrays, one per column, unnested in the entries' order
     /// (sorted by transaction id, so concurrent recordings lock rows in one order). Absent values travel as a sentinel
     /// that `NULLIF` turns back into NULL (arrays of optionals are not encodable): `Int64.min` for numbers, U+0001
-    /// (never in Apple's ids or names) for text.
+    /// (never in Apple's ids or names) for text. Each entry keeps its own request's time and id (a group's entries
+    /// come from several requests).
     func insertIfAbsent(_ entries: [LedgerEntry]) async throws -> Set<String> {
-        guard let first = entries.first else { return [] }
+        guard !entries.isEmpty else { return [] }
         let none = Int64.min
         let noText = "\u{1}"
         let transactions = entries.map(\.transaction)
@@ -200,6 +205,8 @@ private struct PostgresLedgerWriter: LedgerWriting {
         let types = transactions.map { $0.revocationType ?? noText }
         let percentages = transactions.map { $0.revocationPercentage.map(Int64.init) ?? none }
         let delivered = entries.map { $0.deliveredAt != nil }
+        let seen = entries.map { $0.firstSeenAt.millisecondsSince1970 }
+        let requests = entries.map(\.firstRequestID)
         let rows = try await store.rows(
             """
             INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id, product_id,
@@ -209,14 +216,16 @@ private struct PostgresLedgerWriter: LedgerWriting {
             SELECT \(appID), \(environment), t.id, t.original, t.product, NULLIF(t.purchased, \(none)),
                 NULLIF(t.originally, \(none)), NULLIF(t.expires, \(none)), t.quantity, NULLIF(t.line_item, \(noText)),
                 NULLIF(t.ownership, \(noText)), NULLIF(t.revoked, \(none)), NULLIF(t.reason, \(none)),
-                NULLIF(t.type, \(noText)), NULLIF(t.percentage, \(none)), \(first.firstSeenAt), \(first.lastSeenAt),
-                \(first.firstRequestID), CASE WHEN t.delivered THEN \(first.firstSeenAt) END
+                NULLIF(t.type, \(noText)), NULLIF(t.percentage, \(none)), seen_at.at, seen_at.at, t.request,
+                CASE WHEN t.delivered THEN seen_at.at END
             FROM UNNEST(\(ids)::text[], \(originals)::text[], \(products)::text[], \(purchased)::int8[],
                 \(originallyPurchased)::int8[], \(expires)::int8[], \(quantities)::int8[], \(lineItems)::text[],
                 \(ownership)::text[], \(revoked)::int8[], \(reasons)::int8[], \(types)::text[], \(percentages)::int8[],
-                \(delivered)::bool[])
+                \(delivered)::bool[], \(seen)::int8[], \(requests)::text[])
                 WITH ORDINALITY AS t(id, original, product, purchased, originally, expires, quantity, line_item,
-                    ownership, revoked, reason, type, percentage, delivered, position)
+                    ownership, revoked, reason, type, percentage, delivered, seen, request, position),
+                -- Exact milliseconds (a division by 1000.0 would round through a double).
+                LATERAL (SELECT TIMESTAMPTZ 'epoch' + t.seen * INTERVAL '1 millisecond' AS at) AS seen_at
             ORDER BY t.position
             ON CONFLICT DO NOTHING RETURNING transaction_id
             """, on: connection)

@@ -14,22 +14,57 @@ final class LedgerGroupCommit: Sendable {
     /// The most recordings one group commits.
     static let maximumGroup = 64
 
+    /// The most recordings that may wait; past it a recording is refused at once (the database is not keeping up).
+    static let maximumWaiting = 4_096
+
     private struct Queue {
-        var pending: [(LedgerRecording, CheckedContinuation<[LedgerRecorded], any Error>)] = []
+        var pending: [(id: Int, recording: LedgerRecording, waiter: CheckedContinuation<[LedgerRecorded], any Error>)] =
+            []
         var isCommitting = false
+        var nextID = 0
     }
 
     private let queue = Mutex(Queue())
 
     /// Records `recording` with the next group.
+    ///
+    /// A recording that moves or refuses claims is committed alone: a refusal fails its transaction, which would send a
+    /// whole group back to one-by-one. A caller that gives up (its task cancelled: the database deadline passed) while
+    /// its recording still waits takes it out of the queue, so nothing is recorded behind the 503 it answers.
     func record(_ recording: LedgerRecording, on store: some GroupCommittingStore) async throws -> [LedgerRecorded] {
-        try await withCheckedThrowingContinuation { continuation in
-            let startsCommitting = queue.withLock { queue in
-                queue.pending.append((recording, continuation))
-                defer { queue.isCommitting = true }
-                return !queue.isCommitting
+        if recording.movesClaims || recording.refusesOtherUsers {
+            let outcome = try await store.commitLedgerRecording(recording)
+            if outcome.changed { store.announceLedgerChange() }
+            return outcome.results
+        }
+        let id = queue.withLock { queue in
+            defer { queue.nextID += 1 }
+            return queue.nextID
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard !Task.isCancelled else { return continuation.resume(throwing: CancellationError()) }
+                let start = queue.withLock { queue -> Bool? in
+                    guard queue.pending.count < Self.maximumWaiting else { return nil }
+                    queue.pending.append((id, recording, continuation))
+                    defer { queue.isCommitting = true }
+                    return !queue.isCommitting
+                }
+                switch start {
+                case nil:
+                    continuation.resume(
+                        throwing: ServiceError(.unavailable, "\(Self.maximumWaiting) ledger recordings are waiting"))
+                case true?:
+                    Task { await self.commitGroups(on: store) }
+                case false?:
+                    break
+                }
             }
-            if startsCommitting { Task { await self.commitGroups(on: store) } }
+        } onCancel: {
+            let waiter = queue.withLock { queue in
+                queue.pending.firstIndex { $0.id == id }.map { queue.pending.remove(at: $0).waiter }
+            }
+            waiter?.resume(throwing: CancellationError())
         }
     }
 
@@ -44,13 +79,13 @@ final class LedgerGroupCommit: Sendable {
             }
             guard !group.isEmpty else { return }
             do {
-                let outcomes = try await store.commitLedgerGroup(group.map(\.0))
+                let outcomes = try await store.commitLedgerGroup(group.map(\.recording))
                 if outcomes.contains(where: \.changed) { store.announceLedgerChange() }
-                for ((_, continuation), outcome) in zip(group, outcomes) {
-                    continuation.resume(returning: outcome.results)
+                for (member, outcome) in zip(group, outcomes) {
+                    member.waiter.resume(returning: outcome.results)
                 }
             } catch {
-                for (recording, continuation) in group {
+                for (_, recording, continuation) in group {
                     do {
                         let outcome = try await store.commitLedgerRecording(recording)
                         if outcome.changed { store.announceLedgerChange() }

@@ -26,22 +26,14 @@ protocol LedgerWriting {
     func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws
 }
 
-extension LedgerWriting {
-    /// One claim after another, then one read: for stores that do not record groups.
-    func claims(_ claims: [(original: String, user: String)], reading originals: [String], at date: Date)
-        async throws -> [String: String]
-    {
-        for (original, user) in claims { _ = try await claimants(of: [original], claimingFor: user, at: date) }
-        return try await claimants(of: originals, claimingFor: nil, at: date)
-    }
-}
-
 /// How an input's transactions are recorded (``LedgerStore/record(_:)``), whatever the store.
 enum LedgerRecorder {
     /// Records `recording` through `writer`, which runs inside one database transaction. Claims come first (a new
     /// transaction's delivery depends on who holds its original transaction), then each transaction is inserted if
     /// absent. Both go in sorted order, so two servers recording overlapping inputs take their row locks in one order
-    /// and cannot deadlock. `changed` tells whether an existing row's claim or revocation changed (to be announced).
+    /// and cannot deadlock. (A group, ``recordGroup(_:with:)``, sorts its claims and inserts too, but its members'
+    /// later updates go member by member: two servers' groups may deadlock, which PostgreSQL breaks by failing one,
+    /// whose members are then recorded one by one.) `changed` tells whether an existing row's claim or revocation changed (to be announced).
     static func record(_ recording: LedgerRecording, with writer: some LedgerWriting) async throws
         -> (results: [LedgerRecorded], changed: Bool)
     {
