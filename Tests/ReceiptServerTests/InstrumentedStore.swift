@@ -4,7 +4,7 @@ import Synchronization
 
 /// A real store (SQLite, from the caller) seen through a window that counts the reads a request can cause and can
 /// hold them, as a database that stops answering would: the tests of what strangers and outages cost.
-final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore {
+final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionStore {
     let base: any DataStore
 
     private struct State {
@@ -113,6 +113,19 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore {
     func apps(accountID: UUID?) async throws -> [App] { try await base.apps(accountID: accountID) }
     func changeMarker() -> Int? { base.changeMarker() }
     func ledgerChangeMarker() -> Int? { base.ledgerChangeMarker() }
+    func insertSession(_ session: AccountSession) async throws { try await base.insertSession(session) }
+    func session(tokenHash: [UInt8]) async throws -> AccountSession? { try await base.session(tokenHash: tokenHash) }
+    func touchSession(id: UUID, at date: Date) async throws { try await base.touchSession(id: id, at: date) }
+    func deleteSession(id: UUID) async throws -> Bool { try await base.deleteSession(id: id) }
+    func deleteSessions(accountID: UUID) async throws -> Int { try await base.deleteSessions(accountID: accountID) }
+    func insertSignInLink(_ link: SignInLink) async throws { try await base.insertSignInLink(link) }
+    func useSignInLink(tokenHash: [UInt8], at date: Date) async throws -> UUID? {
+        try await base.useSignInLink(tokenHash: tokenHash, at: date)
+    }
+    func appendAudit(_ entry: AuditEntry) async throws { try await base.appendAudit(entry) }
+    func auditEntries(accountID: UUID?, limit: Int) async throws -> [AuditEntry] {
+        try await base.auditEntries(accountID: accountID, limit: limit)
+    }
     func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date) async throws -> [LedgerEntry] {
         try await base.confirmDelivery(appID: appID, transactionIDs: transactionIDs, at: date)
     }

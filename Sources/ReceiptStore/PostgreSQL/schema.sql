@@ -165,3 +165,35 @@ CREATE INDEX ledger_claims_user_idx ON ledger_claims (app_id, app_user_id);
 ALTER TABLE usage_daily DROP CONSTRAINT usage_daily_endpoint_check;
 ALTER TABLE usage_daily ADD CONSTRAINT usage_daily_endpoint_check
     CHECK (endpoint IN ('api', 'apiencrypted', 'transactions'));
+
+-- version: 5 the account screen: browser sessions, one-time sign-in links, the audit log
+-- Tokens are never stored, only their SHA-256. The audit log has no foreign key: it outlives what it describes.
+CREATE TABLE account_sessions (
+    id UUID PRIMARY KEY,
+    account_id UUID NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    token_hash BYTEA NOT NULL UNIQUE,
+    method TEXT NOT NULL CHECK (method IN ('oidc', 'link')),
+    address TEXT,
+    created_at TIMESTAMPTZ NOT NULL,
+    last_used_at TIMESTAMPTZ NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX account_sessions_account_idx ON account_sessions (account_id);
+CREATE TABLE sign_in_links (
+    token_hash BYTEA PRIMARY KEY,
+    account_id UUID NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    created_at TIMESTAMPTZ NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL,
+    used_at TIMESTAMPTZ
+);
+CREATE TABLE audit_log (
+    id UUID PRIMARY KEY,
+    account_id UUID NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    address TEXT,
+    at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX audit_log_account_idx ON audit_log (account_id, at);
+CREATE INDEX audit_log_at_idx ON audit_log (at);

@@ -169,3 +169,38 @@ INSERT INTO usage_daily_v4 SELECT account_id, day, app_id, endpoint, outcome, ca
 DROP TABLE usage_daily;
 ALTER TABLE usage_daily_v4 RENAME TO usage_daily;
 CREATE INDEX usage_daily_day_idx ON usage_daily (day);
+
+-- version: 5 the account screen: browser sessions, one-time sign-in links, the audit log
+-- Tokens are never stored, only their SHA-256. Times are milliseconds since 1970.
+CREATE TABLE account_sessions (
+    id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    token_hash BLOB NOT NULL UNIQUE,
+    method TEXT NOT NULL CHECK (method IN ('oidc', 'link')),
+    address TEXT,
+    created_at INTEGER NOT NULL,
+    last_used_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE INDEX account_sessions_account_idx ON account_sessions (account_id);
+
+CREATE TABLE sign_in_links (
+    token_hash BLOB PRIMARY KEY,
+    account_id TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    used_at INTEGER
+);
+
+-- No foreign key: the log outlives what it describes.
+CREATE TABLE audit_log (
+    id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    address TEXT,
+    at INTEGER NOT NULL
+);
+CREATE INDEX audit_log_account_idx ON audit_log (account_id, at);
+CREATE INDEX audit_log_at_idx ON audit_log (at);

@@ -71,6 +71,21 @@ extension StoredForm {
             updatedAt: try row.date("updated_at"))
     }
 
+    static func session(_ row: some StoredRow) throws -> AccountSession {
+        AccountSession(
+            id: try row.uuid("id"), accountID: try row.uuid("account_id"), tokenHash: try row.bytes("token_hash"),
+            method: try row.text("method"), address: try row.optionalText("address"),
+            createdAt: try row.date("created_at"), lastUsedAt: try row.date("last_used_at"),
+            expiresAt: try row.date("expires_at"))
+    }
+
+    static func auditEntry(_ row: some StoredRow) throws -> AuditEntry {
+        AuditEntry(
+            id: try row.uuid("id"), accountID: try row.uuid("account_id"), actor: try row.text("actor"),
+            action: try row.text("action"), detail: try row.text("detail"), address: try row.optionalText("address"),
+            at: try row.date("at"))
+    }
+
     static func usageRecord(_ row: some StoredRow) throws -> UsageRecord {
         UsageRecord(
             key: UsageKey(

@@ -1,0 +1,95 @@
+import Foundation
+import ReceiptService
+import ReceiptStore
+import TestSupport
+import Testing
+
+/// Sessions, sign-in links and the audit log in both stores.
+@Suite struct SessionStoreContractTests {
+    static let start = Date(timeIntervalSince1970: 1_790_000_000)
+
+    static func session(_ account: UUID, token: UInt8, at offset: TimeInterval = 0) -> AccountSession {
+        AccountSession(
+            id: UUID(), accountID: account, tokenHash: Array(repeating: token, count: 32), method: "oidc",
+            address: "192.0.2.7", createdAt: start.addingTimeInterval(offset),
+            lastUsedAt: start.addingTimeInterval(offset), expiresAt: start.addingTimeInterval(offset + 86_400))
+    }
+
+    @Test(arguments: StoreKind.available)
+    func sessionsAreFoundByTheirTokensHashAndEndPerSessionOrPerAccount(kind: StoreKind) async throws {
+        try await withTestStore(kind) { store, _ in
+            let account = TenancyStoreContractTests.account()
+            let other = TenancyStoreContractTests.account(email: "other@example.com")
+            try await store.insertAccount(account)
+            try await store.insertAccount(other)
+            let first = Self.session(account.id, token: 1)
+            let second = Self.session(account.id, token: 2, at: 5)
+            let theirs = Self.session(other.id, token: 3)
+            for session in [first, second, theirs] { try await store.insertSession(session) }
+
+            #expect(try await store.session(tokenHash: first.tokenHash) == first)
+            #expect(try await store.session(tokenHash: Array(repeating: 9, count: 32)) == nil)
+            try await store.touchSession(id: first.id, at: Self.start.addingTimeInterval(60))
+            #expect(
+                try await store.session(tokenHash: first.tokenHash)?.lastUsedAt == Self.start.addingTimeInterval(60))
+
+            #expect(try await store.deleteSession(id: first.id))
+            #expect(!(try await store.deleteSession(id: first.id)))
+            #expect(try await store.session(tokenHash: first.tokenHash) == nil)
+            // Every session of one account ends; another account's stays.
+            _ = try await store.insertSession(Self.session(account.id, token: 4))
+            #expect(try await store.deleteSessions(accountID: account.id) == 2)
+            #expect(try await store.session(tokenHash: second.tokenHash) == nil)
+            #expect(try await store.session(tokenHash: theirs.tokenHash) == theirs)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func aSignInLinkWorksOnceBeforeItExpires(kind: StoreKind) async throws {
+        try await withTestStore(kind) { store, _ in
+            let account = TenancyStoreContractTests.account()
+            try await store.insertAccount(account)
+            let hash = Array(repeating: UInt8(7), count: 32)
+            try await store.insertSignInLink(
+                SignInLink(
+                    tokenHash: hash, accountID: account.id, createdAt: Self.start,
+                    expiresAt: Self.start.addingTimeInterval(900)))
+            // Concurrent uses: exactly one gets the account.
+            let uses = try await withThrowingTaskGroup(of: UUID?.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        try await store.useSignInLink(tokenHash: hash, at: Self.start.addingTimeInterval(1))
+                    }
+                }
+                return try await group.reduce(into: [UUID?]()) { $0.append($1) }
+            }
+            #expect(uses.compactMap { $0 } == [account.id])
+
+            let late = Array(repeating: UInt8(8), count: 32)
+            try await store.insertSignInLink(
+                SignInLink(
+                    tokenHash: late, accountID: account.id, createdAt: Self.start,
+                    expiresAt: Self.start.addingTimeInterval(900)))
+            #expect(try await store.useSignInLink(tokenHash: late, at: Self.start.addingTimeInterval(900)) == nil)
+            #expect(try await store.useSignInLink(tokenHash: Array(repeating: 1, count: 32), at: Self.start) == nil)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func theAuditLogListsNewestFirstPerAccountOrAll(kind: StoreKind) async throws {
+        try await withTestStore(kind) { store, _ in
+            let (account, other) = (UUID(), UUID())
+            for index in 0..<5 {
+                try await store.appendAudit(
+                    AuditEntry(
+                        id: UUID(), accountID: index == 4 ? other : account, actor: "dev@example.com",
+                        action: "key.create", detail: "key \(index)", address: index % 2 == 0 ? "192.0.2.1" : nil,
+                        at: Self.start.addingTimeInterval(Double(index))))
+            }
+            let mine = try await store.auditEntries(accountID: account, limit: 10)
+            #expect(mine.map(\.detail) == ["key 3", "key 2", "key 1", "key 0"])
+            #expect(mine.last?.address == "192.0.2.1" && mine.first?.address == nil)
+            #expect(try await store.auditEntries(accountID: nil, limit: 2).map(\.detail) == ["key 4", "key 3"])
+        }
+    }
+}
