@@ -194,9 +194,6 @@ final class LedgerView: Sendable {
             }
         }
     }
-
-    /// How many entries are remembered.
-    var count: Int { state.withLock { $0.entries.count } }
 }
 
 /// The ledger's figures in `/metrics`.

@@ -125,19 +125,8 @@ private struct PostgresLedgerWriter: LedgerWriting {
     let appID: UUID
     let environment: String
 
-    /// One statement claims every unclaimed original transaction, one reads them all (locked until the transaction
-    /// ends, so a claim about to be moved stays put), whatever their number.
-    func claimants(of originalTransactionIDs: [String], claimingFor user: String?, at date: Date) async throws
-        -> [String: String]
-    {
-        if let user {
-            try await store.rows(
-                """
-                INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
-                SELECT \(appID), \(environment), original, \(user), \(date) FROM UNNEST(\(originalTransactionIDs)::text[]) AS original
-                ON CONFLICT DO NOTHING
-                """, on: connection)
-        }
+    /// One statement reads them all, locked until the transaction ends (a claim about to be moved stays put).
+    func claimants(of originalTransactionIDs: [String]) async throws -> [String: String] {
         var claimants: [String: String] = [:]
         let rows = try await store.rows(
             """
@@ -170,7 +159,7 @@ private struct PostgresLedgerWriter: LedgerWriting {
                 ON CONFLICT DO NOTHING
                 """, on: connection)
         }
-        return try await claimants(of: originals, claimingFor: nil, at: date)
+        return try await claimants(of: originals)
     }
 
     func moveClaim(of originalTransactionID: String, to user: String, at date: Date) async throws {

@@ -123,21 +123,11 @@ struct SQLiteLedgerWriter: LedgerWriting {
 
     private var key: [SQLiteData] { [.uuid(appID), .text(environment.rawValue)] }
 
-    /// Each statement is a hop to the connection's thread and back: one claims every unclaimed original
-    /// transaction, one reads them all (per chunk of ``StoredForm/ledgerChunk``).
-    func claimants(of originalTransactionIDs: [String], claimingFor user: String?, at date: Date) async throws
-        -> [String: String]
-    {
+    /// Each statement is a hop to the connection's thread and back: one read per chunk of
+    /// ``StoredForm/ledgerChunk``.
+    func claimants(of originalTransactionIDs: [String]) async throws -> [String: String] {
         var claimants: [String: String] = [:]
         for chunk in originalTransactionIDs.chunked(StoredForm.ledgerChunk) {
-            if let user {
-                _ = try await store.query(
-                    """
-                    INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
-                    VALUES \(Array(repeating: "(?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", "))
-                    ON CONFLICT DO NOTHING
-                    """, chunk.flatMap { key + [.text($0), .text(user), .millis(date)] })
-            }
             let rows = try await store.query(
                 """
                 SELECT original_transaction_id, app_user_id FROM ledger_claims
@@ -162,7 +152,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
                 ON CONFLICT DO NOTHING
                 """, chunk.flatMap { key + [.text($0.original), .text($0.user), .millis(date)] })
         }
-        return try await claimants(of: originals, claimingFor: nil, at: date)
+        return try await claimants(of: originals)
     }
 
     func moveClaim(of originalTransactionID: String, to user: String, at date: Date) async throws {

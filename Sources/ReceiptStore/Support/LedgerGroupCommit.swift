@@ -110,28 +110,20 @@ protocol GroupCommittingStore: Sendable {
 }
 
 extension LedgerRecorder {
-    /// The outcomes of `recordings`, in their order, inside one transaction: those that neither move nor refuse
-    /// claims in a few statements per app and environment (``recordGroup(_:with:)``), the others one after another
-    /// (a valid order of the group: its members arrived concurrently). `writer` gives the writer of an app and
-    /// environment.
+    /// The outcomes of `recordings` (none moves or refuses claims: ``LedgerGroupCommit`` commits those alone), in
+    /// their order, inside one transaction: a few statements per app and environment (``recordGroup(_:with:)``).
+    /// `writer` gives the writer of an app and environment.
     static func recordTogether<Writer: LedgerWriting>(
         _ recordings: [LedgerRecording], writer: (LedgerRecording) -> Writer
     ) async throws -> [LedgerGroupCommit.Outcome] {
         var outcomes = [LedgerGroupCommit.Outcome?](repeating: nil, count: recordings.count)
-        var plain: [String: [Int]] = [:]
-        var order: [String] = []
+        var byLedger: [String: [Int]] = [:]
         for (index, recording) in recordings.enumerated() {
-            if recording.movesClaims || recording.refusesOtherUsers {
-                outcomes[index] = try await record(recording, with: writer(recording))
-            } else {
-                let key = "\(recording.appID) \(recording.environment.rawValue)"
-                if plain[key] == nil { order.append(key) }
-                plain[key, default: []].append(index)
-            }
+            byLedger["\(recording.appID) \(recording.environment.rawValue)", default: []].append(index)
         }
         // Apps and environments in a fixed order, so two servers' groups take their locks in one order.
-        for key in order.sorted() {
-            let indexes = plain[key] ?? []
+        for key in byLedger.keys.sorted() {
+            let indexes = byLedger[key] ?? []
             let members = indexes.map { recordings[$0] }
             let together = try await recordGroup(members, with: writer(members[0]))
             for (index, outcome) in zip(indexes, together) { outcomes[index] = outcome }

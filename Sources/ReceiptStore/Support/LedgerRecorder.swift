@@ -5,10 +5,9 @@ import ReceiptService
 /// The steps a store takes inside one transaction to record an input's transactions, for one app and environment:
 /// what differs between the dialects. ``LedgerRecorder`` orders them, once for both stores.
 protocol LedgerWriting {
-    /// The users holding the claims of these original transactions (sorted, distinct), by original transaction id,
-    /// after claiming each that had none for `user` (`user` nil: read only); unclaimed ones are absent.
-    func claimants(of originalTransactionIDs: [String], claimingFor user: String?, at date: Date) async throws
-        -> [String: String]
+    /// The users holding the claims of these original transactions (sorted, distinct), by original transaction id;
+    /// unclaimed ones are absent.
+    func claimants(of originalTransactionIDs: [String]) async throws -> [String: String]
     /// Gives the original transaction's claim to `user`.
     func moveClaim(of originalTransactionID: String, to user: String, at date: Date) async throws
     /// Inserts each entry (sorted by transaction id) whose transaction is not yet in the ledger; returns the ids of
@@ -24,6 +23,13 @@ protocol LedgerWriting {
     func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool
     /// Sets `last_seen_at`, and the revocation of `revocation` when given.
     func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws
+}
+
+extension LedgerWriting {
+    /// The claimants of `originals` after claiming each that had none for `user` (`user` nil: read only).
+    func claimants(of originals: [String], claimingFor user: String?, at date: Date) async throws -> [String: String] {
+        try await claims(user.map { user in originals.map { ($0, user) } } ?? [], reading: originals, at: date)
+    }
 }
 
 /// How an input's transactions are recorded (``LedgerStore/record(_:)``), whatever the store.

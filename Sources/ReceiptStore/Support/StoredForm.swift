@@ -49,8 +49,8 @@ enum StoredForm {
         return day
     }
 
-    static func millis(_ date: Date) -> Int { Int((date.timeIntervalSince1970 * 1000).rounded()) }
-    static func date(millis: Int) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
+    static func millis(_ date: Date) -> Int { Int(date.millisecondsSince1970) }
+    static func date(millis: Int) -> Date { Date(millisecondsSince1970: Int64(millis)) }
 
     static func corrupt(_ reason: String) -> ServiceError {
         ServiceError(.storage, "unreadable stored data: \(reason)")
