@@ -122,6 +122,13 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     func useSignInLink(tokenHash: [UInt8], at date: Date) async throws -> UUID? {
         try await base.useSignInLink(tokenHash: tokenHash, at: date)
     }
+    func accountID(issuer: String, subject: String) async throws -> UUID? {
+        try await base.accountID(issuer: issuer, subject: subject)
+    }
+    func insertIdentity(_ identity: AccountIdentity) async throws { try await base.insertIdentity(identity) }
+    func signUp(_ account: Account, identity: AccountIdentity) async throws {
+        try await base.signUp(account, identity: identity)
+    }
     func appendAudit(_ entry: AuditEntry) async throws { try await base.appendAudit(entry) }
     func auditEntries(accountID: UUID?, limit: Int) async throws -> [AuditEntry] {
         try await base.auditEntries(accountID: accountID, limit: limit)

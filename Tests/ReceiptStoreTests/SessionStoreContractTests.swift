@@ -92,4 +92,39 @@ import Testing
             #expect(try await store.auditEntries(accountID: nil, limit: 2).map(\.detail) == ["key 4", "key 3"])
         }
     }
+
+    @Test(arguments: StoreKind.available)
+    func aSignUpCreatesTheAccountAndItsIdentityOrNeither(kind: StoreKind) async throws {
+        try await withTestStore(kind) { store, _ in
+            var account = TenancyStoreContractTests.account(email: "new@example.com")
+            account.signedUpWith = .oidc
+            let identity = AccountIdentity(
+                issuer: "https://issuer.example", subject: "s-1", accountID: account.id, email: account.email,
+                createdAt: Self.start)
+            try await store.signUp(account, identity: identity)
+            #expect(try await store.account(id: account.id)?.signedUpWith == .oidc)
+            #expect(try await store.accountID(issuer: "https://issuer.example", subject: "s-1") == account.id)
+            #expect(try await store.accountID(issuer: "https://other.example", subject: "s-1") == nil)
+
+            // A taken email: neither the account nor its identity is written.
+            let twin = TenancyStoreContractTests.account(email: "new@example.com")
+            let twinIdentity = AccountIdentity(
+                issuer: "https://issuer.example", subject: "s-2", accountID: twin.id, email: twin.email,
+                createdAt: Self.start)
+            await #expect(throws: ServiceError(.duplicateEmail)) {
+                try await store.signUp(twin, identity: twinIdentity)
+            }
+            #expect(try await store.accountID(issuer: "https://issuer.example", subject: "s-2") == nil)
+
+            // An operator's account gains an identity later.
+            let existing = TenancyStoreContractTests.account(email: "cli@example.com")
+            try await store.insertAccount(existing)
+            #expect(try await store.account(id: existing.id)?.signedUpWith == .operator)
+            try await store.insertIdentity(
+                AccountIdentity(
+                    issuer: "https://issuer.example", subject: "s-3", accountID: existing.id,
+                    email: existing.email, createdAt: Self.start))
+            #expect(try await store.accountID(issuer: "https://issuer.example", subject: "s-3") == existing.id)
+        }
+    }
 }

@@ -23,6 +23,14 @@ public protocol SessionStore: StoreLifecycle {
     /// and returns its account; else nil. Of concurrent uses, exactly one gets the account.
     func useSignInLink(tokenHash: [UInt8], at date: Date) async throws -> UUID?
 
+    /// The account an OpenID identity (issuer and subject) signs in to, if it is known.
+    func accountID(issuer: String, subject: String) async throws -> UUID?
+    /// Links an OpenID identity to an existing account.
+    func insertIdentity(_ identity: AccountIdentity) async throws
+    /// Creates an account and the identity that signs in to it, both or neither (a taken email throws
+    /// ``ServiceError/Code/duplicateEmail``).
+    func signUp(_ account: Account, identity: AccountIdentity) async throws
+
     /// Appends an entry to the audit log.
     func appendAudit(_ entry: AuditEntry) async throws
     /// The newest entries of the audit log, of one account or of all, newest first; at most `limit`.

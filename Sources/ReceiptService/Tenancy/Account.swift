@@ -16,10 +16,13 @@ public struct Account: Sendable, Hashable, Codable {
     public var createdAt: Date
     /// When the account was last changed.
     public var updatedAt: Date
+    /// How the account came to be: by an operator (the CLI) or by self sign-up through the identity provider.
+    public var signedUpWith: SignUpMethod
 
     /// Creates an account value.
     public init(
-        id: UUID, name: String, email: String, planName: String, isEnabled: Bool, createdAt: Date, updatedAt: Date
+        id: UUID, name: String, email: String, planName: String, isEnabled: Bool, createdAt: Date, updatedAt: Date,
+        signedUpWith: SignUpMethod = .operator
     ) {
         self.id = id
         self.name = name
@@ -28,5 +31,14 @@ public struct Account: Sendable, Hashable, Codable {
         self.isEnabled = isEnabled
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.signedUpWith = signedUpWith
     }
+}
+
+/// How an account came to be.
+public enum SignUpMethod: String, Sendable, Hashable, Codable {
+    /// An operator created it with the CLI.
+    case `operator`
+    /// Its owner signed up through the OpenID Connect provider.
+    case oidc
 }

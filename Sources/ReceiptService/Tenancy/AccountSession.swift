@@ -58,6 +58,29 @@ public struct SignInLink: Sendable, Equatable {
     }
 }
 
+/// An OpenID Connect identity (the issuer's `iss` and `sub`) that signs in to an account.
+public struct AccountIdentity: Sendable, Equatable {
+    /// The identity provider's issuer URL.
+    public var issuer: String
+    /// The provider's stable id of the person.
+    public var subject: String
+    /// The account it signs in to.
+    public var accountID: UUID
+    /// The verified email the provider stated when the identity was linked.
+    public var email: String
+    /// When it was linked.
+    public var createdAt: Date
+
+    /// Creates an identity value.
+    public init(issuer: String, subject: String, accountID: UUID, email: String, createdAt: Date) {
+        self.issuer = issuer
+        self.subject = subject
+        self.accountID = accountID
+        self.email = email
+        self.createdAt = createdAt
+    }
+}
+
 /// One change to an account, recorded: who, what, when, from which address.
 public struct AuditEntry: Sendable, Equatable {
     /// The entry's id.

@@ -61,6 +61,34 @@ extension PostgresStore: SessionStore {
         }
     }
 
+    public func accountID(issuer: String, subject: String) async throws -> UUID? {
+        try await run {
+            try await rows(
+                "SELECT account_id FROM account_identities WHERE issuer = \(issuer) AND subject = \(subject)"
+            ).first.map { try $0.uuid("account_id") }
+        }
+    }
+
+    public func insertIdentity(_ identity: AccountIdentity) async throws {
+        try await run { try await insert(identity, on: nil) }
+    }
+
+    public func signUp(_ account: Account, identity: AccountIdentity) async throws {
+        try await transaction { connection in
+            try await insert(account, on: connection)
+            try await insert(identity, on: connection)
+        }
+    }
+
+    private func insert(_ identity: AccountIdentity, on connection: PostgresConnection?) async throws {
+        try await rows(
+            """
+            INSERT INTO account_identities (issuer, subject, account_id, email, created_at)
+            VALUES (\(identity.issuer), \(identity.subject), \(identity.accountID), \(identity.email),
+                \(identity.createdAt))
+            """, on: connection)
+    }
+
     public func appendAudit(_ entry: AuditEntry) async throws {
         try await run {
             try await rows(

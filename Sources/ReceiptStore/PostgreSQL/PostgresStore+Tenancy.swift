@@ -54,14 +54,17 @@ extension PostgresStore {
     }
 
     public func insertAccount(_ account: Account) async throws {
-        try await run {
-            try await rows(
-                """
-                INSERT INTO accounts (id, name, email, plan_name, enabled, created_at, updated_at)
-                VALUES (\(account.id), \(account.name), \(account.email), \(account.planName), \(account.isEnabled),
-                    \(account.createdAt), \(account.updatedAt))
-                """)
-        }
+        try await run { try await insert(account, on: nil) }
+    }
+
+    /// Inserts an account row, on a transaction's connection or the pool.
+    func insert(_ account: Account, on connection: PostgresConnection?) async throws {
+        try await rows(
+            """
+            INSERT INTO accounts (id, name, email, plan_name, enabled, created_at, updated_at, signed_up_with)
+            VALUES (\(account.id), \(account.name), \(account.email), \(account.planName), \(account.isEnabled),
+                \(account.createdAt), \(account.updatedAt), \(account.signedUpWith.rawValue))
+            """, on: connection)
     }
 
     public func updateAccount(_ account: Account) async throws -> Bool {

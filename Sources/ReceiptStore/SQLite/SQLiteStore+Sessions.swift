@@ -74,6 +74,37 @@ extension SQLiteStore: SessionStore {
         }
     }
 
+    public func accountID(issuer: String, subject: String) async throws -> UUID? {
+        try await run {
+            try await self.query(
+                "SELECT account_id FROM account_identities WHERE issuer = ? AND subject = ?",
+                [.text(issuer), .text(subject)]
+            ).first.map { try $0.uuid("account_id") }
+        }
+    }
+
+    public func insertIdentity(_ identity: AccountIdentity) async throws {
+        try await run { try await self.insert(identity) }
+    }
+
+    public func signUp(_ account: Account, identity: AccountIdentity) async throws {
+        try await transaction {
+            try await self.insert(account)
+            try await self.insert(identity)
+        }
+    }
+
+    private func insert(_ identity: AccountIdentity) async throws {
+        _ = try await query(
+            """
+            INSERT INTO account_identities (issuer, subject, account_id, email, created_at) VALUES (?, ?, ?, ?, ?)
+            """,
+            [
+                .text(identity.issuer), .text(identity.subject), .uuid(identity.accountID), .text(identity.email),
+                .millis(identity.createdAt),
+            ])
+    }
+
     public func appendAudit(_ entry: AuditEntry) async throws {
         try await run {
             _ = try await self.query(

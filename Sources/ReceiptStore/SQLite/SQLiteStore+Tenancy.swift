@@ -50,17 +50,21 @@ extension SQLiteStore {
     }
 
     public func insertAccount(_ account: Account) async throws {
-        try await transaction {
-            _ = try await self.query(
-                """
-                INSERT INTO accounts (id, name, email, plan_name, enabled, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                """,
-                [
-                    .uuid(account.id), .text(account.name), .text(account.email), .text(account.planName),
-                    .bool(account.isEnabled), .millis(account.createdAt), .millis(account.updatedAt),
-                ])
-        }
+        try await run { try await self.insert(account) }
+    }
+
+    /// Inserts an account row; the caller holds the connection (``run`` or ``transaction``).
+    func insert(_ account: Account) async throws {
+        _ = try await query(
+            """
+            INSERT INTO accounts (id, name, email, plan_name, enabled, created_at, updated_at, signed_up_with)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .uuid(account.id), .text(account.name), .text(account.email), .text(account.planName),
+                .bool(account.isEnabled), .millis(account.createdAt), .millis(account.updatedAt),
+                .text(account.signedUpWith.rawValue),
+            ])
     }
 
     public func updateAccount(_ account: Account) async throws -> Bool {

@@ -204,3 +204,17 @@ CREATE TABLE audit_log (
 );
 CREATE INDEX audit_log_account_idx ON audit_log (account_id, at);
 CREATE INDEX audit_log_at_idx ON audit_log (at);
+
+-- version: 6 sign-up: how each account came to be, and the OpenID identities that sign in to it
+-- signed_up_with: 'operator' (the CLI) or 'oidc' (self sign-up through the identity provider).
+ALTER TABLE accounts ADD COLUMN signed_up_with TEXT NOT NULL DEFAULT 'operator'
+    CHECK (signed_up_with IN ('operator', 'oidc'));
+CREATE TABLE account_identities (
+    issuer TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    account_id TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    email TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (issuer, subject)
+);
+CREATE INDEX account_identities_account_idx ON account_identities (account_id);

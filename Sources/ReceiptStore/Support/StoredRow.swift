@@ -35,7 +35,8 @@ extension StoredForm {
             id: try row.uuid("id"), name: try row.text("name"), email: try row.text("email"),
             planName: try row.text("plan_name"), isEnabled: try row.bool("enabled"),
             createdAt: try row.date("created_at"),
-            updatedAt: try row.date("updated_at"))
+            updatedAt: try row.date("updated_at"),
+            signedUpWith: try StoredForm.enumValue(try row.text("signed_up_with")))
     }
 
     static func apiKey(_ row: some StoredRow) throws -> APIKey {
