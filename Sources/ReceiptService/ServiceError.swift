@@ -39,6 +39,12 @@ public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible 
         /// A purchase belongs to another user of the app, whose claims policy refuses it (``ClaimsPolicy/refuse``):
         /// the recording was undone, 403.
         case claimedByOtherUser = "claimed_by_other_user"
+        /// A browser sign-in failed: the identity provider's answer did not check out, the email is not verified,
+        /// sign-up is closed, or a sign-in link is unknown, used or expired. The reason says which (for the log); the
+        /// page says less.
+        case signInFailed = "sign_in_failed"
+        /// Too many attempts of a rate-limited action (sign-in, revealing a key) from one address or account.
+        case tooManyAttempts = "too_many_attempts"
     }
 
     /// What went wrong.

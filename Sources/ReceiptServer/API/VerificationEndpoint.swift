@@ -270,7 +270,7 @@ struct VerificationEndpoint: Sendable {
                 outcome.body["retry_after"] = .integer(1)
                 return outcome
             case .invalidArgument, .duplicateEmail, .unknownPlan, .unknownAccount, .unknownApp, .unknownKey,
-                .wrongMasterKey, .invalidMasterKey, .corruptSecret, .notConfigured:
+                .wrongMasterKey, .invalidMasterKey, .corruptSecret, .notConfigured, .signInFailed, .tooManyAttempts:
                 return .failure(ResponseStatus.internalError, detail: "\(error.code.rawValue): \(error.reason)")
             }
         default:

@@ -1,0 +1,137 @@
+import Foundation
+
+/// What a signed-in account may see and change: its own API keys, apps, usage and ledger, each change through the
+/// same ``TenancyService`` function as the CLI's and recorded in the audit log. An id of another account's key or
+/// app is answered as unknown (the page's 404), never as "forbidden", so ids cannot be probed.
+public struct CustomerScope: Sendable {
+    let service: CustomerService
+    /// The signed-in account.
+    public let account: Account
+    /// The browser's address, for the audit log.
+    public let address: String?
+
+    private var tenancy: TenancyService { service.tenancy }
+    private var reference: String { account.id.uuidString }
+
+    private func audit(_ action: String, _ detail: String) async throws {
+        try await service.audit(account.id, actor: account.email, action, detail, address: address)
+    }
+
+    // MARK: Plan and usage
+
+    /// The account's plan.
+    public func plan() async throws -> Plan { try await tenancy.plan(named: account.planName) }
+
+    /// The account's usage counters of the last `days` UTC days up to `now`'s, oldest first.
+    public func usage(days: Int, now: Date) async throws -> [UsageRecord] {
+        let today = UsageDay(containing: now)
+        let first = UsageDay(containing: now.addingTimeInterval(-Double(days - 1) * 86_400))
+        var months = [first.usageMonth]
+        if today.usageMonth != first.usageMonth { months.append(today.usageMonth) }
+        var records: [UsageRecord] = []
+        for month in months {
+            records += try await service.store.usage(month: month, accountID: account.id, appID: nil)
+        }
+        return records.filter { $0.key.day >= first && $0.key.day <= today }
+    }
+
+    /// The account's billable calls in `now`'s month, as the quota counts them.
+    public func monthCalls(now: Date) async throws -> Int {
+        try await service.store.standing(accountID: account.id, month: UsageMonth(containing: now))?.monthCalls ?? 0
+    }
+
+    // MARK: API keys
+
+    /// The account's keys, revoked ones included.
+    public func keys() async throws -> [APIKey] { try await tenancy.apiKeys(account: reference) }
+
+    /// Creates a key; its clear text is for this answer only.
+    public func createKey(label: String?) async throws -> (clearText: String, key: APIKey) {
+        let created = try await tenancy.createAPIKey(account: reference, label: label)
+        try await audit("key.create", "key \(created.key.prefix)…")
+        return created
+    }
+
+    /// Revokes one of the account's keys, named by its id.
+    public func revokeKey(id: UUID) async throws -> APIKey {
+        let key = try await tenancy.revokeAPIKey(account: reference, key: id.uuidString)
+        try await audit("key.revoke", "key \(key.prefix)…")
+        return key
+    }
+
+    // MARK: Apps
+
+    /// The account's apps.
+    public func apps() async throws -> [App] { try await tenancy.apps(account: reference) }
+
+    /// One of the account's apps by id; another account's (or none) throws ``ServiceError/Code/unknownApp``.
+    public func app(id: UUID) async throws -> App {
+        guard let app = try await apps().first(where: { $0.id == id }) else {
+            throw ServiceError(.unknownApp, "account \(account.email) has no app \(id)")
+        }
+        return app
+    }
+
+    /// Adds an app.
+    public func addApp(_ settings: AppSettings) async throws -> App {
+        let app = try await tenancy.addApp(account: reference, settings: settings)
+        try await audit("app.create", "app \(app.id.uuidString.lowercased()) (\(app.name))")
+        return app
+    }
+
+    /// Changes the given settings of one of the account's apps.
+    public func updateApp(id: UUID, _ settings: AppSettings) async throws -> App {
+        let app = try await tenancy.updateApp(token: try await app(id: id).token, settings: settings)
+        try await audit(
+            "app.update", "app \(app.id.uuidString.lowercased()): \(settings.givenFields.joined(separator: ", "))")
+        return app
+    }
+
+    /// Gives one of the account's apps a new token.
+    public func rotateToken(appID: UUID) async throws -> App {
+        let app = try await tenancy.rotateToken(token: try await app(id: appID).token)
+        try await audit("app.rotate_token", "app \(app.id.uuidString.lowercased())")
+        return app
+    }
+
+    /// Gives one of the account's apps a new result key.
+    public func rotateResultKey(appID: UUID) async throws -> App {
+        let app = try await tenancy.rotateResultKey(token: try await app(id: appID).token)
+        try await audit("app.rotate_result_key", "app \(app.id.uuidString.lowercased())")
+        return app
+    }
+
+    /// The result key of one of the account's apps, in clear (base64); rate limited per account.
+    public func revealResultKey(appID: UUID) async throws -> String {
+        let app = try await app(id: appID)
+        guard service.keyReveals.spend(account.id, at: service.now) else {
+            throw ServiceError(.tooManyAttempts, "too many result keys revealed by \(account.email); wait an hour")
+        }
+        let key = try tenancy.resultKey(of: app)
+        try await audit("app.reveal_result_key", "app \(app.id.uuidString.lowercased())")
+        return Data(key).base64EncodedString()
+    }
+
+    /// Removes one of the account's apps.
+    public func removeApp(id: UUID) async throws -> App {
+        let app = try await tenancy.removeApp(token: try await app(id: id).token)
+        try await audit("app.remove", "app \(app.id.uuidString.lowercased()) (\(app.name))")
+        return app
+    }
+
+    // MARK: Ledger
+
+    /// Entries of one of the account's apps' ledgers, by user or original transaction id; at most `limit`.
+    public func ledgerEntries(appID: UUID, user: String?, originalTransactionID: String?, limit: Int) async throws
+        -> [LedgerEntry]
+    {
+        try await tenancy.ledgerEntries(
+            token: try await app(id: appID).token, user: user, originalTransactionID: originalTransactionID,
+            since: nil, limit: limit)
+    }
+
+    /// The account's audit log, newest first.
+    public func auditEntries(limit: Int) async throws -> [AuditEntry] {
+        try await service.store.auditEntries(accountID: account.id, limit: limit)
+    }
+}

@@ -1,0 +1,55 @@
+/// Per-field checking of ``AppSettings``, for forms: the same ``AppSettings/parse`` the CLI's settings go through,
+/// one field at a time, so a page can show each bad field's error beside it.
+extension AppSettings {
+    /// A field of the settings, by its form name.
+    public enum Field: String, Sendable, CaseIterable {
+        case name, bundleIDs = "bundle_ids", environments, mode, sharedSecret = "shared_secret"
+        case appleCredentials = "apple_credentials", cipher, claims, delivery, products
+    }
+
+    /// Each given field that does not parse, with its error; empty when every given field is good.
+    public func problems() -> [Field: String] {
+        var problems: [Field: String] = [:]
+        for field in Field.allCases {
+            do {
+                _ = try only(field).parse()
+            } catch let error as ServiceError {
+                problems[field] = error.reason
+            } catch {
+                problems[field] = "\(error)"
+            }
+        }
+        return problems
+    }
+
+    /// The names of the given fields, for the audit log (never their values: a secret may be among them).
+    public var givenFields: [String] {
+        Field.allCases.filter { field in
+            let settings = only(field)
+            return settings.name != nil || settings.bundleIDs != nil || settings.allowedEnvironments != nil
+                || settings.verificationMode != nil || settings.sharedSecret != nil || settings.appleIssuerID != nil
+                || settings.appleKeyID != nil || settings.applePrivateKeyPEM != nil
+                || settings.removeAppleCredentials || settings.resultCipher != nil || settings.claimsPolicy != nil
+                || settings.deliveryMode != nil || settings.productCatalog != nil
+        }.map(\.rawValue) + (allowsTestData != nil ? ["allows_test_data"] : []) + (isEnabled != nil ? ["enabled"] : [])
+    }
+
+    /// These settings with only `field` given.
+    private func only(_ field: Field) -> AppSettings {
+        switch field {
+        case .name: AppSettings(name: name)
+        case .bundleIDs: AppSettings(bundleIDs: bundleIDs)
+        case .environments: AppSettings(allowedEnvironments: allowedEnvironments)
+        case .mode: AppSettings(verificationMode: verificationMode)
+        case .sharedSecret: AppSettings(sharedSecret: sharedSecret)
+        case .appleCredentials:
+            AppSettings(
+                appleIssuerID: appleIssuerID, appleKeyID: appleKeyID, applePrivateKeyPEM: applePrivateKeyPEM,
+                removeAppleCredentials: removeAppleCredentials)
+        case .cipher: AppSettings(resultCipher: resultCipher)
+        case .claims: AppSettings(claimsPolicy: claimsPolicy)
+        case .delivery: AppSettings(deliveryMode: deliveryMode)
+        case .products: AppSettings(productCatalog: productCatalog)
+        }
+    }
+}
