@@ -31,6 +31,9 @@ let package = Package(
         // Metrics API (already in the graph through Hummingbird) and its Prometheus back end for `/metrics`.
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.1.0"),
+        // The account screen's templates (Hummingbird's Mustache) and its rendering of docs/api.md (Markdown).
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.0.0"),
+        .package(url: "https://github.com/JohnSundell/Ink.git", from: "0.6.0"),
     ],
     targets: [
         // Pure verification core: no I/O, no clock, no logging.
@@ -105,9 +108,18 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Ink", package: "Ink"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
-            // The API's contract, served at /openapi.json.
-            resources: [.embedInCode("Operations/openapi.json")],
+            // The API's contract, served at /openapi.json; the account screen's templates, stylesheet and docs.
+            resources: [
+                .embedInCode("Operations/openapi.json"),
+                .embedInCode("Web/Templates"),
+                .embedInCode("Web/Static/style.css"),
+                .embedInCode("Web/Static/copy.js"),
+                .embedInCode("Web/Static/api.md"),
+            ],
             swiftSettings: strictness
         ),
         // The executable: argument parsing only; every command calls a library.
@@ -188,6 +200,25 @@ let package = Package(
             path: "Tests/Helpers",
             swiftSettings: strictness
         ),
+        // A fake OpenID Connect provider (discovery, JWKS, authorize, token; RS256) on loopback, for the sign-in tests,
+        // and as an executable for the browser tests (scripts/browser.sh).
+        .target(
+            name: "FakeOpenIDProvider",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/FakeOpenIDProvider",
+            swiftSettings: strictness
+        ),
+        .executableTarget(
+            name: "fake-openid",
+            dependencies: ["FakeOpenIDProvider", .product(name: "Hummingbird", package: "hummingbird")],
+            path: "Tests/FakeOpenID",
+            swiftSettings: strictness
+        ),
         .testTarget(
             name: "ReceiptStoreTests",
             dependencies: [
@@ -201,7 +232,7 @@ let package = Package(
             name: "ReceiptServerTests",
             dependencies: [
                 "ReceiptServer", "ReceiptStore", "ReceiptService", "ReceiptCore", "ReceiptTestKit", "TestSupport",
-                "AppleClients",
+                "AppleClients", "FakeOpenIDProvider",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

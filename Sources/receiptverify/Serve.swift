@@ -99,6 +99,44 @@ struct Serve: AsyncParsableCommand {
         help: "Address of the metrics listener. Env: RECEIPTVERIFY_METRICS_HOSTNAME. Default: 127.0.0.1")
     var metricsHostname: String?
 
+    @Option(
+        help:
+            "The address customers reach the account screen at; https:// makes its cookies Secure. Env: RECEIPTVERIFY_PUBLIC_URL. Default: http://HOSTNAME:PORT"
+    )
+    var publicURL: String?
+
+    @Option(
+        help:
+            "OpenID Connect issuer customers sign in with (https://accounts.google.com). Env: RECEIPTVERIFY_OIDC_ISSUER. Default: none (sign-in links only)"
+    )
+    var oidcIssuer: String?
+
+    @Option(
+        help:
+            "Our client id at the issuer; its secret is read from RECEIPTVERIFY_OIDC_CLIENT_SECRET only. Env: RECEIPTVERIFY_OIDC_CLIENT_ID"
+    )
+    var oidcClientID: String?
+
+    @Option(help: "The issuer's name on the sign-in button. Env: RECEIPTVERIFY_OIDC_NAME. Default: Google")
+    var oidcName: String?
+
+    @Option(
+        help:
+            "on: a first sign-in with a verified email creates a free account; off: only existing accounts sign in. Env: RECEIPTVERIFY_SELF_SIGNUP. Default: on"
+    )
+    var selfSignup: String?
+
+    @Option(
+        help: "Minutes a browser session may go unused. Env: RECEIPTVERIFY_SESSION_IDLE_MINUTES. Default: 120")
+    var sessionIdleMinutes: String?
+
+    @Option(
+        help: "Hours a browser session lasts at most. Env: RECEIPTVERIFY_SESSION_LIFETIME_HOURS. Default: 168")
+    var sessionLifetimeHours: String?
+
+    @Option(help: "Minutes a sign-in link works. Env: RECEIPTVERIFY_LOGIN_LINK_MINUTES. Default: 15")
+    var loginLinkMinutes: String?
+
     @OptionGroup var options: GlobalOptions
 
     /// The flags given, by name, for ``ServeSettings``.
@@ -111,7 +149,10 @@ struct Serve: AsyncParsableCommand {
             "usage-flush-interval-ms": usageFlushIntervalMs, "apple-production-url": appleProductionURL,
             "apple-sandbox-url": appleSandboxURL, "apple-connect-timeout": appleConnectTimeout,
             "apple-timeout": appleTimeout, "apple-attempts": appleAttempts, "metrics-port": metricsPort,
-            "metrics-hostname": metricsHostname,
+            "metrics-hostname": metricsHostname, "public-url": publicURL, "oidc-issuer": oidcIssuer,
+            "oidc-client-id": oidcClientID, "oidc-name": oidcName, "self-signup": selfSignup,
+            "session-idle-minutes": sessionIdleMinutes, "session-lifetime-hours": sessionLifetimeHours,
+            "login-link-minutes": loginLinkMinutes,
         ]
     }
 

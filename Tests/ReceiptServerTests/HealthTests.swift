@@ -13,7 +13,7 @@ import Testing
     {
         try await withTemporaryTenancy { tenancy, logger in
             try await body(
-                buildApplication(
+                try buildApplication(
                     configuration: ServerConfiguration(), tenancy: tenancy,
                     verification: VerificationService(verifier: nil, apple: nil), logger: logger))
         }

@@ -43,7 +43,7 @@ import Testing
             let metrics = ServerMetrics()
             try await body(
                 Fixture(
-                    app: buildApplication(
+                    app: try buildApplication(
                         configuration: ServerConfiguration(), tenancy: tenancy,
                         verification: VerificationService(verifier: verifier, apple: nil), metrics: metrics,
                         logger: logger),
@@ -168,7 +168,7 @@ import Testing
         try await withTemporaryTenancy { tenancy, logger in
             var configuration = ServerConfiguration()
             configuration.metricsPort = 1
-            let app = buildApplication(
+            let app = try buildApplication(
                 configuration: configuration, tenancy: tenancy,
                 verification: VerificationService(verifier: nil, apple: nil), logger: logger)
             try await app.test(.router) { client in

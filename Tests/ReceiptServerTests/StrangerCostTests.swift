@@ -41,7 +41,7 @@ import Testing
             let first = try await tenant("a@example.com")
             let second = try await tenant("b@example.com")
             try await body(
-                buildApplication(
+                try buildApplication(
                     configuration: configuration, tenancy: tenancy,
                     verification: VerificationService(verifier: nil, apple: nil), logger: logger),
                 store, first, second)

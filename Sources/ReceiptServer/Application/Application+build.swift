@@ -1,3 +1,4 @@
+import AppleClients
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -15,15 +16,17 @@ import ServiceLifecycle
 ///   - metrics: the application's metrics (the Apple client and the store record into the same registry).
 ///   - services: long-running services the application runs beside the server (a PostgreSQL pool, …); the usage
 ///     flusher (and the metrics listener, if it has its own port) are added after them.
+///   - openID: the OpenID Connect client of the account screen's sign-in, when an issuer is configured.
 ///   - logger: the application's logger.
 public func buildApplication(
     configuration: ServerConfiguration, tenancy: TenancyService, verification: VerificationService,
-    metrics: ServerMetrics = ServerMetrics(), services: [any Service] = [], logger: Logger
-) -> Application<RouterResponder<ServerContext>> {
+    metrics: ServerMetrics = ServerMetrics(), services: [any Service] = [], openID: OpenIDClient? = nil,
+    logger: Logger
+) throws -> Application<RouterResponder<ServerContext>> {
     let components = ServerComponents(configuration: configuration, store: tenancy.store, metrics: metrics)
-    let router = buildRouter(
+    let router = try buildRouter(
         configuration: configuration, tenancy: tenancy, verification: verification, components: components,
-        logger: logger)
+        openID: openID, logger: logger)
     var extraServices: [any Service] = [
         UsageFlusher(
             meter: components.gate.meter, store: tenancy.store, grants: components.gate.grants,
@@ -91,8 +94,8 @@ struct ServerComponents: Sendable {
 /// gets 405 with `Allow`.
 func buildRouter(
     configuration: ServerConfiguration, tenancy: TenancyService, verification: VerificationService,
-    components: ServerComponents, logger: Logger
-) -> Router<ServerContext> {
+    components: ServerComponents, openID: OpenIDClient? = nil, logger: Logger
+) throws -> Router<ServerContext> {
     // Every route and the methods it takes; any other method on these paths is answered 405.
     var routes: [String: [HTTPRequest.Method]] = [
         "/healthz": [.get, .head], "/readyz": [.get, .head], "/openapi.json": [.get], "/api": [.post],
@@ -138,6 +141,13 @@ func buildRouter(
             await endpoint.respond(to: request, context: context, kind: kind)
         }
     }
+
+    // The account screen (Web/): HTML pages for customers.
+    addWebRoutes(
+        to: router,
+        site: WebSite(
+            customers: CustomerService(tenancy: tenancy, settings: configuration.customers), openID: openID,
+            templates: try PageTemplates(), publicURL: configuration.effectivePublicURL, logger: logger))
     return router
 }
 

@@ -1,5 +1,6 @@
 import AppleClients
 import Foundation
+import ReceiptService
 import ReceiptStore
 
 /// `receiptverify serve`'s own settings, read from flags and the environment into a ``ServerConfiguration``.
@@ -97,7 +98,44 @@ public struct ServeSettings: Sendable {
             shutdownTimeout: .seconds(try number("shutdown-timeout", 1...3600, default: 25)),
             usageFlushInterval: .milliseconds(try number("usage-flush-interval-ms", 10...60_000, default: 1000)),
             apple: apple, metricsPort: metricsPort.nonZero,
-            metricsHostname: text("metrics-hostname")?.text ?? "127.0.0.1")
+            metricsHostname: text("metrics-hostname")?.text ?? "127.0.0.1",
+            publicURL: text("public-url") == nil ? nil : try url("public-url", default: ""),
+            openID: try openID(), customers: try customers())
+    }
+
+    /// The identity provider, when an issuer is given (then the client id and secret are required).
+    func openID() throws -> OpenIDConfiguration? {
+        guard text("oidc-issuer") != nil else {
+            if text("oidc-client-id") != nil {
+                throw Invalid(description: "--oidc-client-id needs --oidc-issuer")
+            }
+            return nil
+        }
+        let issuer = try url("oidc-issuer", default: "")
+        guard let clientID = text("oidc-client-id")?.text, !clientID.isEmpty else {
+            throw Invalid(description: "--oidc-issuer needs --oidc-client-id")
+        }
+        guard let secret = environment["RECEIPTVERIFY_OIDC_CLIENT_SECRET"], !secret.isEmpty else {
+            throw Invalid(description: "--oidc-issuer needs the client secret in RECEIPTVERIFY_OIDC_CLIENT_SECRET")
+        }
+        return OpenIDConfiguration(
+            issuer: issuer, clientID: clientID, clientSecret: secret, displayName: text("oidc-name")?.text ?? "Google")
+    }
+
+    /// Sign-up and session settings.
+    func customers() throws -> CustomerSettings {
+        var settings = CustomerSettings()
+        if let (value, source) = text("self-signup") {
+            switch value.lowercased() {
+            case "on", "true", "yes": settings.allowsSelfSignUp = true
+            case "off", "false", "no": settings.allowsSelfSignUp = false
+            default: throw Invalid(description: "\(source) must be on or off")
+            }
+        }
+        settings.sessionIdleTimeout = Double(try number("session-idle-minutes", 1...43_200, default: 120) * 60)
+        settings.sessionLifetime = Double(try number("session-lifetime-hours", 1...8_760, default: 168) * 3_600)
+        settings.signInLinkLifetime = Double(try number("login-link-minutes", 1...1_440, default: 15) * 60)
+        return settings
     }
 
     /// Descriptors kept free of connections for the database pool, logs, files and the runtime.

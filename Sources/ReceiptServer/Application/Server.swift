@@ -30,13 +30,14 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
     let metrics = ServerMetrics()
     let apple = VerifyReceiptClient(configuration: configuration.apple, metrics: metrics.factory)
     let verification = VerificationService(verifier: verifier, apple: apple)
+    let openID = configuration.openID.map { OpenIDClient(configuration: $0, logger: logger) }
     do {
         switch configuration.store {
         case .sqlite(let path):
             let store = try await SQLiteStore.open(path: path, logger: logger)
             do {
                 try await serve(
-                    store: store, services: [], verification: verification, metrics: metrics,
+                    store: store, services: [], verification: verification, metrics: metrics, openID: openID,
                     configuration: configuration, masterKey: masterKey, logger: logger)
                 try await store.close()
             } catch {
@@ -46,24 +47,26 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
         case .postgres(let url):
             let store = try PostgresStore(url: url, logger: logger, listensForChanges: true)
             try await serve(
-                store: store, services: [store], verification: verification, metrics: metrics,
+                store: store, services: [store], verification: verification, metrics: metrics, openID: openID,
                 configuration: configuration, masterKey: masterKey, logger: logger)
         }
         try await apple.shutdown()
+        try await openID?.shutdown()
     } catch {
         try? await apple.shutdown()
+        try? await openID?.shutdown()
         throw error
     }
 }
 
 private func serve(
     store: any DataStore, services: [any Service], verification: VerificationService, metrics: ServerMetrics,
-    configuration: ServerConfiguration, masterKey: MasterKey, logger: Logger
+    openID: OpenIDClient?, configuration: ServerConfiguration, masterKey: MasterKey, logger: Logger
 ) async throws {
     let tenancy = TenancyService(store: store, masterKey: masterKey)
-    var app = buildApplication(
+    var app = try buildApplication(
         configuration: configuration, tenancy: tenancy, verification: verification, metrics: metrics,
-        services: services, logger: logger)
+        services: services, openID: openID, logger: logger)
     app.beforeServerStarts {
         try await store.migrate()
         try await tenancy.checkMasterKey()

@@ -1,5 +1,6 @@
 import AppleClients
 import Logging
+import ReceiptService
 import ReceiptStore
 
 /// Everything `receiptverify serve` needs, built by the executable from flags and the environment.
@@ -31,6 +32,15 @@ import ReceiptStore
 /// | `--apple-attempts` / `RECEIPTVERIFY_APPLE_ATTEMPTS` | `3` | attempts per environment on retryable failures |
 /// | `--metrics-port` / `RECEIPTVERIFY_METRICS_PORT` | none | serve `/metrics` on this port instead of the main one |
 /// | `--metrics-hostname` / `RECEIPTVERIFY_METRICS_HOSTNAME` | `127.0.0.1` | address of the metrics listener |
+/// | `--public-url` / `RECEIPTVERIFY_PUBLIC_URL` | `http://HOSTNAME:PORT` | the address customers reach the account screen at; `https://…` makes its cookies `Secure` |
+/// | `--oidc-issuer` / `RECEIPTVERIFY_OIDC_ISSUER` | none | the OpenID Connect issuer customers sign in with (`https://accounts.google.com`); none: sign-in links only |
+/// | `--oidc-client-id` / `RECEIPTVERIFY_OIDC_CLIENT_ID` | none | our client id at the issuer |
+/// | `RECEIPTVERIFY_OIDC_CLIENT_SECRET` | none | our client secret at the issuer (environment only: never on a command line) |
+/// | `--oidc-name` / `RECEIPTVERIFY_OIDC_NAME` | `Google` | the issuer's name on the sign-in button |
+/// | `--self-signup` / `RECEIPTVERIFY_SELF_SIGNUP` | `on` | whether a first sign-in with a verified email creates a free account |
+/// | `--session-idle-minutes` / `RECEIPTVERIFY_SESSION_IDLE_MINUTES` | `120` | minutes a browser session may go unused |
+/// | `--session-lifetime-hours` / `RECEIPTVERIFY_SESSION_LIFETIME_HOURS` | `168` | hours a browser session lasts at most |
+/// | `--login-link-minutes` / `RECEIPTVERIFY_LOGIN_LINK_MINUTES` | `15` | minutes a `account login-link` link works |
 public struct ServerConfiguration: Sendable {
     /// The address to listen on.
     public var hostname: String
@@ -70,6 +80,12 @@ public struct ServerConfiguration: Sendable {
     public var metricsPort: Int?
     /// The address the metrics listener binds to.
     public var metricsHostname: String
+    /// The address customers reach the account screen at, without a trailing slash; nil: `http://hostname:port`.
+    public var publicURL: String?
+    /// The identity provider customers sign in with; nil: sign-in links only.
+    public var openID: OpenIDConfiguration?
+    /// Sign-up, session and rate-limit settings of the account screen.
+    public var customers: CustomerSettings
 
     /// Creates a configuration.
     public init(
@@ -81,7 +97,8 @@ public struct ServerConfiguration: Sendable {
         failedAuthenticationsPerSecond: Int? = 10, databaseTimeout: Duration? = .seconds(2),
         shutdownTimeout: Duration = .seconds(25),
         usageFlushInterval: Duration = .seconds(1),
-        apple: VerifyReceiptConfiguration = .init(), metricsPort: Int? = nil, metricsHostname: String = "127.0.0.1"
+        apple: VerifyReceiptConfiguration = .init(), metricsPort: Int? = nil, metricsHostname: String = "127.0.0.1",
+        publicURL: String? = nil, openID: OpenIDConfiguration? = nil, customers: CustomerSettings = .init()
     ) {
         self.hostname = hostname
         self.port = port
@@ -101,5 +118,11 @@ public struct ServerConfiguration: Sendable {
         self.apple = apple
         self.metricsPort = metricsPort
         self.metricsHostname = metricsHostname
+        self.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        self.openID = openID
+        self.customers = customers
     }
+
+    /// The public URL, or the listening address's.
+    public var effectivePublicURL: String { publicURL ?? "http://\(hostname):\(port)" }
 }

@@ -1,0 +1,304 @@
+import Foundation
+import Hummingbird
+import ReceiptCore
+import ReceiptService
+
+/// `/account/apps`: the account's apps; adding and editing one (every setting the CLI has); its token; revealing and
+/// rotating its result key and rotating its token; disabling and removing it. Every change goes through the same
+/// ``TenancyService`` function as the CLI's, and a bad field answers the form again with that field's error.
+enum AppsPage {
+    struct ListView: PageView {
+        struct Row: Sendable {
+            var id: String
+            var name: String
+            var bundleIDs: String
+            var mode: String
+            var status: String
+        }
+
+        var layout: LayoutView
+        var apps: [Row]
+    }
+
+    static func register(on router: Router<ServerContext>, site: WebSite) {
+        router.get("/account/apps") { request, context in
+            await site.signedInPage(request, context: context) { signedIn, scope in
+                site.page(
+                    "apps",
+                    ListView(
+                        layout: LayoutView(title: "Apps", signedIn: signedIn),
+                        apps: try await scope.apps().map { app in
+                            ListView.Row(
+                                id: app.id.uuidString.lowercased(), name: app.name,
+                                bundleIDs: app.bundleIDs.map(\.value).joined(separator: ", "),
+                                mode: app.verificationMode.rawValue, status: app.isEnabled ? "enabled" : "disabled")
+                        }))
+            }
+        }
+
+        router.get("/account/apps/new") { request, context in
+            await site.signedInPage(request, context: context) { signedIn, _ in
+                site.page("app_form", AppForm(signedIn: signedIn, app: nil))
+            }
+        }
+
+        router.post("/account/apps") { request, context in
+            await site.signedInForm(request, context: context) { signedIn, scope, form in
+                let settings = AppForm.settings(from: form, editing: nil)
+                let problems = settings.problems()
+                guard problems.isEmpty else {
+                    return site.page(
+                        "app_form", AppForm(signedIn: signedIn, app: nil, form: form, problems: problems),
+                        status: .unprocessableContent)
+                }
+                do {
+                    let app = try await scope.addApp(settings)
+                    return site.redirect(to: "/account/apps/\(app.id.uuidString.lowercased())")
+                } catch let error as ServiceError where error.code == .invalidArgument {
+                    var view = AppForm(signedIn: signedIn, app: nil, form: form, problems: [:])
+                    view.formError = error.reason
+                    return site.page("app_form", view, status: .unprocessableContent)
+                }
+            }
+        }
+
+        router.get("/account/apps/:id") { request, context in
+            await site.signedInPage(request, context: context) { signedIn, scope in
+                let app = try await scope.app(id: try appID(context))
+                return site.page("app", AppView(signedIn: signedIn, app: app, tenancy: site.customers.tenancy))
+            }
+        }
+
+        router.get("/account/apps/:id/edit") { request, context in
+            await site.signedInPage(request, context: context) { signedIn, scope in
+                let app = try await scope.app(id: try appID(context))
+                return site.page("app_form", AppForm(signedIn: signedIn, app: app))
+            }
+        }
+
+        router.post("/account/apps/:id") { request, context in
+            await site.signedInForm(request, context: context) { signedIn, scope, form in
+                let app = try await scope.app(id: try appID(context))
+                let settings = AppForm.settings(from: form, editing: app)
+                let problems = settings.problems()
+                guard problems.isEmpty else {
+                    return site.page(
+                        "app_form", AppForm(signedIn: signedIn, app: app, form: form, problems: problems),
+                        status: .unprocessableContent)
+                }
+                do {
+                    _ = try await scope.updateApp(id: app.id, settings)
+                    return site.redirect(to: "/account/apps/\(app.id.uuidString.lowercased())")
+                } catch let error as ServiceError where error.code == .invalidArgument {
+                    var view = AppForm(signedIn: signedIn, app: app, form: form, problems: [:])
+                    view.formError = error.reason
+                    return site.page("app_form", view, status: .unprocessableContent)
+                }
+            }
+        }
+
+        router.post("/account/apps/:id/rotate-token") { request, context in
+            await site.signedInForm(request, context: context) { signedIn, scope, _ in
+                let app = try await scope.rotateToken(appID: try appID(context))
+                var view = AppView(signedIn: signedIn, app: app, tenancy: site.customers.tenancy)
+                view.message = "The token was rotated: the old one no longer works."
+                return site.page("app", view)
+            }
+        }
+
+        router.post("/account/apps/:id/reveal-result-key") { request, context in
+            await site.signedInForm(request, context: context) { signedIn, scope, form in
+                let app = try await scope.app(id: try appID(context))
+                var view = AppView(signedIn: signedIn, app: app, tenancy: site.customers.tenancy)
+                guard form.isChecked("confirm") else {
+                    view.error = "Tick the box to confirm first."
+                    return site.page("app", view, status: .unprocessableContent)
+                }
+                view.resultKey = try await scope.revealResultKey(appID: app.id)
+                return site.page("app", view)
+            }
+        }
+
+        router.post("/account/apps/:id/rotate-result-key") { request, context in
+            await site.signedInForm(request, context: context) { signedIn, scope, form in
+                var app = try await scope.app(id: try appID(context))
+                guard form.isChecked("confirm") else {
+                    var view = AppView(signedIn: signedIn, app: app, tenancy: site.customers.tenancy)
+                    view.error = "Tick the box to confirm first."
+                    return site.page("app", view, status: .unprocessableContent)
+                }
+                app = try await scope.rotateResultKey(appID: app.id)
+                var view = AppView(signedIn: signedIn, app: app, tenancy: site.customers.tenancy)
+                view.message = "The result key was rotated."
+                return site.page("app", view)
+            }
+        }
+
+        router.post("/account/apps/:id/enabled") { request, context in
+            await site.signedInForm(request, context: context) { _, scope, form in
+                let id = try appID(context)
+                _ = try await scope.updateApp(id: id, AppSettings(isEnabled: form["enabled"] == "1"))
+                return site.redirect(to: "/account/apps/\(id.uuidString.lowercased())")
+            }
+        }
+
+        router.post("/account/apps/:id/remove") { request, context in
+            await site.signedInForm(request, context: context) { signedIn, scope, form in
+                let app = try await scope.app(id: try appID(context))
+                guard form.isChecked("confirm") else {
+                    var view = AppView(signedIn: signedIn, app: app, tenancy: site.customers.tenancy)
+                    view.error = "Tick the box to confirm first."
+                    return site.page("app", view, status: .unprocessableContent)
+                }
+                _ = try await scope.removeApp(id: app.id)
+                return site.redirect(to: "/account/apps")
+            }
+        }
+    }
+
+    /// The app id of the path; a malformed one is an unknown app (404).
+    static func appID(_ context: ServerContext) throws -> UUID {
+        guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
+            throw ServiceError(.unknownApp)
+        }
+        return id
+    }
+}
+
+/// An app's page: its settings as words, its token, and the result key when just revealed.
+struct AppView: PageView {
+    var layout: LayoutView
+    var id: String
+    var name: String
+    var token: String
+    var bundleIDs: String
+    var environments: String
+    var mode: String
+    var sharedSecret: String
+    var credentials: String
+    var cipher: String
+    var testData: String
+    var claims: String
+    var delivery: String
+    var products: String
+    var status: String
+    var toggleValue: String
+    var toggleLabel: String
+    var resultKey: String?
+    var message: String?
+    var error: String?
+
+    init(signedIn: SignedIn, app: App, tenancy: TenancyService) {
+        layout = LayoutView(title: app.name, signedIn: signedIn)
+        id = app.id.uuidString.lowercased()
+        name = app.name
+        token = app.token
+        bundleIDs = app.bundleIDs.map(\.value).joined(separator: ", ")
+        environments = app.allowedEnvironments.map(\.configurationName).sorted().joined(separator: ", ")
+        mode = app.verificationMode.rawValue
+        sharedSecret = app.sharedSecret == nil ? "none" : "set"
+        credentials = app.appStoreServerCredentials.map { "key \($0.keyID)" } ?? "none"
+        cipher = app.resultCipher.rawValue
+        testData = app.allowsTestData ? "accepted" : "refused"
+        claims = app.claimsPolicy.rawValue
+        delivery = app.deliveryMode.rawValue
+        products = app.productCatalog?.joined(separator: ", ") ?? "any product"
+        status = app.isEnabled ? "enabled" : "disabled"
+        toggleValue = app.isEnabled ? "0" : "1"
+        toggleLabel = app.isEnabled ? "Disable the app" : "Enable the app"
+    }
+}
+
+/// The add and edit form of an app: its values (from the app, or as the browser sent them after an error), the
+/// choices of each select, and each field's error.
+struct AppForm: PageView {
+    struct Option: Sendable {
+        var value: String
+        var label: String
+        var selected: Bool
+    }
+
+    var layout: LayoutView
+    var heading: String
+    var action: String
+    var editing: Bool
+    var name: String
+    var bundleIDs: String
+    var production: Bool
+    var sandbox: Bool
+    var modes: [Option]
+    var ciphers: [Option]
+    var claims: [Option]
+    var deliveries: [Option]
+    var allowsTestData: Bool
+    var enabled: Bool
+    var products: String
+    var hasSharedSecret: Bool
+    var hasCredentials: Bool
+    var appleIssuerID: String
+    var appleKeyID: String
+    var errors: [String: String]
+    var formError: String?
+
+    init(signedIn: SignedIn, app: App?, form: WebForm? = nil, problems: [AppSettings.Field: String] = [:]) {
+        let editing = app != nil
+        layout = LayoutView(title: editing ? "Edit \(app?.name ?? "")" : "Add an app", signedIn: signedIn)
+        heading = editing ? "Edit \(app?.name ?? "")" : "Add an app"
+        action = app.map { "/account/apps/\($0.id.uuidString.lowercased())" } ?? "/account/apps"
+        self.editing = editing
+        let environments =
+            form.map { Set($0.values("environments")) }
+            ?? Set((app?.allowedEnvironments ?? [.production, .sandbox]).map(\.configurationName))
+        name = form?["name"] ?? app?.name ?? ""
+        bundleIDs = form?["bundle_ids"] ?? app?.bundleIDs.map(\.value).joined(separator: "\n") ?? ""
+        production = environments.contains("production")
+        sandbox = environments.contains("sandbox")
+        func options(_ values: [String], selected: String) -> [Option] {
+            values.map { Option(value: $0, label: $0, selected: $0 == selected) }
+        }
+        modes = options(
+            VerificationMode.allCases.map(\.rawValue),
+            selected: form?["mode"] ?? app?.verificationMode.rawValue ?? VerificationMode.local.rawValue)
+        ciphers = options(
+            ResultCipher.allCases.map(\.rawValue),
+            selected: form?["cipher"] ?? app?.resultCipher.rawValue ?? ResultCipher.aes256CBC.rawValue)
+        claims = options(
+            ClaimsPolicy.allCases.map(\.rawValue),
+            selected: form?["claims"] ?? app?.claimsPolicy.rawValue ?? ClaimsPolicy.off.rawValue)
+        deliveries = options(
+            DeliveryMode.allCases.map(\.rawValue),
+            selected: form?["delivery"] ?? app?.deliveryMode.rawValue ?? DeliveryMode.once.rawValue)
+        allowsTestData = form.map { $0.isChecked("allows_test_data") } ?? app?.allowsTestData ?? false
+        enabled = form.map { $0.isChecked("enabled") } ?? app?.isEnabled ?? true
+        products = form?["products"] ?? app?.productCatalog?.joined(separator: "\n") ?? ""
+        hasSharedSecret = app?.sharedSecret != nil
+        hasCredentials = app?.appStoreServerCredentials != nil
+        appleIssuerID = form?["apple_issuer_id"] ?? app?.appStoreServerCredentials?.issuerID ?? ""
+        appleKeyID = form?["apple_key_id"] ?? app?.appStoreServerCredentials?.keyID ?? ""
+        errors = Dictionary(uniqueKeysWithValues: problems.map { ($0.key.rawValue, $0.value) })
+    }
+
+    /// The settings a form gives: every field of the form (the CLI's defaults on creation); blank secrets keep the
+    /// current ones when editing.
+    static func settings(from form: WebForm, editing app: App?) -> AppSettings {
+        func lines(_ name: String) -> [String] {
+            (form[name] ?? "").split(whereSeparator: { $0 == "\n" || $0 == "\r" || $0 == "," || $0 == " " })
+                .map(String.init)
+        }
+        let issuer = form.text("apple_issuer_id")
+        let keyID = form.text("apple_key_id")
+        let privateKey = form.text("apple_private_key")
+        // Credentials are replaced only when the key is given: the form shows the issuer and key ids, not the key.
+        let replacesCredentials =
+            privateKey != nil || (app?.appStoreServerCredentials == nil && (issuer ?? keyID) != nil)
+        return AppSettings(
+            name: form.text("name"), bundleIDs: lines("bundle_ids"), allowedEnvironments: form.values("environments"),
+            verificationMode: form["mode"],
+            sharedSecret: form.isChecked("remove_shared_secret") ? "" : form.text("shared_secret"),
+            appleIssuerID: replacesCredentials ? issuer : nil, appleKeyID: replacesCredentials ? keyID : nil,
+            applePrivateKeyPEM: replacesCredentials ? privateKey : nil,
+            removeAppleCredentials: form.isChecked("remove_apple_credentials"), resultCipher: form["cipher"],
+            allowsTestData: form.isChecked("allows_test_data"), isEnabled: app == nil ? nil : form.isChecked("enabled"),
+            claimsPolicy: form["claims"], deliveryMode: form["delivery"], productCatalog: lines("products"))
+    }
+}

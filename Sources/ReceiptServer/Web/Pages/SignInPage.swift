@@ -1,0 +1,114 @@
+import AppleClients
+import Foundation
+import Hummingbird
+import ReceiptService
+
+/// Signing in and out: `GET /signin`, the OpenID Connect redirect (`GET /auth/oidc`) and callback
+/// (`GET /auth/callback`), one-time sign-in links (`GET`/`POST /auth/link`), and `POST /signout`.
+enum SignInPage {
+    struct View: PageView {
+        var layout: LayoutView
+        var providerName: String?
+    }
+
+    struct LinkView: PageView {
+        var layout: LayoutView
+        var token: String
+    }
+
+    /// How long a sign-in may take between the redirect and the callback.
+    static let signInWindow: TimeInterval = 600
+
+    static func register(on router: Router<ServerContext>, site: WebSite) {
+        router.get("/signin") { request, context in
+            await site.answering(request, context: context) {
+                if try await site.signedIn(request, context: context) != nil { return site.redirect(to: "/account") }
+                return site.page(
+                    "signin",
+                    View(
+                        layout: LayoutView(title: "Sign in", signedIn: nil),
+                        providerName: site.openID?.configuration.displayName))
+            }
+        }
+
+        router.get("/auth/oidc") { request, context in
+            await site.answering(request, context: context) {
+                guard let openID = site.openID else { return site.errorPage(.notFound, "There is nothing here.") }
+                try site.customers.spendSignInAttempt(address: context.clientAddress)
+                let pending = OpenIDClient.PendingSignIn.start(at: site.customers.tenancy.now())
+                let location = try await openID.authorizationURL(for: pending, redirectURI: site.redirectURI)
+                return site.redirect(
+                    to: location,
+                    cookies: [
+                        site.cookie(
+                            WebSite.signInCookie, try site.seal(pending, purpose: "signin"), path: "/auth",
+                            maxAge: Int(signInWindow))
+                    ])
+            }
+        }
+
+        router.get("/auth/callback") { request, context in
+            await site.answering(request, context: context) {
+                guard let openID = site.openID else { return site.errorPage(.notFound, "There is nothing here.") }
+                try site.customers.spendSignInAttempt(address: context.clientAddress)
+                let query = request.uri.queryParameters
+                let now = site.customers.tenancy.now()
+                // The sign-in this browser started: its state must come back, within the window. A callback without
+                // it (another browser's, a replay after success) is refused.
+                guard let sealed = request.cookies[WebSite.signInCookie]?.value,
+                    let pending = site.unseal(sealed, as: OpenIDClient.PendingSignIn.self, purpose: "signin"),
+                    now.timeIntervalSince(pending.startedAt) < signInWindow,
+                    let state = query["state"].map(String.init),
+                    ConstantTime.equals(Array(state.utf8), Array(pending.state.utf8))
+                else { throw ServiceError(.signInFailed, "the callback's state is not this browser's sign-in") }
+                if let error = query["error"] {
+                    throw ServiceError(.signInFailed, "the issuer answered \(error.prefix(64))")
+                }
+                guard let code = query["code"].map(String.init), !code.isEmpty, code.utf8.count <= 2_048 else {
+                    throw ServiceError(.signInFailed, "the callback has no code")
+                }
+                let identity = try await openID.identity(
+                    code: code, pending: pending, redirectURI: site.redirectURI, now: now)
+                let account = try await site.customers.account(signingIn: identity, address: context.clientAddress)
+                let token = try await site.customers.startSession(
+                    of: account, method: "oidc", address: context.clientAddress)
+                return site.redirect(
+                    to: "/account",
+                    cookies: [
+                        site.cookie(WebSite.sessionCookie, token, maxAge: Int(site.customers.settings.sessionLifetime)),
+                        site.cookie(WebSite.signInCookie, "", path: "/auth", maxAge: 0),
+                    ])
+            }
+        }
+
+        // A link is used by a form, not by opening it: mail scanners and link previews open links.
+        router.get("/auth/link") { request, context in
+            await site.answering(request, context: context) {
+                let token = request.uri.queryParameters["token"].map(String.init) ?? ""
+                return site.page("link", LinkView(layout: LayoutView(title: "Sign in", signedIn: nil), token: token))
+            }
+        }
+
+        router.post("/auth/link") { request, context in
+            await site.answering(request, context: context) {
+                try site.customers.spendSignInAttempt(address: context.clientAddress)
+                let form = try await WebForm(request, maximumSize: WebSite.maximumFormSize)
+                let account = try await site.customers.account(usingSignInLink: form["token"] ?? "")
+                let token = try await site.customers.startSession(
+                    of: account, method: "link", address: context.clientAddress)
+                return site.redirect(
+                    to: "/account",
+                    cookies: [
+                        site.cookie(WebSite.sessionCookie, token, maxAge: Int(site.customers.settings.sessionLifetime))
+                    ])
+            }
+        }
+
+        router.post("/signout") { request, context in
+            await site.signedInForm(request, context: context) { signedIn, _, _ in
+                try await site.customers.endSession(signedIn, address: context.clientAddress)
+                return site.redirect(to: "/signin", cookies: [site.cookie(WebSite.sessionCookie, "", maxAge: 0)])
+            }
+        }
+    }
+}
