@@ -89,7 +89,7 @@ else
     swift test --skip-build --no-parallel --filter "$timed"
 fi
 
-# The API's contract and the client recipes, against the live `serve` binary just built: the OpenAPI document checked
+# The API's contract, the client recipes and the account screen in a browser, against the live `serve` binary just built: the OpenAPI document checked
 # against the server both ways, schemathesis over every documented route, then every recipe in docs/recipes/ this
 # machine can run (runtimes are installed from Debian packages under CI; a missing one is skipped with a reason).
 if [ -z "${SWIFT_TEST_ARGS:-}" ]; then
@@ -97,4 +97,6 @@ if [ -z "${SWIFT_TEST_ARGS:-}" ]; then
     scripts/contract.sh "$(swift build --show-bin-path)"
     log "client recipes: scripts/recipes.sh"
     scripts/recipes.sh "$(swift build --show-bin-path)"
+    log "the account screen in headless Chromium: scripts/browser.sh"
+    scripts/browser.sh "$(swift build --show-bin-path)"
 fi
