@@ -233,6 +233,7 @@ let package = Package(
             dependencies: [
                 "ReceiptServer", "ReceiptStore", "ReceiptService", "ReceiptCore", "ReceiptTestKit", "TestSupport",
                 "AppleClients", "FakeOpenIDProvider",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

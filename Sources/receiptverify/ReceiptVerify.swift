@@ -9,7 +9,7 @@ struct ReceiptVerify: AsyncParsableCommand {
         abstract: "App Store receipt verification service and its administration.",
         subcommands: [
             Serve.self, Migrate.self, VerifyCommand.self, AccountCommand.self, KeyCommand.self, AppCommand.self,
-            PlanCommand.self, UsageCommand.self, BillingCommand.self, TransactionsCommand.self,
+            PlanCommand.self, UsageCommand.self, BillingCommand.self, TransactionsCommand.self, AuditCommand.self,
         ])
 
     /// Parses and runs a command; a usage error is one `error: …` line, like every other failure.

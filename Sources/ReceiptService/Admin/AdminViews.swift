@@ -17,12 +17,15 @@ public struct AccountView: Codable, Sendable, Equatable {
     public let createdAt: Date
     /// When it last changed.
     public let updatedAt: Date
+    /// How it came to be: `operator` (the CLI) or `oidc` (self sign-up).
+    public let signedUpWith: String
 
     /// The JSON names, snake_case as in the rest of the API.
     enum CodingKeys: String, CodingKey {
         case id, name, email, plan, enabled
         case createdAt = "created_at"
         case updatedAt = "updated_at"
+        case signedUpWith = "signed_up_with"
     }
 
     /// The view of `account`.
@@ -34,6 +37,38 @@ public struct AccountView: Codable, Sendable, Equatable {
         enabled = account.isEnabled
         createdAt = account.createdAt
         updatedAt = account.updatedAt
+        signedUpWith = account.signedUpWith.rawValue
+    }
+}
+
+/// What operators see of an audit log entry.
+public struct AuditEntryView: Codable, Sendable, Equatable {
+    /// When, ISO 8601.
+    public let at: Date
+    /// The account's id.
+    public let accountID: String
+    /// Who: an email of the account, or `operator`.
+    public let actor: String
+    /// What was done.
+    public let action: String
+    /// On what.
+    public let detail: String
+    /// From which address, for changes from a browser.
+    public let address: String?
+
+    enum CodingKeys: String, CodingKey {
+        case at, actor, action, detail, address
+        case accountID = "account_id"
+    }
+
+    /// The view of `entry`.
+    public init(_ entry: AuditEntry) {
+        at = entry.at
+        accountID = entry.accountID.uuidString.lowercased()
+        actor = entry.actor
+        action = entry.action
+        detail = entry.detail
+        address = entry.address
     }
 }
 

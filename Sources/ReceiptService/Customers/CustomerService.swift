@@ -135,7 +135,8 @@ public struct CustomerService: Sendable {
         let expiresAt = date.addingTimeInterval(settings.signInLinkLifetime)
         try await store.insertSignInLink(
             SignInLink(tokenHash: Self.hash(token), accountID: account.id, createdAt: date, expiresAt: expiresAt))
-        try await audit(account.id, actor: "operator", "link.create", "expires \(expiresAt)", address: nil)
+        try await audit(
+            account.id, actor: "operator", "link.create", "expires \(expiresAt.ISO8601Format())", address: nil)
         return (token, expiresAt)
     }
 

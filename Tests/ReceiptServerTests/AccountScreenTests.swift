@@ -1,0 +1,360 @@
+import FakeOpenIDProvider
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import ReceiptService
+import Synchronization
+import TestSupport
+import Testing
+
+/// The account screen over HTTP: OpenID Connect sign-in against a fake provider (sign-up, a returning user, and
+/// every way a sign-in must fail), sign-in links, cookie flags, CSRF, sessions' expiry, one account never reaching
+/// another's objects, form errors that write nothing, rate limits and the audit log; on both stores.
+@Suite struct AccountScreenTests {
+    typealias Browser = AccountScreen.Browser
+
+    static func body(_ response: TestResponse) -> String { String(buffer: response.body) }
+
+    @Test(arguments: StoreKind.available)
+    func aFirstSignInCreatesAFreeAccountAndAReturningUserFindsIt(kind: StoreKind) async throws {
+        try await AccountScreen.run(kind) { screen in
+            let browser = Browser(screen)
+            let callback = try await browser.signIn(email: "New.User@Example.com")
+            #expect(callback.status == .seeOther)
+            #expect(Browser.location(callback) == "/account")
+            #expect(browser.hasSession)
+            let accounts = try await screen.tenancy.accounts()
+            #expect(accounts.count == 1)
+            #expect(accounts.first?.email == "new.user@example.com")
+            #expect(accounts.first?.planName == "free")
+            #expect(accounts.first?.signedUpWith == .oidc)
+            let page = Self.body(try await browser.get("/account"))
+            #expect(page.contains(#"id="plan-name">free<"#))
+
+            // The same person again, in another browser: the same account, no second one.
+            let again = Browser(screen)
+            try await again.signIn(email: "new.user@example.com")
+            #expect(again.hasSession)
+            #expect(try await screen.tenancy.accounts().map(\.id) == accounts.map(\.id))
+            let audit = try await screen.tenancy.store.auditEntries(accountID: accounts[0].id, limit: 10)
+            #expect(audit.map(\.action).contains("account.sign_up"))
+            #expect(audit.filter { $0.action == "session.start" }.count == 2)
+        }
+    }
+
+    @Test func aCallbackWithAnotherStateIsRefused() async throws {
+        try await AccountScreen.run(.sqlite) { screen in
+            let browser = Browser(screen)
+            let callback = try await browser.approvedCallback(email: "a@example.com")
+            let forged = callback.replacingOccurrences(of: "state=", with: "state=x")
+            let answer = try await browser.get(forged)
+            #expect(answer.status == .forbidden)
+            #expect(!browser.hasSession)
+            #expect(screen.provider.tokenRequests == 0)
+            // Another browser (without this one's sign-in cookie) cannot use the callback either.
+            #expect(try await Browser(screen).get(callback).status == .forbidden)
+            #expect(try await screen.tenancy.accounts().isEmpty)
+        }
+    }
+
+    @Test func aReplayedCodeIsRefused() async throws {
+        try await AccountScreen.run(.sqlite) { screen in
+            let browser = Browser(screen)
+            let callback = try await browser.approvedCallback(email: "a@example.com")
+            let signInCookie = browser.cookies.withLock { $0[WebSiteNames.signIn] }
+            #expect(try await browser.get(callback).status == .seeOther)
+            // An attacker who saw the callback URL and the sign-in cookie replays both.
+            let attacker = Browser(screen)
+            attacker.cookies.withLock { $0[WebSiteNames.signIn] = signInCookie }
+            let replay = try await attacker.get(callback)
+            #expect(replay.status == .forbidden)
+            #expect(!attacker.hasSession)
+            #expect(screen.provider.tokenRequests == 2)  // the provider refused the used code
+        }
+    }
+
+    @Test(arguments: [
+        FakeOpenIDProvider.Fault.wrongAudience, .expired, .wrongIssuer, .badSignature, .wrongNonce,
+    ])
+    func anIDTokenThatDoesNotCheckOutSignsNoOneIn(fault: FakeOpenIDProvider.Fault) async throws {
+        try await AccountScreen.run(.sqlite) { screen in
+            screen.provider.setFault(fault)
+            let browser = Browser(screen)
+            let answer = try await browser.signIn(email: "a@example.com")
+            #expect(answer.status == .forbidden)
+            #expect(!browser.hasSession)
+            #expect(try await screen.tenancy.accounts().isEmpty)
+        }
+    }
+
+    @Test func anUnverifiedEmailSignsNoOneIn() async throws {
+        try await AccountScreen.run(.sqlite) { screen in
+            let browser = Browser(screen)
+            let answer = try await browser.signIn(email: "a@example.com", verified: false)
+            #expect(answer.status == .forbidden)
+            #expect(!browser.hasSession)
+            let accounts = try await screen.tenancy.accounts()
+            #expect(accounts.isEmpty)
+        }
+    }
+
+    @Test func withSelfSignUpOffOnlyAnOperatorsAccountSignsIn() async throws {
+        try await AccountScreen.run(.sqlite, settings: CustomerSettings(allowsSelfSignUp: false)) { screen in
+            #expect(try await Browser(screen).signIn(email: "stranger@example.com").status == .forbidden)
+            #expect(try await screen.tenancy.accounts().isEmpty)
+            let account = try await screen.tenancy.createAccount(
+                name: "Known", email: "known@example.com", planName: "free")
+            let browser = Browser(screen)
+            #expect(try await browser.signIn(email: "known@example.com").status == .seeOther)
+            #expect(Self.body(try await browser.get("/account")).contains("known@example.com"))
+            #expect(try await screen.tenancy.accounts().map(\.id) == [account.id])
+        }
+    }
+
+    @Test func theSessionCookieIsHttpOnlyLaxAndSecureOverHTTPS() async throws {
+        try await AccountScreen.run(.sqlite) { screen in
+            let browser = Browser(screen)
+            try await browser.signIn(email: "a@example.com")
+            let line = try #require(browser.lastSetCookies.withLock { $0 }.first { $0.hasPrefix("rv_session=") })
+            for flag in ["HttpOnly", "SameSite=Lax", "Secure", "Path=/"] { #expect(line.contains(flag), "\(flag)") }
+        }
+        try await AccountScreen.run(.sqlite, publicURL: "http://127.0.0.1:8080") { screen in
+            let browser = Browser(screen)
+            try await browser.signIn(email: "a@example.com")
+            let line = try #require(browser.lastSetCookies.withLock { $0 }.first { $0.hasPrefix("rv_session=") })
+            #expect(line.contains("HttpOnly") && line.contains("SameSite=Lax"))
+            #expect(!line.contains("Secure"))
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func aFormWithoutItsCSRFTokenChangesNothing(kind: StoreKind) async throws {
+        try await AccountScreen.run(kind) { screen in
+            let browser = Browser(screen)
+            try await browser.signIn(email: "a@example.com")
+            #expect(try await browser.post("/account/keys", [("label", "no token")]).status == .forbidden)
+            #expect(
+                try await browser.post("/account/keys", [("csrf", "forged"), ("label", "bad")]).status == .forbidden)
+            #expect(try await screen.tenancy.apiKeys(account: "a@example.com").isEmpty)
+            let created = try await browser.submit("/account/keys", [("label", "good")])
+            #expect(created.status == .ok)
+            #expect(Self.body(created).contains(#"id="new-key">rvk_"#))
+            #expect(try await screen.tenancy.apiKeys(account: "a@example.com").map(\.label) == ["good"])
+            // Another session's token does not pass either.
+            let other = Browser(screen)
+            try await other.signIn(email: "b@example.com")
+            let theirs = Browser.csrf(in: Self.body(try await other.get("/account/keys"))) ?? ""
+            #expect(try await browser.post("/account/keys", [("csrf", theirs), ("label", "x")]).status == .forbidden)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func anAccountGets404ForEveryIDOfAnotherAccount(kind: StoreKind) async throws {
+        try await AccountScreen.run(kind) { screen in
+            let victim = Browser(screen)
+            try await victim.signIn(email: "victim@example.com")
+            try await victim.submit("/account/keys", [("label", "theirs")])
+            let created = try await victim.submit(
+                "/account/apps",
+                [
+                    ("name", "Theirs"), ("bundle_ids", "com.victim.app"), ("environments", "production"),
+                    ("mode", "local"), ("cipher", "aes-256-cbc"), ("claims", "off"), ("delivery", "once"),
+                ])
+            #expect(created.status == .seeOther)
+            let app = try #require(try await screen.tenancy.apps(account: "victim@example.com").first)
+            let key = try #require(try await screen.tenancy.apiKeys(account: "victim@example.com").first)
+            let appID = app.id.uuidString.lowercased()
+
+            let attacker = Browser(screen)
+            try await attacker.signIn(email: "attacker@example.com")
+            #expect(try await attacker.get("/account/apps/\(appID)").status == .notFound)
+            #expect(try await attacker.get("/account/apps/\(appID)/edit").status == .notFound)
+            #expect(try await attacker.get("/account/transactions?app=\(appID)").status == .notFound)
+            for action in ["", "/rotate-token", "/reveal-result-key", "/rotate-result-key", "/enabled", "/remove"] {
+                let answer = try await attacker.submit(
+                    "/account/apps/\(appID)\(action)",
+                    [
+                        ("confirm", "1"), ("enabled", "0"), ("name", "Pwned"), ("bundle_ids", "com.evil.app"),
+                        ("environments", "production"),
+                    ])
+                #expect(answer.status == .notFound, "POST /account/apps/ID\(action)")
+                #expect(!Self.body(answer).contains(app.token))
+            }
+            let revoke = try await attacker.submit("/account/keys/\(key.id.uuidString.lowercased())/revoke", [])
+            #expect(revoke.status == .notFound)
+            // Nothing of the victim's changed.
+            #expect(try await screen.tenancy.app(token: app.token) == app)
+            #expect(try await screen.tenancy.apiKeys(account: "victim@example.com").first?.revokedAt == nil)
+            // And the attacker's pages show none of it.
+            #expect(!Self.body(try await attacker.get("/account/apps")).contains("Theirs"))
+            #expect(!Self.body(try await attacker.get("/account/keys")).contains(key.prefix))
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func sessionsEndWhenIdleAtTheirLifetimeAtSignOutAndFromTheCLI(kind: StoreKind) async throws {
+        let settings = CustomerSettings(sessionIdleTimeout: 600, sessionLifetime: 3_600)
+        try await AccountScreen.run(kind, settings: settings) { screen in
+            // ID tokens are judged at the test's clock: every sign-in happens before it moves.
+            let idle = Browser(screen)
+            let busy = Browser(screen)
+            let leaving = Browser(screen)
+            let first = Browser(screen)
+            let second = Browser(screen)
+            for browser in [idle, busy, leaving, first, second] { try await browser.signIn(email: "a@example.com") }
+
+            // Sign-out ends the session: the old cookie no longer works.
+            let token = try #require(leaving.cookies.withLock { $0[WebSiteNames.session] })
+            #expect(try await leaving.submit("/signout", [], from: "/account").status == .seeOther)
+            let stolen = Browser(screen)
+            stolen.cookies.withLock { $0[WebSiteNames.session] = token }
+            #expect(try await stolen.get("/account").status == .seeOther)
+
+            // The operator ends every session of an account but the ones already ended.
+            let customers = CustomerService(tenancy: screen.tenancy, settings: settings)
+            try await first.get("/account")
+            #expect(try await customers.endSessions(account: "a@example.com") == 4)
+            #expect(try await first.get("/account").status == .seeOther)
+            #expect(try await second.get("/account").status == .seeOther)
+        }
+        try await AccountScreen.run(kind, settings: settings) { screen in
+            let idle = Browser(screen)
+            let busy = Browser(screen)
+            try await idle.signIn(email: "a@example.com")
+            try await busy.signIn(email: "a@example.com")
+            // Used every 9 minutes, a session lives; unused for 10, it ends; at its lifetime (an hour) it ends.
+            for step in 1...6 {
+                screen.clock.advance(540)
+                #expect(try await busy.get("/account").status == .ok, "step \(step)")
+                if step == 2 {
+                    let expired = try await idle.get("/account")
+                    #expect(expired.status == .seeOther)
+                    #expect(Browser.location(expired) == "/signin")
+                }
+            }
+            screen.clock.advance(540)
+            #expect(try await busy.get("/account").status == .seeOther)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func aBadFieldAnswersTheFormAgainWithItsErrorAndWritesNothing(kind: StoreKind) async throws {
+        try await AccountScreen.run(kind) { screen in
+            let browser = Browser(screen)
+            try await browser.signIn(email: "a@example.com")
+            let answer = try await browser.submit(
+                "/account/apps",
+                [
+                    ("name", "Mine"), ("bundle_ids", "not a bundle id!"), ("environments", "production"),
+                    ("mode", "local"), ("cipher", "rot13"), ("claims", "off"), ("delivery", "once"),
+                    ("products", "ok.product"),
+                ])
+            #expect(answer.status == .unprocessableContent)
+            let page = Self.body(answer)
+            #expect(page.contains(#"id="error-bundle_ids""#))
+            #expect(page.contains(#"id="error-cipher""#))
+            #expect(!page.contains(#"id="error-products""#))
+            #expect(page.contains("Mine"))  // what was typed is kept
+            #expect(try await screen.tenancy.apps(account: "a@example.com").isEmpty)
+
+            // An edit with a bad field leaves the app as it was.
+            #expect(
+                try await browser.submit(
+                    "/account/apps",
+                    [
+                        ("name", "Mine"), ("bundle_ids", "com.example.mine"), ("environments", "sandbox"),
+                        ("mode", "local"), ("cipher", "aes-256-gcm"), ("claims", "flag"), ("delivery", "confirm"),
+                    ]
+                ).status == .seeOther)
+            let app = try #require(try await screen.tenancy.apps(account: "a@example.com").first)
+            #expect(app.claimsPolicy == .flag && app.deliveryMode == .confirm && app.resultCipher == .aes256GCM)
+            let edit = try await browser.submit(
+                "/account/apps/\(app.id.uuidString.lowercased())",
+                [
+                    ("name", "Renamed"), ("bundle_ids", "com.example.mine"), ("environments", "sandbox"),
+                    ("mode", "local"), ("cipher", "aes-256-gcm"), ("claims", "off"), ("delivery", "once"),
+                    ("shared_secret", "short"),
+                ])
+            #expect(edit.status == .unprocessableContent)
+            #expect(Self.body(edit).contains(#"id="error-shared_secret""#))
+            #expect(try await screen.tenancy.app(token: app.token) == app)
+        }
+    }
+
+    @Test func aSignInLinkWorksOnceAndIsRateLimited() async throws {
+        let settings = CustomerSettings(signInAttemptsPerMinute: 3)
+        try await AccountScreen.run(.sqlite, settings: settings) { screen in
+            _ = try await screen.tenancy.createAccount(name: "Self host", email: "me@example.com", planName: "free")
+            let customers = CustomerService(tenancy: screen.tenancy, settings: settings)
+            let link = try await customers.makeSignInLink(account: "me@example.com")
+            let browser = Browser(screen)
+            // Opening the link changes nothing (mail scanners open links); its form signs in.
+            let page = try await browser.get("/auth/link?token=\(link.token)")
+            #expect(page.status == .ok && !browser.hasSession)
+            #expect(try await browser.post("/auth/link", [("token", link.token)]).status == .seeOther)
+            #expect(browser.hasSession)
+            let audit = try await screen.tenancy.store.auditEntries(accountID: nil, limit: 5)
+            let session = try #require(audit.first { $0.action == "session.start" })
+            #expect(session.action == "session.start" && session.detail == "by link")
+            // Used once: a second use fails, and so does a made-up token.
+            let late = Browser(screen)
+            #expect(try await late.post("/auth/link", [("token", link.token)]).status == .forbidden)
+            #expect(
+                try await late.post("/auth/link", [("token", String(repeating: "A", count: 43))]).status == .forbidden)
+            // Three attempts a minute from one address: the fourth is refused before anything is looked up.
+            #expect(try await late.post("/auth/link", [("token", link.token)]).status == .tooManyRequests)
+            #expect(try await late.get("/auth/oidc").status == .tooManyRequests)
+            screen.clock.advance(61)
+            #expect(try await late.get("/auth/oidc").status == .seeOther)
+        }
+    }
+
+    @Test func revealingAResultKeyNeedsConfirmationIsRateLimitedAndAudited() async throws {
+        try await AccountScreen.run(.sqlite, settings: CustomerSettings(keyRevealsPerHour: 1)) { screen in
+            let browser = Browser(screen)
+            try await browser.signIn(email: "a@example.com")
+            try await browser.submit(
+                "/account/apps",
+                [
+                    ("name", "Mine"), ("bundle_ids", "com.example.mine"), ("environments", "production"),
+                    ("mode", "local"), ("cipher", "aes-256-cbc"), ("claims", "off"), ("delivery", "once"),
+                ])
+            let app = try #require(try await screen.tenancy.apps(account: "a@example.com").first)
+            let path = "/account/apps/\(app.id.uuidString.lowercased())"
+            let unconfirmed = try await browser.submit(path + "/reveal-result-key", [], from: path)
+            #expect(unconfirmed.status == .unprocessableContent)
+            #expect(!Self.body(unconfirmed).contains(#"id="result-key""#))
+            let revealed = try await browser.submit(path + "/reveal-result-key", [("confirm", "1")], from: path)
+            let key = Data(try screen.tenancy.resultKey(of: app)).base64EncodedString()
+            #expect(Self.body(revealed).contains(#"id="result-key">\#(key)<"#))
+            #expect(
+                try await browser.submit(path + "/reveal-result-key", [("confirm", "1")], from: path).status
+                    == .tooManyRequests)
+            let audit = try await screen.tenancy.store.auditEntries(accountID: app.accountID, limit: 20)
+            let reveal = try #require(audit.first { $0.action == "app.reveal_result_key" })
+            #expect(reveal.actor == "a@example.com")
+            #expect(!reveal.detail.contains(key))
+            #expect(audit.map(\.action).contains("app.create"))
+        }
+    }
+
+    @Test func publicPagesNeedNoSessionAndAccountPagesDo() async throws {
+        try await AccountScreen.run(.sqlite) { screen in
+            let browser = Browser(screen)
+            let plans = try await browser.get("/plans")
+            #expect(plans.status == .ok)
+            #expect(Self.body(plans).contains(#"data-plan="free""#))
+            #expect(plans.headers[.contentType] == "text/html; charset=utf-8")
+            #expect(
+                plans.headers[HTTPField.Name("Content-Security-Policy")!]?.contains("frame-ancestors 'none'") == true)
+            #expect(Self.body(try await browser.get("/docs")).contains("POST /api"))
+            for path in ["/account", "/account/keys", "/account/apps", "/account/apps/new", "/account/transactions"] {
+                let answer = try await browser.get(path)
+                #expect(answer.status == .seeOther, "\(path)")
+                #expect(Browser.location(answer) == "/signin")
+            }
+            #expect(try await browser.get("/static/style.css").status == .ok)
+        }
+    }
+}
