@@ -114,13 +114,17 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     func changeMarker() -> Int? { base.changeMarker() }
     func ledgerChangeMarker() -> Int? { base.ledgerChangeMarker() }
     func insertSession(_ session: AccountSession) async throws { try await base.insertSession(session) }
-    func session(tokenHash: [UInt8]) async throws -> AccountSession? { try await base.session(tokenHash: tokenHash) }
+    func session(tokenHash: [UInt8]) async throws -> AccountSession? {
+        await enter("session")
+        return try await base.session(tokenHash: tokenHash)
+    }
     func touchSession(id: UUID, at date: Date) async throws { try await base.touchSession(id: id, at: date) }
     func deleteSession(id: UUID) async throws -> Bool { try await base.deleteSession(id: id) }
     func deleteSessions(accountID: UUID) async throws -> Int { try await base.deleteSessions(accountID: accountID) }
     func insertSignInLink(_ link: SignInLink) async throws { try await base.insertSignInLink(link) }
     func useSignInLink(tokenHash: [UInt8], at date: Date) async throws -> UUID? {
-        try await base.useSignInLink(tokenHash: tokenHash, at: date)
+        await enter("useSignInLink")
+        return try await base.useSignInLink(tokenHash: tokenHash, at: date)
     }
     func accountID(issuer: String, subject: String) async throws -> UUID? {
         try await base.accountID(issuer: issuer, subject: subject)

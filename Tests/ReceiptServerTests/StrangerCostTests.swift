@@ -202,4 +202,76 @@ import Testing
             }
         }
     }
+
+    /// A made-up session cookie of the right shape.
+    static func randomSessionCookie() -> String {
+        "rv_session=" + Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
+    }
+
+    @Test func theAccountScreenCostsAStrangerBoundedDatabaseReads() async throws {
+        try await withApplication { app, store, _, _ in
+            try await app.test(.router) { client in
+                // Made-up session cookies: a minute's budget of misses reaches the database, the rest does not.
+                for _ in 0..<300 {
+                    let answer = try await client.executeRequest(
+                        uri: "/account", method: .get, headers: [.cookie: Self.randomSessionCookie()], body: nil)
+                    #expect(answer.status == .seeOther)
+                }
+                #expect(store.count("session") <= CustomerSettings().sessionMissesPerMinute)
+
+                // The public plans page reads the plans at most every few seconds, however often it is asked.
+                let clock = ContinuousClock()
+                let started = clock.now
+                for _ in 0..<300 {
+                    #expect(
+                        try await client.executeRequest(uri: "/plans", method: .get, headers: [:], body: nil).status
+                            == .ok)
+                }
+                let seconds = Int(started.duration(to: clock.now).components.seconds)
+                #expect(store.count("plans") <= 1 + seconds / 5)
+
+                // A form body is read up to 64 KiB, no more.
+                let large = try await client.executeRequest(
+                    uri: "/auth/link", method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
+                    body: ByteBuffer(repeating: UInt8(ascii: "a"), count: 100_000))
+                #expect(large.status == .contentTooLarge)
+
+                // Made-up sign-in links: the sign-in budget of one address, then 429 without a read.
+                var statuses: [HTTPResponse.Status: Int] = [:]
+                for _ in 0..<100 {
+                    let token = Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
+                    let answer = try await client.executeRequest(
+                        uri: "/auth/link", method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
+                        body: ByteBuffer(string: "token=\(token)"))
+                    statuses[answer.status, default: 0] += 1
+                }
+                let budget = CustomerSettings().signInAttemptsPerMinute
+                #expect(store.count("useSignInLink") <= budget)
+                #expect(statuses[.forbidden, default: 0] <= budget)
+                #expect(statuses[.tooManyRequests, default: 0] >= 100 - budget)
+
+            }
+        }
+    }
+
+    @Test func anAccountPageFailsFastWhenTheDatabaseStopsAnswering() async throws {
+        var configuration = ServerConfiguration()
+        configuration.databaseTimeout = .milliseconds(300)
+        try await withApplication(configuration) { app, store, _, _ in
+            try await app.test(.router) { client in
+                store.stall()
+                let clock = ContinuousClock()
+                let started = clock.now
+                let answer = try await client.executeRequest(
+                    uri: "/account", method: .get, headers: [.cookie: Self.randomSessionCookie()], body: nil)
+                #expect(answer.status == .serviceUnavailable)
+                #expect(String(buffer: answer.body).contains("<html"))
+                #expect(started.duration(to: clock.now) < .seconds(5))
+                store.resume()
+                let after = try await client.executeRequest(
+                    uri: "/account", method: .get, headers: [.cookie: Self.randomSessionCookie()], body: nil)
+                #expect(after.status == .seeOther)
+            }
+        }
+    }
 }

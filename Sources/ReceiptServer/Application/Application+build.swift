@@ -147,7 +147,8 @@ func buildRouter(
         to: router,
         site: WebSite(
             customers: CustomerService(tenancy: tenancy, settings: configuration.customers), openID: openID,
-            templates: try PageTemplates(), publicURL: configuration.effectivePublicURL, logger: logger))
+            templates: try PageTemplates(), deadline: components.deadline, plans: PlanList(),
+            publicURL: configuration.effectivePublicURL, logger: logger))
     return router
 }
 

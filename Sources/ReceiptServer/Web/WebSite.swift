@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ReceiptService
+import Synchronization
 
 /// What the account screen's pages share: the customers' use cases, the OpenID client, the templates, and the
 /// machinery of every page (rendering, the session cookie, CSRF, forms, redirects, error pages).
@@ -18,6 +19,10 @@ struct WebSite: Sendable {
     let openID: OpenIDClient?
     /// The templates.
     let templates: PageTemplates
+    /// The deadline of every database wait: in an outage a page answers 503 at once rather than hang.
+    let deadline: StoreDeadline
+    /// The plans, read at most every few seconds (the public plans page must not cost a stranger's request a read).
+    let plans: PlanList
     /// The address customers reach us at (`https://…` makes cookies `Secure`), without a trailing slash.
     let publicURL: String
     let logger: Logger
@@ -82,7 +87,7 @@ struct WebSite: Sendable {
     /// error pages.
     func signedInPage(
         _ request: Request, context: ServerContext,
-        _ body: @Sendable (SignedIn, CustomerScope) async throws -> Response
+        _ body: @escaping @Sendable (SignedIn, CustomerScope) async throws -> Response
     ) async -> Response {
         await answering(request, context: context) {
             guard let signedIn = try await signedIn(request, context: context) else {
@@ -96,7 +101,7 @@ struct WebSite: Sendable {
     /// 403, nothing changed); `body` gets the parsed form.
     func signedInForm(
         _ request: Request, context: ServerContext,
-        _ body: @Sendable (SignedIn, CustomerScope, WebForm) async throws -> Response
+        _ body: @escaping @Sendable (SignedIn, CustomerScope, WebForm) async throws -> Response
     ) async -> Response {
         await answering(request, context: context) {
             guard let signedIn = try await signedIn(request, context: context) else {
@@ -113,10 +118,13 @@ struct WebSite: Sendable {
         }
     }
 
-    /// Runs a handler, turning what it throws into an error page (never the JSON API's error shape).
-    func answering(_ request: Request, context: ServerContext, _ body: () async throws -> Response) async -> Response {
+    /// Runs a handler within the database deadline, turning what it throws into an error page (never the JSON API's
+    /// error shape).
+    func answering(
+        _ request: Request, context: ServerContext, _ body: @escaping @Sendable () async throws -> Response
+    ) async -> Response {
         do {
-            return try await body()
+            return try await deadline.run("page", body)
         } catch let error as ServiceError {
             switch error.code {
             case .unknownApp, .unknownKey, .unknownAccount:
@@ -231,4 +239,19 @@ struct WebForm: Sendable {
 
     /// Whether a checkbox named `name` was checked.
     func isChecked(_ name: String) -> Bool { self[name] != nil }
+}
+
+/// The plans as the public pages show them: read from the store at most every ``PlanList/lifetime``.
+final class PlanList: Sendable {
+    static let lifetime: Duration = .seconds(5)
+    private let cached = Mutex<(plans: [Plan], readAt: ContinuousClock.Instant)?>(nil)
+
+    /// The plans, from the cache when it is fresh.
+    func plans(from tenancy: TenancyService) async throws -> [Plan] {
+        let now = ContinuousClock.now
+        if let cached = cached.withLock({ $0 }), cached.readAt.duration(to: now) < Self.lifetime { return cached.plans }
+        let plans = try await tenancy.plans()
+        cached.withLock { $0 = (plans, now) }
+        return plans
+    }
 }

@@ -24,6 +24,14 @@ public final class AttemptBudget<Key: Hashable & Sendable>: Sendable {
         self.capacity = capacity
     }
 
+    /// Whether `key` has an attempt left at `now` (none is spent).
+    public func allows(_ key: Key, at now: Date) -> Bool {
+        counts.withLock { counts in
+            guard let count = counts[key], now.timeIntervalSince(count.windowStart) < window else { return true }
+            return count.attempts < limit
+        }
+    }
+
     /// Spends one attempt of `key` at `now`; false when its window's attempts are used up.
     public func spend(_ key: Key, at now: Date) -> Bool {
         counts.withLock { counts in

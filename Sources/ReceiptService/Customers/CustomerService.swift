@@ -13,6 +13,9 @@ public struct CustomerService: Sendable {
     let signInAttempts: AttemptBudget<String>
     /// Result-key reveals per account.
     let keyReveals: AttemptBudget<UUID>
+    /// Session cookies that found no live session, per client address: past the budget, a stranger's made-up
+    /// cookies are answered as signed out without a database read.
+    let sessionMisses: AttemptBudget<String>
 
     /// Creates the service.
     public init(tenancy: TenancyService, settings: CustomerSettings) {
@@ -20,6 +23,7 @@ public struct CustomerService: Sendable {
         self.settings = settings
         signInAttempts = AttemptBudget(limit: settings.signInAttemptsPerMinute, window: 60)
         keyReveals = AttemptBudget(limit: settings.keyRevealsPerHour, window: 3_600)
+        sessionMisses = AttemptBudget(limit: settings.sessionMissesPerMinute, window: 60)
     }
 
     var store: any DataStore { tenancy.store }
@@ -88,9 +92,15 @@ public struct CustomerService: Sendable {
     /// idle timeout, has reached its lifetime, or its account is disabled (an ended session's row is deleted).
     public func signedIn(token: String, address: String?) async throws -> SignedIn? {
         guard token.utf8.count == 43, Base64URL.decode(token) != nil else { return nil }
-        guard let session = try await store.session(tokenHash: Self.hash(token)) else { return nil }
         let date = now
+        let source = address ?? "unknown"
+        guard sessionMisses.allows(source, at: date) else { return nil }
+        guard let session = try await store.session(tokenHash: Self.hash(token)) else {
+            _ = sessionMisses.spend(source, at: date)
+            return nil
+        }
         guard date < session.expiresAt, date.timeIntervalSince(session.lastUsedAt) < settings.sessionIdleTimeout else {
+            _ = sessionMisses.spend(source, at: date)
             _ = try await store.deleteSession(id: session.id)
             return nil
         }

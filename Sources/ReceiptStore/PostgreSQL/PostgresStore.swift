@@ -90,7 +90,9 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
                 // Our own refusal from inside the transaction (rolled back) stays ours, not a storage failure.
                 if error.rollbackError == nil, let refusal = error.closureError as? ServiceError { throw refusal }
                 // A constraint the transaction broke (a taken email) is reported as it is outside a transaction.
-                if error.rollbackError == nil, let failure = error.closureError as? PSQLError { throw Self.map(failure) }
+                if error.rollbackError == nil, let failure = error.closureError as? PSQLError {
+                    throw Self.map(failure)
+                }
                 throw error
             }
         }

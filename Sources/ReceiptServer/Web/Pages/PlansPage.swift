@@ -26,7 +26,7 @@ enum PlansPage {
         router.get("/plans") { request, context in
             await site.answering(request, context: context) {
                 let signedIn = try? await site.signedIn(request, context: context)
-                let plans = try await site.customers.tenancy.plans().sorted {
+                let plans = try await site.plans.plans(from: site.customers.tenancy).sorted {
                     $0.monthlyPriceCents < $1.monthlyPriceCents
                 }
                 return site.page(
