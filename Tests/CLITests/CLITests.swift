@@ -222,6 +222,48 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreKind.available)
+    func theOperatorsChangesSignInLinksAndSignOutsAreAudited(kind: StoreKind) async throws {
+        struct AuditJSON: Decodable {
+            let actor: String
+            let action: String
+            let detail: String
+        }
+        struct LinkJSON: Decodable {
+            let url: String
+        }
+        try await withCLI(kind) { cli in
+            #expect(try cli("account", "create", "--name", "Acme", "--email", "ops@acme.io").status == 0)
+            #expect(try cli("key", "create", "--account", "ops@acme.io").status == 0)
+            let added = try cli(
+                "app", "add", "--account", "ops@acme.io", "--bundle-id", "com.acme.one", "--shared-secret",
+                "0123456789abcdef0123456789abcdef", "--json")
+            let token = try added.json(AppJSON.self).token
+            #expect(
+                try cli("app", "update", token, "--mode", "apple", "--shared-secret", "abcdefgh12345678").status == 0)
+            let link = try cli(
+                "account", "login-link", "ops@acme.io", "--public-url", "https://rv.example/", "--json"
+            ).json(LinkJSON.self)
+            #expect(link.url.hasPrefix("https://rv.example/auth/link?token="))
+            #expect(link.url.count == "https://rv.example/auth/link?token=".count + 43)
+            let signOut = try cli("account", "sign-out", "ops@acme.io")
+            #expect(signOut.stdout.contains("ended 0 sessions"))
+
+            let audit = try cli("audit", "--account", "ops@acme.io", "--json").json([AuditJSON].self)
+            #expect(
+                Set(audit.map(\.action)) == [
+                    "account.create", "key.create", "app.create", "app.update", "link.create", "session.end_all",
+                ])
+            #expect(audit.allSatisfy { $0.actor == "operator" })
+            let update = try #require(audit.first { $0.action == "app.update" })
+            #expect(update.detail.contains("mode") && update.detail.contains("shared_secret"))
+            #expect(!audit.contains { $0.detail.contains("abcdefgh12345678") })
+            #expect(try cli("audit", "--limit", "0").status != 0)
+            let list = try cli("account", "list")
+            #expect(list.stdout.contains("SIGNED UP") && list.stdout.contains("operator"))
+        }
+    }
+
     @Test func serveRefusesBadSettings() async throws {
         try await withCLI(.sqlite) { cli in
             let cases: [([String], String)] = [

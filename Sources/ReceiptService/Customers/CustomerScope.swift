@@ -10,7 +10,10 @@ public struct CustomerScope: Sendable {
     /// The browser's address, for the audit log.
     public let address: String?
 
-    private var tenancy: TenancyService { service.tenancy }
+    /// The CLI's functions, acting as the signed-in customer (the audit log records them so).
+    private var tenancy: TenancyService {
+        service.tenancy.acting(as: AuditActor(name: account.email, address: address))
+    }
     private var reference: String { account.id.uuidString }
 
     private func audit(_ action: String, _ detail: String) async throws {
@@ -47,16 +50,12 @@ public struct CustomerScope: Sendable {
 
     /// Creates a key; its clear text is for this answer only.
     public func createKey(label: String?) async throws -> (clearText: String, key: APIKey) {
-        let created = try await tenancy.createAPIKey(account: reference, label: label)
-        try await audit("key.create", "key \(created.key.prefix)…")
-        return created
+        try await tenancy.createAPIKey(account: reference, label: label)
     }
 
     /// Revokes one of the account's keys, named by its id.
     public func revokeKey(id: UUID) async throws -> APIKey {
-        let key = try await tenancy.revokeAPIKey(account: reference, key: id.uuidString)
-        try await audit("key.revoke", "key \(key.prefix)…")
-        return key
+        try await tenancy.revokeAPIKey(account: reference, key: id.uuidString)
     }
 
     // MARK: Apps
@@ -74,31 +73,22 @@ public struct CustomerScope: Sendable {
 
     /// Adds an app.
     public func addApp(_ settings: AppSettings) async throws -> App {
-        let app = try await tenancy.addApp(account: reference, settings: settings)
-        try await audit("app.create", "app \(app.id.uuidString.lowercased()) (\(app.name))")
-        return app
+        try await tenancy.addApp(account: reference, settings: settings)
     }
 
     /// Changes the given settings of one of the account's apps.
     public func updateApp(id: UUID, _ settings: AppSettings) async throws -> App {
-        let app = try await tenancy.updateApp(token: try await app(id: id).token, settings: settings)
-        try await audit(
-            "app.update", "app \(app.id.uuidString.lowercased()): \(settings.givenFields.joined(separator: ", "))")
-        return app
+        try await tenancy.updateApp(token: try await app(id: id).token, settings: settings)
     }
 
     /// Gives one of the account's apps a new token.
     public func rotateToken(appID: UUID) async throws -> App {
-        let app = try await tenancy.rotateToken(token: try await app(id: appID).token)
-        try await audit("app.rotate_token", "app \(app.id.uuidString.lowercased())")
-        return app
+        try await tenancy.rotateToken(token: try await app(id: appID).token)
     }
 
     /// Gives one of the account's apps a new result key.
     public func rotateResultKey(appID: UUID) async throws -> App {
-        let app = try await tenancy.rotateResultKey(token: try await app(id: appID).token)
-        try await audit("app.rotate_result_key", "app \(app.id.uuidString.lowercased())")
-        return app
+        try await tenancy.rotateResultKey(token: try await app(id: appID).token)
     }
 
     /// The result key of one of the account's apps, in clear (base64); rate limited per account.
@@ -114,9 +104,7 @@ public struct CustomerScope: Sendable {
 
     /// Removes one of the account's apps.
     public func removeApp(id: UUID) async throws -> App {
-        let app = try await tenancy.removeApp(token: try await app(id: id).token)
-        try await audit("app.remove", "app \(app.id.uuidString.lowercased()) (\(app.name))")
-        return app
+        try await tenancy.removeApp(token: try await app(id: id).token)
     }
 
     // MARK: Ledger

@@ -111,3 +111,20 @@ public struct AuditEntry: Sendable, Equatable {
         self.at = at
     }
 }
+
+/// Who makes a change, as the audit log records it.
+public struct AuditActor: Sendable, Equatable {
+    /// The operator, at the CLI.
+    public static let `operator` = AuditActor(name: "operator", address: nil)
+
+    /// An email of the account, or `operator`.
+    public var name: String
+    /// The client address of a browser.
+    public var address: String?
+
+    /// Creates an actor.
+    public init(name: String, address: String?) {
+        self.name = name
+        self.address = address
+    }
+}

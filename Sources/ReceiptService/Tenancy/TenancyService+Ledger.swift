@@ -42,5 +42,8 @@ extension TenancyService {
                 .invalidArgument,
                 "the app's ledger holds no original transaction '\(Validation.printable(originalTransactionID))'")
         }
+        try await audit(
+            app.accountID, user == nil ? "transaction.release" : "transaction.claim",
+            "app \(app.id.uuidString.lowercased()), original transaction \(originalTransactionID)")
     }
 }

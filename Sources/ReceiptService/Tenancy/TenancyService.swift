@@ -2,7 +2,8 @@ import Foundation
 import ReceiptCore
 
 /// The operator's use cases over accounts, API keys, apps and plans: validation, secret generation and sealing,
-/// and the store calls that make each change atomic.
+/// and the store calls that make each change atomic. Every change to an account, its keys or its apps is recorded in
+/// the audit log as made by ``actor`` (the operator, unless the account screen says who).
 public struct TenancyService: Sendable {
     /// Where tenancy data lives.
     public let store: any DataStore
@@ -10,6 +11,8 @@ public struct TenancyService: Sendable {
     public let masterKey: MasterKey
     /// The current time; a parameter so tests control it.
     public let now: @Sendable () -> Date
+    /// Who the changes are made by, for the audit log.
+    public private(set) var actor = AuditActor.operator
 
     /// Creates the service over a migrated store.
     public init(store: any DataStore, masterKey: MasterKey, now: @escaping @Sendable () -> Date = { Date() }) {
@@ -17,6 +20,21 @@ public struct TenancyService: Sendable {
         self.masterKey = masterKey
         // Timestamps are kept to the millisecond, so what is stored reads back equal.
         self.now = { now().roundedToMilliseconds }
+    }
+
+    /// This service making its changes as `actor` (a signed-in customer, from an address).
+    public func acting(as actor: AuditActor) -> TenancyService {
+        var service = self
+        service.actor = actor
+        return service
+    }
+
+    /// Records a change to an account in the audit log, as made by ``actor``.
+    func audit(_ accountID: UUID, _ action: String, _ detail: String) async throws {
+        try await store.appendAudit(
+            AuditEntry(
+                id: UUID(), accountID: accountID, actor: actor.name, action: action, detail: detail,
+                address: actor.address, at: now()))
     }
 
     /// Records the master key's check value on first use and refuses a key that is not the database's.
@@ -85,6 +103,7 @@ public struct TenancyService: Sendable {
             id: UUID(), name: name, email: email, planName: planName, isEnabled: true, createdAt: date,
             updatedAt: date)
         try await store.insertAccount(account)
+        try await audit(account.id, "account.create", "plan \(planName)")
         return account
     }
 
@@ -110,14 +129,18 @@ public struct TenancyService: Sendable {
         var account = try await account(reference)
         _ = try await plan(named: planName)
         account.planName = planName
-        return try await save(account)
+        let saved = try await save(account)
+        try await audit(account.id, "account.set_plan", "plan \(planName)")
+        return saved
     }
 
     /// Enables or disables an account.
     public func setEnabled(account reference: String, _ isEnabled: Bool) async throws -> Account {
         var account = try await account(reference)
         account.isEnabled = isEnabled
-        return try await save(account)
+        let saved = try await save(account)
+        try await audit(account.id, isEnabled ? "account.enable" : "account.disable", account.email)
+        return saved
     }
 
     private func save(_ account: Account) async throws -> Account {
@@ -142,6 +165,7 @@ public struct TenancyService: Sendable {
             // A prefix collision (32 random bits) is astronomically rare; draw again rather than fail.
             if try await store.apiKey(prefix: generated.key.prefix) == nil {
                 try await store.insertAPIKey(generated.key)
+                try await audit(account.id, "key.create", "key \(generated.key.prefix)…")
                 return generated
             }
         }
@@ -175,6 +199,7 @@ public struct TenancyService: Sendable {
             throw ServiceError(.unknownKey, "API key \(key.prefix)… is already revoked")
         }
         key.revokedAt = date
+        try await audit(account.id, "key.revoke", "key \(key.prefix)…")
         return key
     }
 
@@ -205,6 +230,7 @@ public struct TenancyService: Sendable {
         apply(ledgerSettingsOf: parsed, to: &app)
         try apply(secretsOf: parsed, to: &app)
         try await store.insertApp(app)
+        try await audit(account.id, "app.create", "app \(app.id.uuidString.lowercased()) (\(app.name))")
         return app
     }
 
@@ -235,7 +261,12 @@ public struct TenancyService: Sendable {
         if let isEnabled = parsed.isEnabled { app.isEnabled = isEnabled }
         apply(ledgerSettingsOf: parsed, to: &app)
         try apply(secretsOf: parsed, to: &app)
-        return try await save(app)
+        let saved = try await save(app)
+        // The names of the settings given, never their values (a secret may be among them).
+        try await audit(
+            app.accountID, "app.update",
+            "app \(app.id.uuidString.lowercased()): \(settings.givenFields.joined(separator: ", "))")
+        return saved
     }
 
     /// The claims policy, delivery mode and product catalog, where given.
@@ -249,7 +280,9 @@ public struct TenancyService: Sendable {
     public func rotateToken(token: String) async throws -> App {
         var app = try await app(token: token)
         app.token = App.generateToken()
-        return try await save(app)
+        let saved = try await save(app)
+        try await audit(app.accountID, "app.rotate_token", "app \(app.id.uuidString.lowercased())")
+        return saved
     }
 
     /// Gives the app a new result key; results encrypted before stay readable only with the old key.
@@ -257,7 +290,9 @@ public struct TenancyService: Sendable {
         var app = try await app(token: token)
         app.resultKey = try SealedSecret.seal(
             SecureRandom.bytes(32), context: App.secretContext(appID: app.id, purpose: "result_key"), with: masterKey)
-        return try await save(app)
+        let saved = try await save(app)
+        try await audit(app.accountID, "app.rotate_result_key", "app \(app.id.uuidString.lowercased())")
+        return saved
     }
 
     /// Deletes the app.
@@ -266,6 +301,7 @@ public struct TenancyService: Sendable {
         guard try await store.deleteApp(id: app.id) else {
             throw ServiceError(.unknownApp, "unknown app '\(Validation.printable(token))'")
         }
+        try await audit(app.accountID, "app.remove", "app \(app.id.uuidString.lowercased()) (\(app.name))")
         return app
     }
 
