@@ -358,4 +358,81 @@ import Testing
             #expect(try await browser.get("/static/style.css").status == .ok)
         }
     }
+
+    @Test func aFormFromAnotherSiteIsRefused() async throws {
+        try await AccountScreen.run(.sqlite) { screen in
+            let browser = Browser(screen)
+            try await browser.signIn(email: "a@example.com")
+            let html = Self.body(try await browser.get("/account/keys"))
+            let csrf = try #require(Browser.csrf(in: html))
+            let body = ByteBuffer(string: "csrf=\(csrf)&label=x")
+            for origin in ["https://evil.example", "null"] {
+                let answer = try await screen.client.executeRequest(
+                    uri: "/account/keys", method: .post,
+                    headers: [
+                        .contentType: "application/x-www-form-urlencoded", .cookie: Self.cookies(browser),
+                        HTTPField.Name("Origin")!: origin,
+                    ], body: body)
+                #expect(answer.status == .forbidden, "Origin: \(origin)")
+            }
+            #expect(try await screen.tenancy.apiKeys(account: "a@example.com").isEmpty)
+            let ours = try await screen.client.executeRequest(
+                uri: "/account/keys", method: .post,
+                headers: [
+                    .contentType: "application/x-www-form-urlencoded", .cookie: Self.cookies(browser),
+                    HTTPField.Name("Origin")!: "https://rv.example",
+                ], body: body)
+            #expect(ours.status == .ok)
+
+            // Login CSRF: another site's form cannot sign this browser in with a link of its choosing.
+            _ = try await screen.tenancy.createAccount(name: "Evil", email: "evil@example.com", planName: "free")
+            let link = try await CustomerService(tenancy: screen.tenancy, settings: .init()).makeSignInLink(
+                account: "evil@example.com")
+            let forged = try await screen.client.executeRequest(
+                uri: "/auth/link", method: .post,
+                headers: [
+                    .contentType: "application/x-www-form-urlencoded",
+                    HTTPField.Name("Origin")!: "https://evil.example",
+                ], body: ByteBuffer(string: "token=\(link.token)"))
+            #expect(forged.status == .forbidden)
+            #expect(forged.headers[values: .setCookie].isEmpty)
+        }
+    }
+
+    static func cookies(_ browser: Browser) -> String {
+        browser.cookies.withLock { $0.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") }
+    }
+
+    @Test func whatACustomerTypesIsEscapedInThePages() async throws {
+        try await AccountScreen.run(.sqlite) { screen in
+            let browser = Browser(screen)
+            try await browser.signIn(email: "a@example.com")
+            let label = #"x"><script>alert(1)</script>"#
+            let page = Self.body(try await browser.submit("/account/keys", [("label", label)]))
+            #expect(!page.contains("<script>alert(1)</script>"))
+            #expect(page.contains("&lt;script&gt;"))
+            let form = Self.body(
+                try await browser.submit(
+                    "/account/apps", [("name", label), ("bundle_ids", "bad id"), ("environments", "production")]))
+            #expect(!form.contains("<script>alert(1)</script>"))
+            #expect(form.contains(#"value="x&quot;&gt;&lt;script&gt;"#))
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func concurrentFirstSignInsOfOnePersonMakeOneAccount(kind: StoreKind) async throws {
+        try await AccountScreen.run(kind) { screen in
+            let browsers = (0..<4).map { _ in Browser(screen) }
+            var callbacks: [String] = []
+            for browser in browsers { callbacks.append(try await browser.approvedCallback(email: "twin@example.com")) }
+            try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for (browser, callback) in zip(browsers, callbacks) {
+                    group.addTask { try await browser.get(callback).status }
+                }
+                for try await status in group { #expect(status == .seeOther) }
+            }
+            #expect(try await screen.tenancy.accounts().count == 1)
+            #expect(browsers.allSatisfy { $0.hasSession })
+        }
+    }
 }

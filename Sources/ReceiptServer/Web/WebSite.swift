@@ -37,6 +37,22 @@ struct WebSite: Sendable {
     /// Whether cookies are marked `Secure`: the public URL is https.
     var securesCookies: Bool { publicURL.hasPrefix("https://") }
 
+    /// Whether a form post comes from our own pages: a browser names the page's origin in `Origin`; one that names
+    /// another (or `null`) is another site's form (login CSRF, and a second line behind the CSRF token). Clients that
+    /// send no `Origin` are judged by the CSRF token alone.
+    func isSameOrigin(_ request: Request) -> Bool {
+        guard let origin = request.headers[HTTPField.Name("Origin")!] else { return true }
+        return origin == publicOrigin
+    }
+
+    /// The origin of the public URL: `https://host[:port]`.
+    var publicOrigin: String {
+        guard let url = URLComponents(string: publicURL), let scheme = url.scheme, let host = url.host else {
+            return publicURL
+        }
+        return "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
+    }
+
     /// Where the issuer sends the browser back.
     var redirectURI: String { publicURL + "/auth/callback" }
 
@@ -106,6 +122,9 @@ struct WebSite: Sendable {
         await answering(request, context: context) {
             guard let signedIn = try await signedIn(request, context: context) else {
                 return redirect(to: "/signin", cookies: [cookie(Self.sessionCookie, "", maxAge: 0)])
+            }
+            guard isSameOrigin(request) else {
+                return errorPage(.forbidden, "This form was sent from another site.", signedIn: signedIn)
             }
             let form = try await WebForm(request, maximumSize: Self.maximumFormSize)
             guard let presented = form["csrf"],

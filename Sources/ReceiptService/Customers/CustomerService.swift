@@ -41,6 +41,15 @@ public struct CustomerService: Sendable {
     /// The account a verified identity signs in to: the one it is linked to; else the enabled account with its
     /// (verified) email, which it is then linked to; else, when self sign-up is on, a new account on the sign-up plan.
     public func account(signingIn identity: VerifiedIdentity, address: String?) async throws -> Account {
+        do {
+            return try await findOrCreateAccount(signingIn: identity, address: address)
+        } catch let error as ServiceError where error.code == .duplicateEmail {
+            // A concurrent first sign-in of the same person made the account first: it is found now.
+            return try await findOrCreateAccount(signingIn: identity, address: address)
+        }
+    }
+
+    private func findOrCreateAccount(signingIn identity: VerifiedIdentity, address: String?) async throws -> Account {
         guard let email = identity.email, identity.emailVerified else {
             throw ServiceError(.signInFailed, "the identity provider did not state a verified email")
         }

@@ -25,7 +25,7 @@ public protocol SessionStore: StoreLifecycle {
 
     /// The account an OpenID identity (issuer and subject) signs in to, if it is known.
     func accountID(issuer: String, subject: String) async throws -> UUID?
-    /// Links an OpenID identity to an existing account.
+    /// Links an OpenID identity to an existing account; an identity already linked (by a concurrent sign-in) stays.
     func insertIdentity(_ identity: AccountIdentity) async throws
     /// Creates an account and the identity that signs in to it, both or neither (a taken email throws
     /// ``ServiceError/Code/duplicateEmail``).

@@ -70,7 +70,15 @@ extension PostgresStore: SessionStore {
     }
 
     public func insertIdentity(_ identity: AccountIdentity) async throws {
-        try await run { try await insert(identity, on: nil) }
+        try await run {
+            try await rows(
+                """
+                INSERT INTO account_identities (issuer, subject, account_id, email, created_at)
+                VALUES (\(identity.issuer), \(identity.subject), \(identity.accountID), \(identity.email),
+                    \(identity.createdAt))
+                ON CONFLICT (issuer, subject) DO NOTHING
+                """)
+        }
     }
 
     public func signUp(_ account: Account, identity: AccountIdentity) async throws {

@@ -84,21 +84,22 @@ extension SQLiteStore: SessionStore {
     }
 
     public func insertIdentity(_ identity: AccountIdentity) async throws {
-        try await run { try await self.insert(identity) }
+        try await run { try await self.insert(identity, ignoringALink: true) }
     }
 
     public func signUp(_ account: Account, identity: AccountIdentity) async throws {
         try await transaction {
             try await self.insert(account)
-            try await self.insert(identity)
+            try await self.insert(identity, ignoringALink: false)
         }
     }
 
-    private func insert(_ identity: AccountIdentity) async throws {
+    /// Inserts an identity; with `ignoringALink`, an identity already linked (a concurrent sign-in linked it) stays.
+    private func insert(_ identity: AccountIdentity, ignoringALink: Bool) async throws {
         _ = try await query(
             """
             INSERT INTO account_identities (issuer, subject, account_id, email, created_at) VALUES (?, ?, ?, ?, ?)
-            """,
+            """ + (ignoringALink ? " ON CONFLICT (issuer, subject) DO NOTHING" : ""),
             [
                 .text(identity.issuer), .text(identity.subject), .uuid(identity.accountID), .text(identity.email),
                 .millis(identity.createdAt),

@@ -92,6 +92,10 @@ enum SignInPage {
         router.post("/auth/link") { request, context in
             await site.answering(request, context: context) {
                 try site.customers.spendSignInAttempt(address: context.clientAddress)
+                // Another site's form must not sign this browser in to an account of its choosing (login CSRF).
+                guard site.isSameOrigin(request) else {
+                    return site.errorPage(.forbidden, "This form was sent from another site.")
+                }
                 let form = try await WebForm(request, maximumSize: WebSite.maximumFormSize)
                 let account = try await site.customers.account(usingSignInLink: form["token"] ?? "")
                 let token = try await site.customers.startSession(
