@@ -186,7 +186,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ReceiptServiceTests",
-            dependencies: ["ReceiptService"],
+            dependencies: [
+                "ReceiptService",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: strictness
         ),
         // Helpers shared by the test targets: throwaway SQLite files and PostgreSQL databases.

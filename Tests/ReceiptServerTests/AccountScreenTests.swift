@@ -112,6 +112,25 @@ import Testing
         }
     }
 
+    @Test func aDisabledAccountDoesNotSignIn() async throws {
+        try await AccountScreen.run(.sqlite) { screen in
+            let account = try await screen.tenancy.createAccount(
+                name: "Off", email: "off@example.com", planName: "free")
+            _ = try await screen.tenancy.setEnabled(account: "off@example.com", false)
+            let browser = Browser(screen)
+            #expect(try await browser.signIn(email: "off@example.com").status == .forbidden)
+            #expect(!browser.hasSession)
+            let audit = try await screen.tenancy.store.auditEntries(accountID: account.id, limit: 10)
+            #expect(!audit.contains { $0.action == "identity.link" })
+            // A signed-in session stops working when its account is disabled.
+            _ = try await screen.tenancy.setEnabled(account: "off@example.com", true)
+            #expect(try await browser.signIn(email: "off@example.com").status == .seeOther)
+            #expect(try await browser.get("/account").status == .ok)
+            _ = try await screen.tenancy.setEnabled(account: "off@example.com", false)
+            #expect(try await browser.get("/account").status == .seeOther)
+        }
+    }
+
     @Test func theSessionCookieIsHttpOnlyLaxAndSecureOverHTTPS() async throws {
         try await AccountScreen.run(.sqlite) { screen in
             let browser = Browser(screen)
@@ -383,6 +402,22 @@ import Testing
                     HTTPField.Name("Origin")!: "https://rv.example",
                 ], body: body)
             #expect(ours.status == .ok)
+            // The same origin written with its default port is the same origin.
+            let withPort = try await screen.client.executeRequest(
+                uri: "/account/keys", method: .post,
+                headers: [
+                    .contentType: "application/x-www-form-urlencoded", .cookie: Self.cookies(browser),
+                    HTTPField.Name("Origin")!: "https://RV.example:443",
+                ], body: body)
+            #expect(withPort.status == .ok)
+            // A garbled field refuses the whole form: it is never taken as empty.
+            #expect(try await browser.submit("/account/keys", [("label", "ok")]).status == .ok)
+            let garbled = try await screen.client.executeRequest(
+                uri: "/account/keys", method: .post,
+                headers: [.contentType: "application/x-www-form-urlencoded", .cookie: Self.cookies(browser)],
+                body: ByteBuffer(string: "csrf=\(csrf)&label=%ZZ"))
+            #expect(garbled.status == .badRequest)
+            #expect(try await screen.tenancy.apiKeys(account: "a@example.com").count == 3)
 
             // Login CSRF: another site's form cannot sign this browser in with a link of its choosing.
             _ = try await screen.tenancy.createAccount(name: "Evil", email: "evil@example.com", planName: "free")

@@ -1,6 +1,7 @@
 import AppleClients
 import Foundation
 import ReceiptServer
+import ReceiptService
 import ReceiptStore
 import Testing
 
@@ -13,6 +14,39 @@ import Testing
         try ServeSettings(flags: flags, environment: environment).configuration(
             store: .sqlite(path: "rv.sqlite"), trustAnchorDirectory: nil, replacesBuiltInRoots: false,
             descriptorLimit: descriptors)
+    }
+
+    @Test func theAccountScreensSettings() throws {
+        let defaults = try configuration()
+        #expect(defaults.openID == nil && defaults.publicURL == nil)
+        #expect(defaults.effectivePublicURL == "http://127.0.0.1:8080")
+        #expect(defaults.customers.allowsSelfSignUp && defaults.customers.sessionIdleTimeout == 7_200)
+        let secret = ["RECEIPTVERIFY_OIDC_CLIENT_SECRET": "s3cret"]
+        let configured = try configuration(
+            [
+                "public-url": "https://rv.example/", "oidc-issuer": "https://accounts.google.com",
+                "oidc-client-id": "id", "self-signup": "off", "session-idle-minutes": "5",
+            ], environment: secret)
+        #expect(configured.effectivePublicURL == "https://rv.example")
+        #expect(
+            configured.openID?.issuer == "https://accounts.google.com" && configured.openID?.clientSecret == "s3cret")
+        #expect(!configured.customers.allowsSelfSignUp && configured.customers.sessionIdleTimeout == 300)
+        // An issuer needs the public URL (the redirect URI), a client id and its secret (from the environment only).
+        for (flags, environment) in [
+            (["oidc-issuer": "https://accounts.google.com", "oidc-client-id": "id"], secret),
+            (["public-url": "https://rv.example", "oidc-issuer": "https://accounts.google.com"], secret),
+            (
+                [
+                    "public-url": "https://rv.example", "oidc-issuer": "https://accounts.google.com",
+                    "oidc-client-id": "id",
+                ], [:]
+            ),
+            (["self-signup": "maybe"], secret), (["oidc-client-id": "id"], secret),
+        ] as [([String: String?], [String: String])] {
+            #expect(throws: ServeSettings.Invalid.self, "\(flags)") {
+                try configuration(flags, environment: environment)
+            }
+        }
     }
 
     @Test func defaultsAreTheDocumentedOnes() throws {

@@ -25,7 +25,8 @@ public struct OpenIDConfiguration: Sendable {
         issuer: String, clientID: String, clientSecret: String, displayName: String = "Google",
         timeout: Duration = .seconds(10)
     ) {
-        self.issuer = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
+        // Kept exactly as given: `iss` must equal it, and some issuers' end in a slash.
+        self.issuer = issuer
         self.clientID = clientID
         self.clientSecret = clientSecret
         self.displayName = displayName
@@ -70,7 +71,11 @@ public final class OpenIDClient: Sendable {
     /// The configuration.
     public let configuration: OpenIDConfiguration
     private let http: HTTPClient
-    private let cache = Mutex<(endpoints: Endpoints?, keys: JSONWebKeySet?, keysFetchedAt: Date?)>((nil, nil, nil))
+    private let cache = Mutex<(endpoints: Endpoints?, failedAt: Date?, keys: JSONWebKeySet?, keysFetchedAt: Date?)>(
+        (nil, nil, nil, nil))
+    /// How long a failed discovery is remembered: while the issuer is down, sign-ins fail at once instead of each
+    /// asking it again.
+    static let failureMemory: TimeInterval = 30
     private let logger: Logger
     /// The largest discovery, JWKS or token answer read.
     static let maximumResponseSize = 64 * 1_024
@@ -157,9 +162,25 @@ public final class OpenIDClient: Sendable {
 
     /// The discovery document's endpoints, fetched once.
     private func endpoints() async throws -> Endpoints {
-        if let endpoints = cache.withLock({ $0.endpoints }) { return endpoints }
+        let (cached, failedAt) = cache.withLock { ($0.endpoints, $0.failedAt) }
+        if let cached { return cached }
+        if let failedAt, Date().timeIntervalSince(failedAt) < Self.failureMemory {
+            throw ServiceError(.signInFailed, "the issuer's discovery failed less than 30 s ago")
+        }
+        do {
+            let endpoints = try await discover()
+            cache.withLock { $0.endpoints = endpoints }
+            return endpoints
+        } catch {
+            cache.withLock { $0.failedAt = Date() }
+            throw error
+        }
+    }
+
+    private func discover() async throws -> Endpoints {
+        let base = configuration.issuer.hasSuffix("/") ? String(configuration.issuer.dropLast()) : configuration.issuer
         let (status, body) = try await send(
-            HTTPClientRequest(url: configuration.issuer + "/.well-known/openid-configuration"), what: "discovery")
+            HTTPClientRequest(url: base + "/.well-known/openid-configuration"), what: "discovery")
         struct Discovery: Decodable {
             var issuer: String
             var authorizationEndpoint: String
@@ -179,10 +200,8 @@ public final class OpenIDClient: Sendable {
         guard discovery.issuer == configuration.issuer else {
             throw ServiceError(.signInFailed, "the discovery document names another issuer: \(discovery.issuer)")
         }
-        let endpoints = Endpoints(
+        return Endpoints(
             authorization: discovery.authorizationEndpoint, token: discovery.tokenEndpoint, jwks: discovery.jwksURI)
-        cache.withLock { $0.endpoints = endpoints }
-        return endpoints
     }
 
     /// The issuer's keys, fetched again when a token names a key not in them (the issuer rotated), at most once a

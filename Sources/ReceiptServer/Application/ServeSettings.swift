@@ -112,6 +112,8 @@ public struct ServeSettings: Sendable {
             return nil
         }
         let issuer = try url("oidc-issuer", default: "")
+        // The redirect URI the issuer is told is the public URL's: a default one would be this host's address.
+        guard text("public-url") != nil else { throw Invalid(description: "--oidc-issuer needs --public-url") }
         guard let clientID = text("oidc-client-id")?.text, !clientID.isEmpty else {
             throw Invalid(description: "--oidc-issuer needs --oidc-client-id")
         }

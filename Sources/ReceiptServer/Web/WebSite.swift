@@ -42,15 +42,21 @@ struct WebSite: Sendable {
     /// send no `Origin` are judged by the CSRF token alone.
     func isSameOrigin(_ request: Request) -> Bool {
         guard let origin = request.headers[HTTPField.Name("Origin")!] else { return true }
-        return origin == publicOrigin
+        guard let named = Self.origin(of: origin) else { return false }
+        // The public URL's origin, or the host the request was sent to (a server reached by another name than its
+        // public URL, as on a developer's machine).
+        return named == Self.origin(of: publicURL)
+            || request.head.authority.map { named.hasSuffix("://" + $0.lowercased()) } == true
     }
 
-    /// The origin of the public URL: `https://host[:port]`.
-    var publicOrigin: String {
-        guard let url = URLComponents(string: publicURL), let scheme = url.scheme, let host = url.host else {
-            return publicURL
-        }
-        return "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
+    /// `scheme://host[:port]` of a URL, lowercased, without the scheme's default port; nil for anything else
+    /// (`null` included).
+    static func origin(of text: String) -> String? {
+        guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(),
+            let host = url.host?.lowercased(), !host.isEmpty
+        else { return nil }
+        let port = url.port.flatMap { (scheme, $0) == ("https", 443) || (scheme, $0) == ("http", 80) ? nil : $0 }
+        return "\(scheme)://\(host)" + (port.map { ":\($0)" } ?? "")
     }
 
     /// Where the issuer sends the browser back.
@@ -137,13 +143,15 @@ struct WebSite: Sendable {
         }
     }
 
-    /// Runs a handler within the database deadline, turning what it throws into an error page (never the JSON API's
-    /// error shape).
+    /// Runs a handler within the database deadline (unless `withinDeadline` is false: the sign-in routes wait for the
+    /// identity provider, and put only their database calls under the deadline), turning what it throws into an error
+    /// page (never the JSON API's error shape).
     func answering(
-        _ request: Request, context: ServerContext, _ body: @escaping @Sendable () async throws -> Response
+        _ request: Request, context: ServerContext, withinDeadline: Bool = true,
+        _ body: @escaping @Sendable () async throws -> Response
     ) async -> Response {
         do {
-            return try await deadline.run("page", body)
+            return try await withinDeadline ? deadline.run("page", body) : body()
         } catch let error as ServiceError {
             switch error.code {
             case .unknownApp, .unknownKey, .unknownAccount:
@@ -227,18 +235,21 @@ struct WebForm: Sendable {
         } catch {
             throw Invalid(status: .contentTooLarge, message: "The form is too large.")
         }
-        self.init(encoded: String(buffer: buffer))
+        try self.init(encoded: String(buffer: buffer))
     }
 
-    /// Parses `a=1&b=2`.
-    init(encoded: String) {
-        fields = encoded.split(separator: "&").compactMap { pair in
+    /// Parses `a=1&b=2`; a field that is not well percent-encoded UTF-8 refuses the whole form (400), so a garbled
+    /// field is never taken as an empty one.
+    init(encoded: String) throws {
+        fields = try encoded.split(separator: "&").map { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decode(_ text: Substring) -> String? {
-                text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+            func decode(_ text: Substring) throws -> String {
+                guard let decoded = text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding else {
+                    throw Invalid(status: .badRequest, message: "The form is malformed.")
+                }
+                return decoded
             }
-            guard let name = decode(parts[0]) else { return nil }
-            return (name, parts.count > 1 ? decode(parts[1]) ?? "" : "")
+            return (try decode(parts[0]), parts.count > 1 ? try decode(parts[1]) : "")
         }
     }
 

@@ -13,9 +13,8 @@ public struct CustomerService: Sendable {
     let signInAttempts: AttemptBudget<String>
     /// Result-key reveals per account.
     let keyReveals: AttemptBudget<UUID>
-    /// Session cookies that found no live session, per client address: past the budget, a stranger's made-up
-    /// cookies are answered as signed out without a database read.
-    let sessionMisses: AttemptBudget<String>
+    /// Signs the tokens of sessions and sign-in links, so a made-up one is refused without a database read.
+    let tokens: BrowserTokens
 
     /// Creates the service.
     public init(tenancy: TenancyService, settings: CustomerSettings) {
@@ -23,7 +22,7 @@ public struct CustomerService: Sendable {
         self.settings = settings
         signInAttempts = AttemptBudget(limit: settings.signInAttemptsPerMinute, window: 60)
         keyReveals = AttemptBudget(limit: settings.keyRevealsPerHour, window: 3_600)
-        sessionMisses = AttemptBudget(limit: settings.sessionMissesPerMinute, window: 60)
+        tokens = BrowserTokens(key: tenancy.masterKey.derivedKey(purpose: "browser tokens"))
     }
 
     var store: any DataStore { tenancy.store }
@@ -53,6 +52,10 @@ public struct CustomerService: Sendable {
         guard let email = identity.email, identity.emailVerified else {
             throw ServiceError(.signInFailed, "the identity provider did not state a verified email")
         }
+        // Emails are matched byte for byte: one outside ASCII could fold into another account's.
+        guard email.utf8.allSatisfy({ $0 < 0x80 }) else {
+            throw ServiceError(.signInFailed, "the email is not ASCII")
+        }
         if let id = try await store.accountID(issuer: identity.issuer, subject: identity.subject),
             let account = try await store.account(id: id)
         {
@@ -60,6 +63,7 @@ public struct CustomerService: Sendable {
         }
         let date = now
         if let account = try await store.account(email: email) {
+            guard account.isEnabled else { throw ServiceError(.signInFailed, "account \(email) is disabled") }
             try await store.insertIdentity(
                 AccountIdentity(
                     issuer: identity.issuer, subject: identity.subject, accountID: account.id, email: email,
@@ -87,7 +91,7 @@ public struct CustomerService: Sendable {
     /// Starts a session of `account` (which must be enabled); returns the cookie's token, shown to no one else.
     public func startSession(of account: Account, method: String, address: String?) async throws -> String {
         guard account.isEnabled else { throw ServiceError(.signInFailed, "account \(account.email) is disabled") }
-        let token = Base64URL.encode(SecureRandom.bytes(32))
+        let token = tokens.make(purpose: "session")
         let date = now
         try await store.insertSession(
             AccountSession(
@@ -100,16 +104,12 @@ public struct CustomerService: Sendable {
     /// The signed-in account of a session cookie's token; nil when the session is unknown, has gone unused past the
     /// idle timeout, has reached its lifetime, or its account is disabled (an ended session's row is deleted).
     public func signedIn(token: String, address: String?) async throws -> SignedIn? {
-        guard token.utf8.count == 43, Base64URL.decode(token) != nil else { return nil }
+        // A token we did not make costs no database read.
+        guard tokens.isAuthentic(token, purpose: "session"),
+            let session = try await store.session(tokenHash: Self.hash(token))
+        else { return nil }
         let date = now
-        let source = address ?? "unknown"
-        guard sessionMisses.allows(source, at: date) else { return nil }
-        guard let session = try await store.session(tokenHash: Self.hash(token)) else {
-            _ = sessionMisses.spend(source, at: date)
-            return nil
-        }
         guard date < session.expiresAt, date.timeIntervalSince(session.lastUsedAt) < settings.sessionIdleTimeout else {
-            _ = sessionMisses.spend(source, at: date)
             _ = try await store.deleteSession(id: session.id)
             return nil
         }
@@ -149,7 +149,7 @@ public struct CustomerService: Sendable {
     public func makeSignInLink(account reference: String) async throws -> (token: String, expiresAt: Date) {
         let account = try await tenancy.account(reference)
         guard account.isEnabled else { throw ServiceError(.invalidArgument, "account \(account.email) is disabled") }
-        let token = Base64URL.encode(SecureRandom.bytes(32))
+        let token = tokens.make(purpose: "link")
         let date = now
         let expiresAt = date.addingTimeInterval(settings.signInLinkLifetime)
         try await store.insertSignInLink(
@@ -161,7 +161,7 @@ public struct CustomerService: Sendable {
 
     /// The account a sign-in link's token signs in to, using the link up.
     public func account(usingSignInLink token: String) async throws -> Account {
-        guard token.utf8.count == 43, Base64URL.decode(token) != nil,
+        guard tokens.isAuthentic(token, purpose: "link"),
             let id = try await store.useSignInLink(tokenHash: Self.hash(token), at: now),
             let account = try await store.account(id: id)
         else { throw ServiceError(.signInFailed, "the sign-in link is unknown, used or expired") }
@@ -204,4 +204,30 @@ public struct SignedIn: Sendable {
     public let session: AccountSession
     /// The token every form of the session carries.
     public let csrfToken: String
+}
+
+/// The tokens of browser sessions and sign-in links: 32 random bytes and a 16-byte HMAC of them (under a key derived
+/// from the master key, per purpose), base64url. Only the SHA-256 of a token is stored; the HMAC lets a token we did
+/// not make be refused before any database read, so made-up cookies and links cost a stranger's request nothing.
+struct BrowserTokens: Sendable {
+    let key: SymmetricKey
+
+    /// The length of a token's text.
+    static let length = 64
+
+    func make(purpose: String) -> String {
+        let random = SecureRandom.bytes(32)
+        return Base64URL.encode(random + mac(random, purpose: purpose))
+    }
+
+    func isAuthentic(_ token: String, purpose: String) -> Bool {
+        guard token.utf8.count == Self.length, let bytes = Base64URL.decode(token), bytes.count == 48 else {
+            return false
+        }
+        return ConstantTime.equals(Array(bytes[32...]), mac(Array(bytes[..<32]), purpose: purpose))
+    }
+
+    private func mac(_ random: [UInt8], purpose: String) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: Array(purpose.utf8) + [0] + random, using: key).prefix(16))
+    }
 }

@@ -17,15 +17,12 @@ public struct CustomerSettings: Sendable {
     public var signInAttemptsPerMinute: Int
     /// Result keys one account may reveal per hour.
     public var keyRevealsPerHour: Int
-    /// Session cookies finding no live session one client address may present per minute before its cookies are
-    /// taken as absent without a database read.
-    public var sessionMissesPerMinute: Int
 
     /// Creates settings; the defaults suit a hosted service.
     public init(
         allowsSelfSignUp: Bool = true, signUpPlan: String = "free", sessionIdleTimeout: TimeInterval = 2 * 3_600,
         sessionLifetime: TimeInterval = 7 * 86_400, signInLinkLifetime: TimeInterval = 15 * 60,
-        signInAttemptsPerMinute: Int = 20, keyRevealsPerHour: Int = 10, sessionMissesPerMinute: Int = 30
+        signInAttemptsPerMinute: Int = 30, keyRevealsPerHour: Int = 10
     ) {
         self.allowsSelfSignUp = allowsSelfSignUp
         self.signUpPlan = signUpPlan
@@ -34,6 +31,5 @@ public struct CustomerSettings: Sendable {
         self.signInLinkLifetime = signInLinkLifetime
         self.signInAttemptsPerMinute = signInAttemptsPerMinute
         self.keyRevealsPerHour = keyRevealsPerHour
-        self.sessionMissesPerMinute = sessionMissesPerMinute
     }
 }

@@ -46,7 +46,10 @@ public enum OpenIDToken {
         }
         guard claims.iss == issuer else { throw failure("the ID token's issuer is not \(issuer)") }
         guard claims.aud.contains(clientID) else { throw failure("the ID token is not for this client (aud)") }
-        if claims.aud.count > 1, claims.azp != clientID { throw failure("the ID token's azp is not this client") }
+        // `azp`, when present (and always with several audiences), must be us.
+        if claims.aud.count > 1 || claims.azp != nil, claims.azp != clientID {
+            throw failure("the ID token's azp is not this client")
+        }
         guard Date(timeIntervalSince1970: claims.exp) > now.addingTimeInterval(-clockSkew) else {
             throw failure("the ID token has expired")
         }
@@ -58,11 +61,17 @@ public enum OpenIDToken {
         else { throw failure("the ID token's nonce is not this sign-in's") }
         guard !claims.sub.isEmpty, claims.sub.utf8.count <= 255 else { throw failure("the ID token has no subject") }
         return VerifiedIdentity(
-            issuer: claims.iss, subject: claims.sub, email: claims.email?.lowercased(),
+            issuer: claims.iss, subject: claims.sub, email: claims.email.map(asciiLowercased),
             emailVerified: claims.emailVerified ?? false, name: claims.name)
     }
 
     private static func failure(_ reason: String) -> ServiceError { ServiceError(.signInFailed, reason) }
+
+    /// A-Z as a-z, nothing else: Unicode case folding would make look-alikes (the Kelvin sign and `k`) one email.
+    static func asciiLowercased(_ text: String) -> String {
+        String(
+            decoding: text.utf8.map { (0x41...0x5A).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
+    }
 
     private struct Header: Decodable {
         var alg: String

@@ -39,6 +39,13 @@ public struct MasterKey: Sendable {
 
     private init(unchecked key: SymmetricKey) { self.key = key }
 
+    /// A key for one purpose (signing browser tokens, …) derived from this one: HMAC-SHA256 of a label naming it.
+    func derivedKey(purpose: String) -> SymmetricKey {
+        SymmetricKey(
+            data: HMAC<SHA256>.authenticationCode(
+                for: Array("receiptverify derived key v1: \(purpose)".utf8), using: key))
+    }
+
     /// The key as base64, for writing the key file.
     public var base64: String {
         key.withUnsafeBytes { Data($0).base64EncodedString() }

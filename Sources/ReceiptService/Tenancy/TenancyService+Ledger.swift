@@ -44,6 +44,7 @@ extension TenancyService {
         }
         try await audit(
             app.accountID, user == nil ? "transaction.release" : "transaction.claim",
-            "app \(app.id.uuidString.lowercased()), original transaction \(originalTransactionID)")
+            "app \(app.id.uuidString.lowercased()), original transaction \(Validation.printable(originalTransactionID))"
+        )
     }
 }

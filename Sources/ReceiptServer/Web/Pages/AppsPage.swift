@@ -44,28 +44,14 @@ enum AppsPage {
 
         router.post("/account/apps") { request, context in
             await site.signedInForm(request, context: context) { signedIn, scope, form in
-                let settings = AppForm.settings(from: form, editing: nil)
-                let problems = settings.problems()
-                guard problems.isEmpty else {
-                    return site.page(
-                        "app_form", AppForm(signedIn: signedIn, app: nil, form: form, problems: problems),
-                        status: .unprocessableContent)
-                }
-                do {
-                    let app = try await scope.addApp(settings)
-                    return site.redirect(to: "/account/apps/\(app.id.uuidString.lowercased())")
-                } catch let error as ServiceError where error.code == .invalidArgument {
-                    var view = AppForm(signedIn: signedIn, app: nil, form: form, problems: [:])
-                    view.formError = error.reason
-                    return site.page("app_form", view, status: .unprocessableContent)
-                }
+                try await save(form, editing: nil, signedIn: signedIn, site: site) { try await scope.addApp($0) }
             }
         }
 
         router.get("/account/apps/:id") { request, context in
             await site.signedInPage(request, context: context) { signedIn, scope in
                 let app = try await scope.app(id: try appID(context))
-                return site.page("app", AppView(signedIn: signedIn, app: app, tenancy: site.customers.tenancy))
+                return site.page("app", AppView(signedIn: signedIn, app: app))
             }
         }
 
@@ -79,20 +65,8 @@ enum AppsPage {
         router.post("/account/apps/:id") { request, context in
             await site.signedInForm(request, context: context) { signedIn, scope, form in
                 let app = try await scope.app(id: try appID(context))
-                let settings = AppForm.settings(from: form, editing: app)
-                let problems = settings.problems()
-                guard problems.isEmpty else {
-                    return site.page(
-                        "app_form", AppForm(signedIn: signedIn, app: app, form: form, problems: problems),
-                        status: .unprocessableContent)
-                }
-                do {
-                    _ = try await scope.updateApp(id: app.id, settings)
-                    return site.redirect(to: "/account/apps/\(app.id.uuidString.lowercased())")
-                } catch let error as ServiceError where error.code == .invalidArgument {
-                    var view = AppForm(signedIn: signedIn, app: app, form: form, problems: [:])
-                    view.formError = error.reason
-                    return site.page("app_form", view, status: .unprocessableContent)
+                return try await save(form, editing: app, signedIn: signedIn, site: site) {
+                    try await scope.updateApp(id: app.id, $0)
                 }
             }
         }
@@ -100,7 +74,7 @@ enum AppsPage {
         router.post("/account/apps/:id/rotate-token") { request, context in
             await site.signedInForm(request, context: context) { signedIn, scope, _ in
                 let app = try await scope.rotateToken(appID: try appID(context))
-                var view = AppView(signedIn: signedIn, app: app, tenancy: site.customers.tenancy)
+                var view = AppView(signedIn: signedIn, app: app)
                 view.message = "The token was rotated: the old one no longer works."
                 return site.page("app", view)
             }
@@ -109,11 +83,8 @@ enum AppsPage {
         router.post("/account/apps/:id/reveal-result-key") { request, context in
             await site.signedInForm(request, context: context) { signedIn, scope, form in
                 let app = try await scope.app(id: try appID(context))
-                var view = AppView(signedIn: signedIn, app: app, tenancy: site.customers.tenancy)
-                guard form.isChecked("confirm") else {
-                    view.error = "Tick the box to confirm first."
-                    return site.page("app", view, status: .unprocessableContent)
-                }
+                if let refusal = unconfirmed(form, app: app, signedIn: signedIn, site: site) { return refusal }
+                var view = AppView(signedIn: signedIn, app: app)
                 view.resultKey = try await scope.revealResultKey(appID: app.id)
                 return site.page("app", view)
             }
@@ -121,14 +92,9 @@ enum AppsPage {
 
         router.post("/account/apps/:id/rotate-result-key") { request, context in
             await site.signedInForm(request, context: context) { signedIn, scope, form in
-                var app = try await scope.app(id: try appID(context))
-                guard form.isChecked("confirm") else {
-                    var view = AppView(signedIn: signedIn, app: app, tenancy: site.customers.tenancy)
-                    view.error = "Tick the box to confirm first."
-                    return site.page("app", view, status: .unprocessableContent)
-                }
-                app = try await scope.rotateResultKey(appID: app.id)
-                var view = AppView(signedIn: signedIn, app: app, tenancy: site.customers.tenancy)
+                let app = try await scope.app(id: try appID(context))
+                if let refusal = unconfirmed(form, app: app, signedIn: signedIn, site: site) { return refusal }
+                var view = AppView(signedIn: signedIn, app: try await scope.rotateResultKey(appID: app.id))
                 view.message = "The result key was rotated."
                 return site.page("app", view)
             }
@@ -145,15 +111,38 @@ enum AppsPage {
         router.post("/account/apps/:id/remove") { request, context in
             await site.signedInForm(request, context: context) { signedIn, scope, form in
                 let app = try await scope.app(id: try appID(context))
-                guard form.isChecked("confirm") else {
-                    var view = AppView(signedIn: signedIn, app: app, tenancy: site.customers.tenancy)
-                    view.error = "Tick the box to confirm first."
-                    return site.page("app", view, status: .unprocessableContent)
-                }
+                if let refusal = unconfirmed(form, app: app, signedIn: signedIn, site: site) { return refusal }
                 _ = try await scope.removeApp(id: app.id)
                 return site.redirect(to: "/account/apps")
             }
         }
+    }
+
+    /// Saves an app form through `change` (add or update): a bad field answers the form again with each field's
+    /// error and what was typed, and nothing is written; else the browser goes to the app's page.
+    static func save(
+        _ form: WebForm, editing app: App?, signedIn: SignedIn, site: WebSite,
+        _ change: (AppSettings) async throws -> App
+    ) async throws -> Response {
+        let settings = AppForm.settings(from: form, editing: app)
+        var view = AppForm(signedIn: signedIn, app: app, form: form, problems: settings.problems())
+        if view.errors.isEmpty {
+            do {
+                let saved = try await change(settings)
+                return site.redirect(to: "/account/apps/\(saved.id.uuidString.lowercased())")
+            } catch let error as ServiceError where error.code == .invalidArgument {
+                view.formError = error.reason
+            }
+        }
+        return site.page("app_form", view, status: .unprocessableContent)
+    }
+
+    /// The app's page again with an error when a destructive form's confirmation box was not ticked; nil when it was.
+    static func unconfirmed(_ form: WebForm, app: App, signedIn: SignedIn, site: WebSite) -> Response? {
+        guard !form.isChecked("confirm") else { return nil }
+        var view = AppView(signedIn: signedIn, app: app)
+        view.error = "Tick the box to confirm first."
+        return site.page("app", view, status: .unprocessableContent)
     }
 
     /// The app id of the path; a malformed one is an unknown app (404).
@@ -188,7 +177,7 @@ struct AppView: PageView {
     var message: String?
     var error: String?
 
-    init(signedIn: SignedIn, app: App, tenancy: TenancyService) {
+    init(signedIn: SignedIn, app: App) {
         layout = LayoutView(title: app.name, signedIn: signedIn)
         id = app.id.uuidString.lowercased()
         name = app.name

@@ -32,7 +32,7 @@ enum SignInPage {
         }
 
         router.get("/auth/oidc") { request, context in
-            await site.answering(request, context: context) {
+            await site.answering(request, context: context, withinDeadline: false) {
                 guard let openID = site.openID else { return site.errorPage(.notFound, "There is nothing here.") }
                 try site.customers.spendSignInAttempt(address: context.clientAddress)
                 let pending = OpenIDClient.PendingSignIn.start(at: site.customers.tenancy.now())
@@ -48,7 +48,7 @@ enum SignInPage {
         }
 
         router.get("/auth/callback") { request, context in
-            await site.answering(request, context: context) {
+            await site.answering(request, context: context, withinDeadline: false) {
                 guard let openID = site.openID else { return site.errorPage(.notFound, "There is nothing here.") }
                 try site.customers.spendSignInAttempt(address: context.clientAddress)
                 let query = request.uri.queryParameters
@@ -69,9 +69,12 @@ enum SignInPage {
                 }
                 let identity = try await openID.identity(
                     code: code, pending: pending, redirectURI: site.redirectURI, now: now)
-                let account = try await site.customers.account(signingIn: identity, address: context.clientAddress)
-                let token = try await site.customers.startSession(
-                    of: account, method: "oidc", address: context.clientAddress)
+                let token = try await site.deadline.run("sign-in") {
+                    let account = try await site.customers.account(
+                        signingIn: identity, address: context.clientAddress)
+                    return try await site.customers.startSession(
+                        of: account, method: "oidc", address: context.clientAddress)
+                }
                 return site.redirect(
                     to: "/account",
                     cookies: [
