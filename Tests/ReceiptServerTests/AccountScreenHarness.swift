@@ -43,6 +43,9 @@ struct AccountScreen: Sendable {
             var configuration = ServerConfiguration()
             configuration.publicURL = publicURL
             configuration.customers = settings
+            // These tests are about behaviour, not time: a suite running beside them on two cores must not turn a
+            // slow write into the deadline's 503 (StrangerCostTests hold the pages to the deadline).
+            configuration.databaseTimeout = .seconds(30)
             let app = try buildApplication(
                 configuration: configuration, tenancy: tenancy,
                 verification: VerificationService(verifier: nil, apple: nil), openID: openID, logger: logger)
