@@ -36,14 +36,16 @@ import Testing
             return readUntilClosed()
         }
 
-        /// Reads until the server closes the connection; returns what it sent, or nil if it did not close in time.
+        /// Reads until the server closes the connection (or resets it); returns what it sent, or nil if it did not close
+        /// in time.
         func readUntilClosed() -> String? {
             var received: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
                 let count = recv(descriptor, &buffer, buffer.count, 0)
                 if count == 0 { return String(decoding: received, as: UTF8.self) }
-                if count < 0 { return nil }
+                // A server that closes a connection its client is still writing to resets it (RST): closed as well.
+                if count < 0 { return errno == ECONNRESET ? String(decoding: received, as: UTF8.self) : nil }
                 received += buffer[0..<count]
             }
         }
