@@ -249,7 +249,8 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "ReceiptCore", "ReceiptTestKit", "TestSupport",
+                "ReceiptCore", "ReceiptTestKit", "TestSupport", "AppleClients", "ReceiptService",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

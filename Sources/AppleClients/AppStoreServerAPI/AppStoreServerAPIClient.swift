@@ -1,0 +1,276 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import ReceiptCore
+import ReceiptService
+
+/// The App Store Server API: what Apple's servers know of an app's transactions, within Apple's limits.
+/// [Apple's documentation](https://developer.apple.com/documentation/appstoreserverapi)
+///
+/// Every call is authorized by an ES256 JWT of the app's credentials (reused until near its expiry), paced by a
+/// per-app request budget below Apple's limits, and bounded by one total time: 429 is honoured with its
+/// `Retry-After` (a UNIX time in milliseconds), 5xx and network errors are retried with jittered backoff, and an id
+/// Apple does not know yet (4040010) is asked of the sandbox, then again after a backoff. Every signed value Apple
+/// returns is verified (chain to Apple's root at its `signedDate`) before it is handed back.
+public final class AppStoreServerAPIClient: Sendable {
+    /// Which of Apple's environments to ask.
+    public enum Environment: String, Sendable {
+        case production, sandbox
+    }
+
+    /// One signed value Apple returned, verified.
+    public struct Signed: Sendable {
+        /// The compact JWS as Apple sent it.
+        public let jws: String
+        /// What the verifier read from it (payload, environment, signing date).
+        public let verified: VerifiedReceipt
+    }
+
+    /// A page of a paged answer: its signed transactions, the revision to ask for next, whether there is more.
+    public struct Page: Sendable {
+        public let transactions: [Signed]
+        public let revision: String?
+        public let hasMore: Bool
+        /// Which environment answered.
+        public let environment: Environment
+    }
+
+    /// The configuration.
+    public let configuration: AppStoreServerAPIConfiguration
+    private let http: HTTPClient
+    private let tokens: AppStoreServerTokens
+    private let budget = RequestBudget()
+    private let verifier: ReceiptVerifier
+    private let logger: Logger
+
+    /// Creates a client that verifies what Apple signs with `verifier` (Apple's roots, or test roots in tests).
+    public init(configuration: AppStoreServerAPIConfiguration, verifier: ReceiptVerifier, logger: Logger) {
+        self.configuration = configuration
+        self.verifier = verifier
+        self.logger = logger
+        tokens = AppStoreServerTokens(lifetime: configuration.tokenLifetime)
+        var httpConfiguration = HTTPClient.Configuration()
+        httpConfiguration.timeout = .init(connect: .seconds(3), read: nil)
+        httpConfiguration.redirectConfiguration = .disallow
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
+    }
+
+    /// Stops the HTTP client.
+    public func shutdown() async throws { try await http.shutdown() }
+
+    // MARK: Endpoints
+
+    /// Get Transaction Info: one transaction, signed.
+    public func transactionInfo(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
+        -> Signed
+    {
+        let (object, _) = try await get(
+            "/inApps/v1/transactions/\(try Self.pathID(transactionID))", credentials: credentials)
+        guard case .string(let jws)? = object["signedTransactionInfo"] else {
+            throw AppStoreServerAPIError(.invalidResponse, "Get Transaction Info answered no signedTransactionInfo")
+        }
+        return try verify(jws)
+    }
+
+    /// Get Transaction History (v2): one page, from `revision` (nil: the first), oldest first.
+    public func transactionHistory(
+        _ transactionID: String, revision: String?, credentials: AppStoreServerAPICredentials
+    ) async throws -> Page {
+        var query = [("sort", "ASCENDING")]
+        if let revision { query.append(("revision", revision)) }
+        let (object, environment) = try await get(
+            "/inApps/v2/history/\(try Self.pathID(transactionID))", query: query, credentials: credentials)
+        return try page(object, field: "signedTransactions", environment: environment)
+    }
+
+    /// Get Refund History (v2): one page of refunded transactions, from `revision`.
+    public func refundHistory(_ transactionID: String, revision: String?, credentials: AppStoreServerAPICredentials)
+        async throws -> Page
+    {
+        let (object, environment) = try await get(
+            "/inApps/v2/refund/lookup/\(try Self.pathID(transactionID))",
+            query: revision.map { [("revision", $0)] } ?? [], credentials: credentials)
+        return try page(object, field: "signedTransactions", environment: environment)
+    }
+
+    /// Look Up Order ID: the transactions of a customer's order id (from their receipt email).
+    public func lookUpOrder(_ orderID: String, credentials: AppStoreServerAPICredentials) async throws -> [Signed] {
+        let (object, _) = try await get("/inApps/v1/lookup/\(try Self.pathID(orderID))", credentials: credentials)
+        guard case .array(let items)? = object["signedTransactions"] else { return [] }
+        return try items.map { item in
+            guard case .string(let jws) = item else {
+                throw AppStoreServerAPIError(.invalidResponse, "a signed transaction is not a string")
+            }
+            return try verify(jws)
+        }
+    }
+
+    /// Get All Subscription Statuses: the raw answer (groups, statuses), with every signed transaction and renewal
+    /// info in it verified.
+    public func subscriptionStatuses(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
+        -> (answer: JSONObject, signed: [Signed])
+    {
+        let (object, _) = try await get(
+            "/inApps/v1/subscriptions/\(try Self.pathID(transactionID))", credentials: credentials)
+        var signed: [Signed] = []
+        if case .array(let groups)? = object["data"] {
+            for case .object(let group) in groups {
+                guard case .array(let last)? = group["lastTransactions"] else { continue }
+                for case .object(let item) in last {
+                    for field in ["signedTransactionInfo", "signedRenewalInfo"] {
+                        if case .string(let jws)? = item[field] { signed.append(try verify(jws)) }
+                    }
+                }
+            }
+        }
+        return (object, signed)
+    }
+
+    // MARK: Transport
+
+    /// An id in a path: Apple's ids are digits (order ids letters and digits too); anything else is refused before
+    /// a request is spent on it.
+    static func pathID(_ id: String) throws -> String {
+        let alphanumeric = { (byte: UInt8) in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+        }
+        guard (1...64).contains(id.utf8.count), id.utf8.allSatisfy(alphanumeric) else {
+            throw AppStoreServerAPIError(.refused, "malformed id")
+        }
+        return id
+    }
+
+    private func page(_ object: JSONObject, field: String, environment: Environment) throws -> Page {
+        var transactions: [Signed] = []
+        if case .array(let items)? = object[field] {
+            for item in items {
+                guard case .string(let jws) = item else {
+                    throw AppStoreServerAPIError(.invalidResponse, "a signed transaction is not a string")
+                }
+                transactions.append(try verify(jws))
+            }
+        }
+        let hasMore = object["hasMore"] == .bool(true)
+        return Page(
+            transactions: transactions, revision: object["revision"]?.stringValue, hasMore: hasMore,
+            environment: environment)
+    }
+
+    private func verify(_ jws: String) throws -> Signed {
+        do {
+            let input = ReceiptInput(kind: .jws, bytes: Array(jws.utf8), repairs: [])
+            return Signed(
+                jws: jws, verified: try verifier.verify(input, allowTestData: configuration.acceptsTestSignatures))
+        } catch let error as ReceiptError {
+            throw AppStoreServerAPIError(.invalidResponse, "a signed value Apple returned does not verify: \(error)")
+        }
+    }
+
+    /// GETs `path` of production, then of the sandbox when production does not know the id, retrying what may pass
+    /// within the call's time; returns the JSON answer and which environment gave it.
+    func get(_ path: String, query: [(String, String)] = [], credentials: AppStoreServerAPICredentials) async throws
+        -> (JSONObject, Environment)
+    {
+        let deadline = ContinuousClock.now + configuration.totalTimeout
+        var backoff = Duration.milliseconds(200)
+        var lastError = AppStoreServerAPIError(.unavailable, "no attempt was made")
+        for attempt in 1...max(1, configuration.maximumAttempts) {
+            do {
+                do {
+                    return (try await send(path, query: query, in: .production, credentials, deadline), .production)
+                } catch let error as AppStoreServerAPIError where error.code == .notFound {
+                    // An app not yet released, or a sandbox purchase: the sandbox knows it.
+                    return (try await send(path, query: query, in: .sandbox, credentials, deadline), .sandbox)
+                }
+            } catch let error as AppStoreServerAPIError {
+                // A fresh transaction may not have reached Apple's servers yet; a 5xx or a network error may pass.
+                guard error.code == .notFound || error.code == .unavailable, attempt < configuration.maximumAttempts
+                else { throw error }
+                lastError = error
+                let jittered = backoff * Double.random(in: 0.5...1.0)
+                guard ContinuousClock.now + jittered < deadline else { break }
+                try await Task.sleep(for: jittered)
+                backoff *= 2
+            }
+        }
+        throw lastError
+    }
+
+    private func send(
+        _ path: String, query: [(String, String)], in environment: Environment,
+        _ credentials: AppStoreServerAPICredentials, _ deadline: ContinuousClock.Instant
+    ) async throws -> JSONObject {
+        let base = environment == .production ? configuration.productionURL : configuration.sandboxURL
+        let rate =
+            environment == .production
+            ? configuration.productionRequestsPerSecond : configuration.sandboxRequestsPerSecond
+        var components = URLComponents(string: base + path)
+        if !query.isEmpty { components?.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) } }
+        guard let url = components?.url?.absoluteString else {
+            throw AppStoreServerAPIError(.refused, "not a URL: \(base)\(path)")
+        }
+        while true {
+            let key = "\(credentials.issuerID)/\(credentials.bundleID)/\(environment.rawValue)"
+            guard let wait = budget.reserve(key, rate: rate, deadline: deadline) else {
+                throw AppStoreServerAPIError(
+                    .rateLimited, "the app's request budget has no slot within the call's time")
+            }
+            if wait > .zero { try await Task.sleep(for: wait) }
+            var request = HTTPClientRequest(url: url)
+            request.headers.add(
+                name: "Authorization", value: "Bearer " + (try tokens.token(for: credentials, now: Date())))
+            request.headers.add(name: "Accept", value: "application/json")
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero else { throw AppStoreServerAPIError(.unavailable, "the call's time ran out") }
+            let status: Int
+            let body: [UInt8]
+            let retryAfter: String?
+            do {
+                let response = try await http.execute(request, timeout: .init(remaining), logger: logger)
+                status = Int(response.status.code)
+                retryAfter = response.headers.first(name: "Retry-After")
+                body = Array(buffer: try await response.body.collect(upTo: configuration.maximumResponseSize))
+            } catch {
+                throw AppStoreServerAPIError(.unavailable, "Apple's \(environment.rawValue) API: \(error)")
+            }
+            let object: JSONObject? =
+                if case .object(let parsed)? = try? JSONParser.parse(body) { parsed } else { nil }
+            let appleCode: Int? =
+                if case .integer(let code)? = object?["errorCode"] { Int(exactly: code) } else { nil }
+            switch status {
+            case 200:
+                guard let object else {
+                    throw AppStoreServerAPIError(.invalidResponse, "Apple answered 200 with a body that is not JSON")
+                }
+                return object
+            case 401:
+                throw AppStoreServerAPIError(
+                    .credentials, "Apple refused the app's App Store Server API credentials (401)")
+            case 429:
+                // Retry-After: the UNIX time in milliseconds from which Apple takes requests again.
+                let until = retryAfter.flatMap(Int64.init).map { Date(timeIntervalSince1970: Double($0) / 1_000) }
+                let wait = until.map { max(0, $0.timeIntervalSinceNow) } ?? 1
+                guard ContinuousClock.now + .seconds(wait) < deadline else {
+                    throw AppStoreServerAPIError(
+                        .rateLimited, "Apple's rate limit (429) lasts past the call's time", appleErrorCode: appleCode)
+                }
+                try await Task.sleep(for: .seconds(wait))
+                continue
+            case 404 where appleCode.map { (4040000...4049999).contains($0) } ?? true:
+                throw AppStoreServerAPIError(
+                    .notFound, "Apple's \(environment.rawValue) API does not know it (\(appleCode ?? 404))",
+                    appleErrorCode: appleCode)
+            case 500...599:
+                throw AppStoreServerAPIError(
+                    .unavailable, "Apple's \(environment.rawValue) API failed (HTTP \(status))",
+                    appleErrorCode: appleCode)
+            default:
+                throw AppStoreServerAPIError(
+                    .refused, "Apple refused the request (HTTP \(status), \(appleCode.map(String.init) ?? "no code"))",
+                    appleErrorCode: appleCode)
+            }
+        }
+    }
+}

@@ -1,0 +1,192 @@
+import AppleClients
+import Crypto
+import Foundation
+import Logging
+import ReceiptCore
+import ReceiptService
+import ReceiptTestKit
+import Testing
+
+/// The App Store Server API client against a fake Apple on loopback that checks every JWT: signed answers verified,
+/// 429 honoured with its Retry-After, 5xx retried, an unknown id asked of the sandbox and again later, 401 reported as
+/// the app's credentials, paging by revision, and the request budget held under a burst.
+@Suite struct AppStoreServerAPITests {
+    static let appKey = P256.Signing.PrivateKey()
+    static let issuerID = "5a6f1c3e-8d2b-4c7a-9e0f-1b2c3d4e5f60"
+    static let credentials = AppStoreServerAPICredentials(
+        issuerID: issuerID, keyID: "ABC123DEFG", privateKeyPEM: appKey.pemRepresentation, bundleID: "com.example.app")
+
+    static func transaction(_ id: String) throws -> String {
+        var builder = JWSBuilder()
+        builder.transactionID = id
+        builder.originalTransactionID = "1000"
+        return try builder.build(signedBy: try sharedJWSPKI.get())
+    }
+
+    static func withClient(
+        _ configuration: AppStoreServerAPIConfiguration = .init(),
+        _ body: @Sendable (FakeAppStoreServer, AppStoreServerAPIClient) async throws -> Void
+    ) async throws {
+        try await FakeAppStoreServer.run(
+            publicKey: appKey.publicKey, issuerID: issuerID, bundleID: "com.example.app"
+        ) { fake, base in
+            var configuration = configuration
+            configuration.productionURL = base + "/production"
+            configuration.sandboxURL = base + "/sandbox"
+            configuration.acceptsTestSignatures = true
+            let verifier = ReceiptVerifier(anchors: try TrustAnchors(encoded: [try sharedJWSPKI.get().rootDER]))
+            let client = AppStoreServerAPIClient(
+                configuration: configuration, verifier: verifier,
+                logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            do {
+                try await body(fake, client)
+            } catch {
+                try? await client.shutdown()
+                throw error
+            }
+            try await client.shutdown()
+        }
+    }
+
+    @Test func aTransactionIsFetchedWithAValidJWTAndVerified() async throws {
+        try await Self.withClient { fake, client in
+            fake.script("production", .json(#"{"signedTransactionInfo":"\#(try Self.transaction("2001"))"}"#))
+            fake.script("production", .json(#"{"signedTransactionInfo":"\#(try Self.transaction("2002"))"}"#))
+            let first = try await client.transactionInfo("2001", credentials: Self.credentials)
+            #expect(first.verified.receipt["transactionId"] == .string("2001"))
+            _ = try await client.transactionInfo("2002", credentials: Self.credentials)
+            #expect(fake.badTokens == 0)
+            #expect(fake.received.map(\.path) == ["/inApps/v1/transactions/2001", "/inApps/v1/transactions/2002"])
+            // The token is reused, not signed again per request.
+            #expect(Set(fake.received.map(\.token)).count == 1)
+        }
+    }
+
+    @Test func aSignedValueThatDoesNotVerifyIsRefused() async throws {
+        try await Self.withClient { fake, client in
+            var builder = JWSBuilder()
+            builder.tampering = .signature
+            let bad = try builder.build(signedBy: try sharedJWSPKI.get())
+            fake.script("production", .json(#"{"signedTransactionInfo":"\#(bad)"}"#))
+            await #expect(throws: AppStoreServerAPIError(.invalidResponse, "")) {
+                try await client.transactionInfo("2001", credentials: Self.credentials)
+            }
+        }
+    }
+
+    @Test func a429IsHonouredUntilItsRetryAfter() async throws {
+        try await Self.withClient { fake, client in
+            let retryAt = Int64((Date().timeIntervalSince1970 + 1.2) * 1_000)
+            fake.script(
+                "production", .error(429, appleCode: 4_290_000, retryAfter: retryAt),
+                .json(#"{"signedTransactionInfo":"\#(try Self.transaction("2001"))"}"#))
+            _ = try await client.transactionInfo("2001", credentials: Self.credentials)
+            let times = fake.received.map(\.at)
+            #expect(times.count == 2)
+            #expect(times[0].duration(to: times[1]) >= .milliseconds(900))
+        }
+        // A Retry-After past the call's time fails at once, as rate limited.
+        try await Self.withClient(.init(totalTimeout: .seconds(2))) { fake, client in
+            let retryAt = Int64((Date().timeIntervalSince1970 + 60) * 1_000)
+            fake.script("production", .error(429, retryAfter: retryAt))
+            await #expect(throws: AppStoreServerAPIError(.rateLimited, "")) {
+                try await client.transactionInfo("2001", credentials: Self.credentials)
+            }
+            #expect(fake.received.count == 1)
+        }
+    }
+
+    @Test func failuresAreRetriedAndUnknownIdsAskedOfTheSandbox() async throws {
+        try await Self.withClient { fake, client in
+            // A 500 and a 503, then an answer.
+            fake.script(
+                "production", .error(500), .error(503),
+                .json(#"{"signedTransactionInfo":"\#(try Self.transaction("2001"))"}"#))
+            _ = try await client.transactionInfo("2001", credentials: Self.credentials)
+            #expect(fake.received.count == 3)
+        }
+        try await Self.withClient { fake, client in
+            // Production does not know it; the sandbox does.
+            fake.script("sandbox", .json(#"{"signedTransactionInfo":"\#(try Self.transaction("2001"))"}"#))
+            _ = try await client.transactionInfo("2001", credentials: Self.credentials)
+            #expect(fake.received.map(\.environment) == ["production", "sandbox"])
+        }
+        try await Self.withClient { fake, client in
+            // Neither knows it yet (a fresh purchase); the next round after a backoff finds it.
+            fake.script("production", .error(404, appleCode: 4_040_010))
+            fake.script(
+                "sandbox", .error(404, appleCode: 4_040_010),
+                .json(#"{"signedTransactionInfo":"\#(try Self.transaction("2001"))"}"#))
+            _ = try await client.transactionInfo("2001", credentials: Self.credentials)
+            #expect(fake.received.map(\.environment) == ["production", "sandbox", "production", "sandbox"])
+        }
+        try await Self.withClient(.init(maximumAttempts: 2)) { fake, client in
+            // Never found: not found, after the attempts.
+            await #expect(throws: AppStoreServerAPIError(.notFound, "")) {
+                try await client.transactionInfo("2001", credentials: Self.credentials)
+            }
+            #expect(fake.received.count == 4)
+        }
+    }
+
+    @Test func a401IsTheAppsCredentialsAndIsNotRetried() async throws {
+        try await Self.withClient { fake, client in
+            var wrong = Self.credentials
+            wrong.privateKeyPEM = P256.Signing.PrivateKey().pemRepresentation
+            await #expect(throws: AppStoreServerAPIError(.credentials, "")) {
+                try await client.transactionInfo("2001", credentials: wrong)
+            }
+            #expect(fake.badTokens == 1)
+            wrong.privateKeyPEM = "not a key"
+            await #expect(throws: AppStoreServerAPIError(.credentials, "")) {
+                try await client.transactionInfo("2001", credentials: wrong)
+            }
+            await #expect(throws: AppStoreServerAPIError(.refused, "")) {
+                try await client.transactionInfo("../admin", credentials: Self.credentials)
+            }
+            #expect(fake.badTokens == 1 && fake.received.isEmpty)
+        }
+    }
+
+    @Test func historyIsPagedByRevision() async throws {
+        try await Self.withClient { fake, client in
+            let first = try Self.transaction("2001")
+            let second = try Self.transaction("2002")
+            fake.script(
+                "production",
+                .json(
+                    #"{"revision":"r1","hasMore":true,"environment":"Production","signedTransactions":["\#(first)"]}"#),
+                .json(#"{"revision":"r2","hasMore":false,"signedTransactions":["\#(second)"]}"#))
+            let page = try await client.transactionHistory("2001", revision: nil, credentials: Self.credentials)
+            #expect(page.hasMore && page.revision == "r1" && page.transactions.count == 1)
+            let next = try await client.transactionHistory("2001", revision: "r1", credentials: Self.credentials)
+            #expect(!next.hasMore && next.transactions.first?.verified.receipt["transactionId"] == .string("2002"))
+            #expect(fake.received.map(\.query) == ["sort=ASCENDING", "sort=ASCENDING&revision=r1"])
+        }
+    }
+
+    @Test func aBurstStaysWithinTheRequestBudget() async throws {
+        try await Self.withClient(.init(productionRequestsPerSecond: 5)) { fake, client in
+            for index in 0..<12 {
+                let signed = try Self.transaction(String(3000 + index))
+                fake.script("production", .json(#"{"signedTransactionInfo":"\#(signed)"}"#))
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<12 {
+                    group.addTask {
+                        _ = try await client.transactionInfo("\(3000 + index)", credentials: Self.credentials)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let times = fake.received.map(\.at).sorted()
+            #expect(times.count == 12)
+            // Five a second, evenly: no one-second window holds more than six requests.
+            for (index, start) in times.enumerated() {
+                let inWindow = times[index...].prefix { start.duration(to: $0) < .seconds(1) }.count
+                #expect(inWindow <= 6, "\(inWindow) requests within a second")
+            }
+            #expect(times.first!.duration(to: times.last!) >= .milliseconds(2_000))
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Crypto
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ReceiptCore
+import ReceiptService
+import Synchronization
+
+/// A stand-in for Apple's App Store Server API on loopback: a real HTTP server under `/production` and `/sandbox`
+/// that checks each request's JWT (ES256 by the app's key, `iss`, `aud`, `bid`, a lifetime of at most an hour) and
+/// answers with scripted replies, recording when each request came.
+final class FakeAppStoreServer: Sendable {
+    /// One scripted reply.
+    enum Reply: Sendable {
+        /// 200 with this JSON text.
+        case json(String)
+        /// This HTTP status with Apple's error body `{"errorCode": N}` (when given) and a `Retry-After` (ms).
+        case error(Int, appleCode: Int? = nil, retryAfter: Int64? = nil)
+    }
+
+    /// What one request was.
+    struct Received: Sendable {
+        let environment: String
+        let path: String
+        let query: String
+        let token: String
+        let at: ContinuousClock.Instant
+    }
+
+    let publicKey: P256.Signing.PublicKey
+    let issuerID: String
+    let bundleID: String
+    private let state = Mutex<(queues: [String: [Reply]], received: [Received], badTokens: Int)>(([:], [], 0))
+
+    init(publicKey: P256.Signing.PublicKey, issuerID: String, bundleID: String) {
+        self.publicKey = publicKey
+        self.issuerID = issuerID
+        self.bundleID = bundleID
+    }
+
+    /// Queues replies for `environment`; with none queued it answers 404 with 4040010 (unknown transaction).
+    func script(_ environment: String, _ replies: Reply...) {
+        state.withLock { $0.queues[environment, default: []].append(contentsOf: replies) }
+    }
+
+    var received: [Received] { state.withLock { $0.received } }
+    /// Requests refused for their JWT.
+    var badTokens: Int { state.withLock { $0.badTokens } }
+
+    private func respond(_ request: Request, environment: String) -> Response {
+        let token = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        guard let token, isValid(token) else {
+            state.withLock { $0.badTokens += 1 }
+            return Response(status: .unauthorized)
+        }
+        let reply = state.withLock { state -> Reply in
+            state.received.append(
+                Received(
+                    environment: environment, path: String(request.uri.path.dropFirst(environment.count + 1)),
+                    query: request.uri.query ?? "", token: token, at: .now))
+            guard var queue = state.queues[environment], !queue.isEmpty else {
+                return .error(404, appleCode: 4_040_010)
+            }
+            let reply = queue.removeFirst()
+            state.queues[environment] = queue
+            return reply
+        }
+        switch reply {
+        case .json(let text):
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: text)))
+        case .error(let status, let appleCode, let retryAfter):
+            var headers: HTTPFields = [.contentType: "application/json"]
+            if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+            let body = appleCode.map { #"{"errorCode":\#($0),"errorMessage":"scripted"}"# } ?? ""
+            return Response(
+                status: .init(code: status), headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+        }
+    }
+
+    /// The JWT Apple would accept from this app: ES256 by its key, its issuer and bundle ID, Apple's audience, an
+    /// hour at most, not expired.
+    private func isValid(_ token: String) -> Bool {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let header = Base64URL.decode(parts[0]), let payload = Base64URL.decode(parts[1]),
+            let signature = Base64URL.decode(parts[2]),
+            let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
+            publicKey.isValidSignature(ecdsa, for: Data((parts[0] + "." + parts[1]).utf8)),
+            case .object(let head)? = try? JSONParser.parse(header), head["alg"] == .string("ES256"),
+            head["typ"] == .string("JWT"),
+            case .object(let claims)? = try? JSONParser.parse(payload),
+            claims["iss"] == .string(issuerID), claims["aud"] == .string("appstoreconnect-v1"),
+            claims["bid"] == .string(bundleID),
+            case .integer(let issuedAt)? = claims["iat"], case .integer(let expires)? = claims["exp"]
+        else { return false }
+        let now = Int64(Date().timeIntervalSince1970)
+        return expires - issuedAt <= 3_600 && expires > now && issuedAt <= now + 60
+    }
+
+    /// Runs the fake for the duration of `body`, which gets it and its base URL (`BASE/production`, `BASE/sandbox`).
+    static func run<T: Sendable>(
+        publicKey: P256.Signing.PublicKey, issuerID: String, bundleID: String,
+        _ body: @Sendable (FakeAppStoreServer, String) async throws -> T
+    ) async throws -> T {
+        let fake = FakeAppStoreServer(publicKey: publicKey, issuerID: issuerID, bundleID: bundleID)
+        let router = Router()
+        for environment in ["production", "sandbox"] {
+            router.get("/\(environment)/**") { request, _ in fake.respond(request, environment: environment) }
+        }
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        var logger = Logger(label: "fake-app-store-server")
+        logger.logLevel = .critical
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in
+                continuation.yield(channel.localAddress?.port ?? 0)
+                continuation.finish()
+            }, logger: logger)
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                try await app.run()
+                return nil
+            }
+            var iterator = ports.makeAsyncIterator()
+            guard let port = await iterator.next(), port > 0 else { throw FakeApple.FakeAppleError() }
+            let result = try await body(fake, "http://127.0.0.1:\(port)")
+            group.cancelAll()
+            return result
+        }
+    }
+}
