@@ -189,4 +189,37 @@ import Testing
             #expect(times.first!.duration(to: times.last!) >= .milliseconds(2_000))
         }
     }
+
+    @Test func aBurstAboutOneTransactionCostsAppleOneRequest() async throws {
+        try await Self.withClient { fake, client in
+            let signed = try Self.transaction("2001")
+            fake.script("production", .json(#"{"revision":"r1","hasMore":false,"signedTransactions":["\#(signed)"]}"#))
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<10 {
+                    group.addTask {
+                        try await client.transactionHistory("2001", revision: nil, credentials: Self.credentials)
+                            .transactions.count
+                    }
+                }
+                for try await count in group { #expect(count == 1) }
+            }
+            _ = try await client.transactionHistory("2001", revision: nil, credentials: Self.credentials)
+            #expect(fake.received.count == 1)
+            // Other credentials for the same app do not read the cached answer: they ask Apple (and are refused).
+            var other = Self.credentials
+            other.privateKeyPEM = P256.Signing.PrivateKey().pemRepresentation
+            await #expect(throws: AppStoreServerAPIError(.credentials, "")) {
+                try await client.transactionHistory("2001", revision: nil, credentials: other)
+            }
+        }
+        // With the cache off, every call asks.
+        try await Self.withClient(.init(cacheLifetime: .zero)) { fake, client in
+            let signed = try Self.transaction("2001")
+            for _ in 0..<2 {
+                fake.script("production", .json(#"{"signedTransactionInfo":"\#(signed)"}"#))
+                _ = try await client.transactionInfo("2001", credentials: Self.credentials)
+            }
+            #expect(fake.received.count == 2)
+        }
+    }
 }

@@ -1,4 +1,6 @@
 import AsyncHTTPClient
+import CoreMetrics
+import Crypto
 import Foundation
 import Logging
 import NIOCore
@@ -43,13 +45,24 @@ public final class AppStoreServerAPIClient: Sendable {
     private let tokens: AppStoreServerTokens
     private let budget = RequestBudget()
     private let verifier: ReceiptVerifier
+    private let answers: AnswerCache<Answer>
+    private let metrics: any MetricsFactory
     private let logger: Logger
 
-    /// Creates a client that verifies what Apple signs with `verifier` (Apple's roots, or test roots in tests).
-    public init(configuration: AppStoreServerAPIConfiguration, verifier: ReceiptVerifier, logger: Logger) {
+    /// An answer and the environment that gave it.
+    typealias Answer = (object: JSONObject, environment: Environment)
+
+    /// Creates a client that verifies what Apple signs with `verifier` (Apple's roots, or test roots in tests),
+    /// counting its requests into `metrics` (nil: nowhere).
+    public init(
+        configuration: AppStoreServerAPIConfiguration, verifier: ReceiptVerifier, metrics: (any MetricsFactory)? = nil,
+        logger: Logger
+    ) {
         self.configuration = configuration
         self.verifier = verifier
+        self.metrics = metrics ?? NOOPMetricsHandler.instance
         self.logger = logger
+        answers = AnswerCache(lifetime: configuration.cacheLifetime)
         tokens = AppStoreServerTokens(lifetime: configuration.tokenLifetime)
         var httpConfiguration = HTTPClient.Configuration()
         httpConfiguration.timeout = .init(connect: .seconds(3), read: nil)
@@ -67,7 +80,8 @@ public final class AppStoreServerAPIClient: Sendable {
         -> Signed
     {
         let (object, _) = try await get(
-            "/inApps/v1/transactions/\(try Self.pathID(transactionID))", credentials: credentials)
+            "/inApps/v1/transactions/\(try Self.pathID(transactionID))", endpoint: "transaction_info",
+            credentials: credentials)
         guard case .string(let jws)? = object["signedTransactionInfo"] else {
             throw AppStoreServerAPIError(.invalidResponse, "Get Transaction Info answered no signedTransactionInfo")
         }
@@ -81,7 +95,8 @@ public final class AppStoreServerAPIClient: Sendable {
         var query = [("sort", "ASCENDING")]
         if let revision { query.append(("revision", revision)) }
         let (object, environment) = try await get(
-            "/inApps/v2/history/\(try Self.pathID(transactionID))", query: query, credentials: credentials)
+            "/inApps/v2/history/\(try Self.pathID(transactionID))", query: query, endpoint: "transaction_history",
+            credentials: credentials)
         return try page(object, field: "signedTransactions", environment: environment)
     }
 
@@ -91,13 +106,14 @@ public final class AppStoreServerAPIClient: Sendable {
     {
         let (object, environment) = try await get(
             "/inApps/v2/refund/lookup/\(try Self.pathID(transactionID))",
-            query: revision.map { [("revision", $0)] } ?? [], credentials: credentials)
+            query: revision.map { [("revision", $0)] } ?? [], endpoint: "refund_history", credentials: credentials)
         return try page(object, field: "signedTransactions", environment: environment)
     }
 
     /// Look Up Order ID: the transactions of a customer's order id (from their receipt email).
     public func lookUpOrder(_ orderID: String, credentials: AppStoreServerAPICredentials) async throws -> [Signed] {
-        let (object, _) = try await get("/inApps/v1/lookup/\(try Self.pathID(orderID))", credentials: credentials)
+        let (object, _) = try await get(
+            "/inApps/v1/lookup/\(try Self.pathID(orderID))", endpoint: "order_lookup", credentials: credentials)
         guard case .array(let items)? = object["signedTransactions"] else { return [] }
         return try items.map { item in
             guard case .string(let jws) = item else {
@@ -113,7 +129,8 @@ public final class AppStoreServerAPIClient: Sendable {
         -> (answer: JSONObject, signed: [Signed])
     {
         let (object, _) = try await get(
-            "/inApps/v1/subscriptions/\(try Self.pathID(transactionID))", credentials: credentials)
+            "/inApps/v1/subscriptions/\(try Self.pathID(transactionID))", endpoint: "subscription_statuses",
+            credentials: credentials)
         var signed: [Signed] = []
         if case .array(let groups)? = object["data"] {
             for case .object(let group) in groups {
@@ -168,21 +185,48 @@ public final class AppStoreServerAPIClient: Sendable {
         }
     }
 
+    /// The answer to GET `path`: reused for ``AppStoreServerAPIConfiguration/cacheLifetime``, one fetch for
+    /// concurrent asks of the same request.
+    func get(
+        _ path: String, query: [(String, String)] = [], endpoint: String, credentials: AppStoreServerAPICredentials
+    ) async throws -> Answer {
+        // The credentials in full: an account that names another's app without its key must not read its answers.
+        let key =
+            "\(credentials.issuerID)/\(credentials.keyID)/\(Hex.encode(SHA256.hash(data: Array(credentials.privateKeyPEM.utf8))))"
+            + "/\(credentials.bundleID)\(path)?"
+            + query.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
+        let (answer, hit) = try await answers.value(key) {
+            try await self.fetch(path, query: query, endpoint: endpoint, credentials: credentials)
+        }
+        Counter(
+            label: "receiptverify_storekit_cache_total", dimensions: [("result", hit ? "hit" : "miss")],
+            factory: metrics
+        )
+        .increment()
+        return answer
+    }
+
     /// GETs `path` of production, then of the sandbox when production does not know the id, retrying what may pass
     /// within the call's time; returns the JSON answer and which environment gave it.
-    func get(_ path: String, query: [(String, String)] = [], credentials: AppStoreServerAPICredentials) async throws
-        -> (JSONObject, Environment)
-    {
+    private func fetch(
+        _ path: String, query: [(String, String)], endpoint: String, credentials: AppStoreServerAPICredentials
+    ) async throws -> Answer {
         let deadline = ContinuousClock.now + configuration.totalTimeout
         var backoff = Duration.milliseconds(200)
         var lastError = AppStoreServerAPIError(.unavailable, "no attempt was made")
         for attempt in 1...max(1, configuration.maximumAttempts) {
             do {
                 do {
-                    return (try await send(path, query: query, in: .production, credentials, deadline), .production)
+                    return (
+                        try await send(path, query: query, endpoint: endpoint, in: .production, credentials, deadline),
+                        .production
+                    )
                 } catch let error as AppStoreServerAPIError where error.code == .notFound {
                     // An app not yet released, or a sandbox purchase: the sandbox knows it.
-                    return (try await send(path, query: query, in: .sandbox, credentials, deadline), .sandbox)
+                    return (
+                        try await send(path, query: query, endpoint: endpoint, in: .sandbox, credentials, deadline),
+                        .sandbox
+                    )
                 }
             } catch let error as AppStoreServerAPIError {
                 // A fresh transaction may not have reached Apple's servers yet; a 5xx or a network error may pass.
@@ -191,6 +235,7 @@ public final class AppStoreServerAPIClient: Sendable {
                 lastError = error
                 let jittered = backoff * Double.random(in: 0.5...1.0)
                 guard ContinuousClock.now + jittered < deadline else { break }
+                Counter(label: "receiptverify_storekit_retries_total", factory: metrics).increment()
                 try await Task.sleep(for: jittered)
                 backoff *= 2
             }
@@ -199,7 +244,7 @@ public final class AppStoreServerAPIClient: Sendable {
     }
 
     private func send(
-        _ path: String, query: [(String, String)], in environment: Environment,
+        _ path: String, query: [(String, String)], endpoint: String, in environment: Environment,
         _ credentials: AppStoreServerAPICredentials, _ deadline: ContinuousClock.Instant
     ) async throws -> JSONObject {
         let base = environment == .production ? configuration.productionURL : configuration.sandboxURL
@@ -217,7 +262,10 @@ public final class AppStoreServerAPIClient: Sendable {
                 throw AppStoreServerAPIError(
                     .rateLimited, "the app's request budget has no slot within the call's time")
             }
-            if wait > .zero { try await Task.sleep(for: wait) }
+            if wait > .zero {
+                recordWait(wait)
+                try await Task.sleep(for: wait)
+            }
             var request = HTTPClientRequest(url: url)
             request.headers.add(
                 name: "Authorization", value: "Bearer " + (try tokens.token(for: credentials, now: Date())))
@@ -227,14 +275,17 @@ public final class AppStoreServerAPIClient: Sendable {
             let status: Int
             let body: [UInt8]
             let retryAfter: String?
+            let started = ContinuousClock.now
             do {
                 let response = try await http.execute(request, timeout: .init(remaining), logger: logger)
                 status = Int(response.status.code)
                 retryAfter = response.headers.first(name: "Retry-After")
                 body = Array(buffer: try await response.body.collect(upTo: configuration.maximumResponseSize))
             } catch {
+                record(endpoint: endpoint, environment: environment, status: "network", since: started)
                 throw AppStoreServerAPIError(.unavailable, "Apple's \(environment.rawValue) API: \(error)")
             }
+            record(endpoint: endpoint, environment: environment, status: String(status), since: started)
             let object: JSONObject? =
                 if case .object(let parsed)? = try? JSONParser.parse(body) { parsed } else { nil }
             let appleCode: Int? =
@@ -256,6 +307,7 @@ public final class AppStoreServerAPIClient: Sendable {
                     throw AppStoreServerAPIError(
                         .rateLimited, "Apple's rate limit (429) lasts past the call's time", appleErrorCode: appleCode)
                 }
+                recordWait(.seconds(wait))
                 try await Task.sleep(for: .seconds(wait))
                 continue
             case 404 where appleCode.map { (4040000...4049999).contains($0) } ?? true:
@@ -272,5 +324,26 @@ public final class AppStoreServerAPIClient: Sendable {
                     appleErrorCode: appleCode)
             }
         }
+    }
+
+    /// Counts one exchange (its HTTP status, or `network`) and its duration.
+    private func record(
+        endpoint: String, environment: Environment, status: String, since started: ContinuousClock.Instant
+    ) {
+        Counter(
+            label: "receiptverify_storekit_requests_total",
+            dimensions: [("endpoint", endpoint), ("environment", environment.rawValue), ("status", status)],
+            factory: metrics
+        ).increment()
+        Timer(
+            label: "receiptverify_storekit_request_duration_seconds", dimensions: [("endpoint", endpoint)],
+            factory: metrics
+        ).recordNanoseconds(started.duration(to: .now).nanoseconds)
+    }
+
+    /// Counts a wait for the request budget or for Apple's Retry-After.
+    private func recordWait(_ wait: Duration) {
+        Timer(label: "receiptverify_storekit_rate_limit_wait_seconds", factory: metrics).recordNanoseconds(
+            wait.nanoseconds)
     }
 }

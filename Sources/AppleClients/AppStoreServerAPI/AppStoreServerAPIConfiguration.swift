@@ -9,6 +9,7 @@
 /// | `sandboxRequestsPerSecond` | `4` | the same for the sandbox (Apple allows a tenth of production) |
 /// | `totalTimeout` | 10 s | one call's whole budget: waiting for the request budget, retries, backoff |
 /// | `maximumAttempts` | `4` | attempts on 5xx, network errors and a transaction not found yet (4040010) |
+/// | `cacheLifetime` | 30 s | how long an answer is reused for the same request (0: not cached) |
 /// | `tokenLifetime` | 30 min | the JWT's `exp` after its `iat` (Apple refuses more than 60 min); reused until 5 min before |
 public struct AppStoreServerAPIConfiguration: Sendable {
     /// The production host.
@@ -23,6 +24,8 @@ public struct AppStoreServerAPIConfiguration: Sendable {
     public var totalTimeout: Duration
     /// Attempts on retryable failures.
     public var maximumAttempts: Int
+    /// How long an answer is reused for the same request.
+    public var cacheLifetime: Duration
     /// The JWT's lifetime.
     public var tokenLifetime: Duration
     /// The largest answer read.
@@ -36,6 +39,7 @@ public struct AppStoreServerAPIConfiguration: Sendable {
         productionURL: String = "https://api.storekit.apple.com",
         sandboxURL: String = "https://api.storekit-sandbox.apple.com", productionRequestsPerSecond: Int = 40,
         sandboxRequestsPerSecond: Int = 4, totalTimeout: Duration = .seconds(10), maximumAttempts: Int = 4,
+        cacheLifetime: Duration = .seconds(30),
         tokenLifetime: Duration = .seconds(1_800), maximumResponseSize: Int = 4 << 20,
         acceptsTestSignatures: Bool = false
     ) {
@@ -45,6 +49,7 @@ public struct AppStoreServerAPIConfiguration: Sendable {
         self.sandboxRequestsPerSecond = sandboxRequestsPerSecond
         self.totalTimeout = totalTimeout
         self.maximumAttempts = maximumAttempts
+        self.cacheLifetime = cacheLifetime
         self.tokenLifetime = tokenLifetime
         self.maximumResponseSize = maximumResponseSize
         self.acceptsTestSignatures = acceptsTestSignatures
