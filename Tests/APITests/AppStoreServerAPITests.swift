@@ -5,6 +5,7 @@ import Logging
 import ReceiptCore
 import ReceiptService
 import ReceiptTestKit
+import TestSupport
 import Testing
 
 /// The App Store Server API client against a fake Apple on loopback that checks every JWT: signed answers verified,
@@ -220,6 +221,52 @@ import Testing
                 _ = try await client.transactionInfo("2001", credentials: Self.credentials)
             }
             #expect(fake.received.count == 2)
+        }
+    }
+
+    @Test func anOperatorAsksAppleWithAnAppsStoredCredentials() async throws {
+        try await withTemporaryDirectory { directory in
+            let cli = CLI(directory: directory, database: directory.appendingPathComponent("rv.sqlite").path)
+            let keyFile = directory.appendingPathComponent("AuthKey.p8")
+            try Data(Self.appKey.pemRepresentation.utf8).write(to: keyFile)
+            let roots = directory.appendingPathComponent("roots")
+            try FileManager.default.createDirectory(at: roots, withIntermediateDirectories: true)
+            try Data(try sharedJWSPKI.get().rootDER).write(to: roots.appendingPathComponent("test-root.cer"))
+            #expect(try cli("account", "create", "--name", "Acme", "--email", "ops@acme.io").status == 0)
+            let added = try cli(
+                "app", "add", "--account", "ops@acme.io", "--bundle-id", "com.example.app", "--apple-issuer-id",
+                Self.issuerID, "--apple-key-id", "ABC123DEFG", "--apple-private-key-file", keyFile.path, "--json")
+            #expect(added.status == 0, "\(added.stderr)")
+            let token = try #require(added.stdout.split(separator: "\"").drop { $0 != "token" }.dropFirst(2).first)
+            try await FakeAppStoreServer.run(
+                publicKey: Self.appKey.publicKey, issuerID: Self.issuerID, bundleID: "com.example.app"
+            ) { fake, base in
+                fake.script("sandbox", .json(#"{"signedTransactionInfo":"\#(try Self.transaction("2001"))"}"#))
+                let asked = try cli.run([
+                    "apple", "transaction", "--app", String(token), "2001", "--production-url", base + "/production",
+                    "--sandbox-url", base + "/sandbox", "--trust-anchors", roots.path, "--allow-test-data",
+                ])
+                #expect(asked.status == 0, "\(asked.stderr)")
+                #expect(asked.stdout.contains(#""transactionId":"2001""#))
+                #expect(fake.received.map(\.environment) == ["production", "sandbox"])
+                #expect(fake.badTokens == 0)
+
+                // Another key: Apple refuses it, and the command says it is the app's credentials.
+                let otherKey = directory.appendingPathComponent("Other.p8")
+                try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(to: otherKey)
+                #expect(
+                    try cli(
+                        "app", "update", String(token), "--apple-issuer-id", Self.issuerID, "--apple-key-id",
+                        "ABC123DEFG",
+                        "--apple-private-key-file", otherKey.path
+                    ).status == 0)
+                let refused = try cli.run([
+                    "apple", "transaction", "--app", String(token), "2001", "--production-url", base + "/production",
+                    "--sandbox-url", base + "/sandbox", "--trust-anchors", roots.path, "--allow-test-data",
+                ])
+                #expect(refused.status != 0)
+                #expect(refused.stderr.contains("credentials"))
+            }
         }
     }
 }

@@ -320,6 +320,19 @@ public struct TenancyService: Sendable {
         }
     }
 
+    /// The app's App Store Server API credentials with the private key in clear (PEM), if it has them.
+    public func appleCredentials(of app: App) throws -> (issuerID: String, keyID: String, privateKeyPEM: String)? {
+        try app.appStoreServerCredentials.map {
+            (
+                $0.issuerID, $0.keyID,
+                String(
+                    decoding: try $0.privateKey.open(
+                        context: App.secretContext(appID: app.id, purpose: "apple_private_key"), with: masterKey),
+                    as: UTF8.self)
+            )
+        }
+    }
+
     private func apply(secretsOf parsed: AppSettings.Parsed, to app: inout App) throws {
         if let sharedSecret = parsed.sharedSecret {
             app.sharedSecret = try sharedSecret.map {
