@@ -187,7 +187,8 @@ import Testing
                 let inWindow = times[index...].prefix { start.duration(to: $0) < .seconds(1) }.count
                 #expect(inWindow <= 6, "\(inWindow) requests within a second")
             }
-            #expect(times.first!.duration(to: times.last!) >= .milliseconds(2_000))
+            // Eleven turns of 200 ms between the first and the last (less what the loopback's delivery may shift).
+            #expect(times.first!.duration(to: times.last!) >= .milliseconds(1_800))
         }
     }
 

@@ -258,14 +258,11 @@ public final class AppStoreServerAPIClient: Sendable {
         }
         while true {
             let key = "\(credentials.issuerID)/\(credentials.bundleID)/\(environment.rawValue)"
-            guard let wait = budget.reserve(key, rate: rate, deadline: deadline) else {
+            guard let waited = try await budget.acquire(key, rate: rate, deadline: deadline) else {
                 throw AppStoreServerAPIError(
-                    .rateLimited, "the app's request budget has no slot within the call's time")
+                    .rateLimited, "the app's request budget has no turn within the call's time")
             }
-            if wait > .zero {
-                recordWait(wait)
-                try await Task.sleep(for: wait)
-            }
+            if waited > .zero { recordWait(waited) }
             var request = HTTPClientRequest(url: url)
             request.headers.add(
                 name: "Authorization", value: "Bearer " + (try tokens.token(for: credentials, now: Date())))
