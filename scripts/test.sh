@@ -75,7 +75,7 @@ swift build --build-tests
 export RECEIPTVERIFY_BIN="$(swift build --show-bin-path)/receiptverify"
 
 # The suites that hold the server to time bounds under attack (floods, slow clients, a silent database, the timing
-# of 401s) run after the others and one test at a time: on two shared cores, the rest of the suite running beside
+# of 401s) or Apple's clients to a request pace run after the others and one test at a time: on two shared cores, the rest of the suite running beside
 # them would only measure the machine. Everything else runs in parallel first.
 timed='AbuseRunTests|OutageTests|ConnectionTests|StrangerCostTests|AppStoreServerAPITests'
 if [ -n "${SWIFT_TEST_ARGS:-}" ]; then
