@@ -29,24 +29,9 @@ if [ ! -x "$RV_BIN" ]; then
 fi
 command -v python3 >/dev/null 2>&1 || { err "python3 is required (JSON and a free port)"; exit 1; }
 
-FIXTURES=${RECEIPTVERIFY_FIXTURES:-../shared/fixtures}
-RECEIPT_NAME=revenuecat_sandbox_ios_2020
-if [ ! -f "$FIXTURES/receipts/$RECEIPT_NAME.b64" ]; then
-    log "skipping all recipes: no fixtures at $FIXTURES/receipts/$RECEIPT_NAME.b64 (set RECEIPTVERIFY_FIXTURES)"
-    exit 0
-fi
-RECEIPT=$(cd "$FIXTURES/receipts" && pwd)/$RECEIPT_NAME.b64
-
-# json FIELD: prints a top-level field of the JSON object on stdin.
-json() { python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
-
-# The app must carry the receipt's bundle ID and allow its environment, or the answer is 403.
-EXPECTED=${RECEIPT%.b64}.expected.json
-BUNDLE_ID=$(json bundle_id < "$EXPECTED")
-case $(json receipt_type < "$EXPECTED") in
-    Production | ProductionVPP) ENVIRONMENT=production ;;
-    *) ENVIRONMENT=sandbox ;;
-esac
+WHAT="all recipes"
+# shellcheck source=scripts/fixture-receipt.sh
+. scripts/fixture-receipt.sh
 
 # --- a live server ------------------------------------------------------------------------------------------
 

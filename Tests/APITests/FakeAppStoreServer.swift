@@ -26,6 +26,8 @@ final class FakeAppStoreServer: Sendable {
         let query: String
         let token: String
         let at: ContinuousClock.Instant
+        /// The wall-clock time, to compare with a `Retry-After`.
+        let date: Date
     }
 
     let publicKey: P256.Signing.PublicKey
@@ -58,7 +60,7 @@ final class FakeAppStoreServer: Sendable {
             state.received.append(
                 Received(
                     environment: environment, path: String(request.uri.path.dropFirst(environment.count + 1)),
-                    query: request.uri.query ?? "", token: token, at: .now))
+                    query: request.uri.query ?? "", token: token, at: .now, date: Date()))
             guard var queue = state.queues[environment], !queue.isEmpty else {
                 return .error(404, appleCode: 4_040_010)
             }
@@ -109,25 +111,7 @@ final class FakeAppStoreServer: Sendable {
         for environment in ["production", "sandbox"] {
             router.get("/\(environment)/**") { request, _ in fake.respond(request, environment: environment) }
         }
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        var logger = Logger(label: "fake-app-store-server")
-        logger.logLevel = .critical
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in
-                continuation.yield(channel.localAddress?.port ?? 0)
-                continuation.finish()
-            }, logger: logger)
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                try await app.run()
-                return nil
-            }
-            var iterator = ports.makeAsyncIterator()
-            guard let port = await iterator.next(), port > 0 else { throw FakeApple.FakeAppleError() }
-            let result = try await body(fake, "http://127.0.0.1:\(port)")
-            group.cancelAll()
-            return result
+        return try await withLoopbackServer(router, label: "fake-app-store-server") { base in try await body(fake, base)
         }
     }
 }

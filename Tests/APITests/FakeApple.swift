@@ -99,27 +99,6 @@ final class FakeApple: Sendable {
                 try await apple.respond(request, environment: environment)
             }
         }
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        var logger = Logger(label: "fake-apple")
-        logger.logLevel = .critical
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in
-                continuation.yield(channel.localAddress?.port ?? 0)
-                continuation.finish()
-            }, logger: logger)
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                try await app.run()
-                return nil
-            }
-            var iterator = ports.makeAsyncIterator()
-            guard let port = await iterator.next(), port > 0 else { throw FakeAppleError() }
-            let result = try await body(apple, "http://127.0.0.1:\(port)")
-            group.cancelAll()
-            return result
-        }
+        return try await withLoopbackServer(router, label: "fake-apple") { base in try await body(apple, base) }
     }
-
-    struct FakeAppleError: Error {}
 }
