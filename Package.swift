@@ -187,7 +187,7 @@ let package = Package(
         .testTarget(
             name: "ReceiptServiceTests",
             dependencies: [
-                "ReceiptService",
+                "ReceiptService", "ReceiptCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ReceiptCore
 import ReceiptService
 import Testing
 import _CryptoExtras

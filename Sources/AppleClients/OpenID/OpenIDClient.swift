@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Crypto
 import Foundation
+import ReceiptCore
 import Logging
 import NIOCore
 import NIOHTTP1

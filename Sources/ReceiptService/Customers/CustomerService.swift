@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ReceiptCore
 
 /// The account screen's use cases that are not about one account's objects: sign-up and sign-in, browser sessions,
 /// one-time sign-in links and the audit log. Changes to keys and apps go through ``CustomerScope``, over the same

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ReceiptCore
 import _CryptoExtras
 
 /// An OpenID Connect ID token, checked: its signature against the issuer's JWKS, then `iss`, `aud`, `exp`, `iat` and
@@ -232,26 +233,4 @@ public struct JSONWebKeySet: Sendable {
 
     /// Whether a key with this id is in the set (an unknown one makes the client fetch the JWKS again).
     public func contains(keyID: String?) -> Bool { keyID == nil || keys.contains { $0.id == keyID } }
-}
-
-/// base64url without padding, as JOSE writes it.
-public enum Base64URL {
-    /// The bytes of `text`; nil on a character outside the alphabet.
-    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
-        guard
-            text.utf8.allSatisfy({ byte in
-                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-            })
-        else { return nil }
-        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while standard.utf8.count % 4 != 0 { standard += "=" }
-        return Data(base64Encoded: standard).map(Array.init)
-    }
-
-    /// `bytes` in base64url without padding.
-    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-    }
 }
