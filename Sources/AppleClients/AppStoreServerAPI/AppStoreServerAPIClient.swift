@@ -97,7 +97,7 @@ public final class AppStoreServerAPIClient: Sendable {
         let (object, environment) = try await get(
             "/inApps/v2/history/\(try Self.pathID(transactionID))", query: query, endpoint: "transaction_history",
             credentials: credentials)
-        return try page(object, field: "signedTransactions", environment: environment)
+        return try page(object, environment: environment)
     }
 
     /// Get Refund History (v2): one page of refunded transactions, from `revision`.
@@ -107,20 +107,14 @@ public final class AppStoreServerAPIClient: Sendable {
         let (object, environment) = try await get(
             "/inApps/v2/refund/lookup/\(try Self.pathID(transactionID))",
             query: revision.map { [("revision", $0)] } ?? [], endpoint: "refund_history", credentials: credentials)
-        return try page(object, field: "signedTransactions", environment: environment)
+        return try page(object, environment: environment)
     }
 
     /// Look Up Order ID: the transactions of a customer's order id (from their receipt email).
     public func lookUpOrder(_ orderID: String, credentials: AppStoreServerAPICredentials) async throws -> [Signed] {
         let (object, _) = try await get(
             "/inApps/v1/lookup/\(try Self.pathID(orderID))", endpoint: "order_lookup", credentials: credentials)
-        guard case .array(let items)? = object["signedTransactions"] else { return [] }
-        return try items.map { item in
-            guard case .string(let jws) = item else {
-                throw AppStoreServerAPIError(.invalidResponse, "a signed transaction is not a string")
-            }
-            return try verify(jws)
-        }
+        return try signedTransactions(in: object)
     }
 
     /// Get All Subscription Statuses: the raw answer (groups, statuses), with every signed transaction and renewal
@@ -159,20 +153,21 @@ public final class AppStoreServerAPIClient: Sendable {
         return id
     }
 
-    private func page(_ object: JSONObject, field: String, environment: Environment) throws -> Page {
-        var transactions: [Signed] = []
-        if case .array(let items)? = object[field] {
-            for item in items {
-                guard case .string(let jws) = item else {
-                    throw AppStoreServerAPIError(.invalidResponse, "a signed transaction is not a string")
-                }
-                transactions.append(try verify(jws))
+    private func page(_ object: JSONObject, environment: Environment) throws -> Page {
+        Page(
+            transactions: try signedTransactions(in: object), revision: object["revision"]?.stringValue,
+            hasMore: object["hasMore"] == .bool(true), environment: environment)
+    }
+
+    /// The answer's `signedTransactions`, each verified; none when it has none.
+    private func signedTransactions(in object: JSONObject) throws -> [Signed] {
+        guard case .array(let items)? = object["signedTransactions"] else { return [] }
+        return try items.map { item in
+            guard case .string(let jws) = item else {
+                throw AppStoreServerAPIError(.invalidResponse, "a signed transaction is not a string")
             }
+            return try verify(jws)
         }
-        let hasMore = object["hasMore"] == .bool(true)
-        return Page(
-            transactions: transactions, revision: object["revision"]?.stringValue, hasMore: hasMore,
-            environment: environment)
     }
 
     private func verify(_ jws: String) throws -> Signed {

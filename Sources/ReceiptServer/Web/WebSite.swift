@@ -106,6 +106,12 @@ struct WebSite: Sendable {
         return try await customers.signedIn(token: token, address: context.clientAddress)
     }
 
+    /// The layout of a public page: with the navigation of the signed-in when the browser has a live session; a
+    /// session that cannot be read (the database failing) leaves the public page as it is for everyone.
+    func publicLayout(_ title: String, _ request: Request, context: ServerContext) async -> LayoutView {
+        LayoutView(title: title, signedIn: try? await signedIn(request, context: context))
+    }
+
     /// Runs a page of the signed-in: without a live session, the browser goes to the sign-in page; errors become
     /// error pages.
     func signedInPage(
@@ -126,10 +132,7 @@ struct WebSite: Sendable {
         _ request: Request, context: ServerContext,
         _ body: @escaping @Sendable (SignedIn, CustomerScope, WebForm) async throws -> Response
     ) async -> Response {
-        await answering(request, context: context) {
-            guard let signedIn = try await signedIn(request, context: context) else {
-                return redirect(to: "/signin", cookies: [cookie(Self.sessionCookie, "", maxAge: 0)])
-            }
+        await signedInPage(request, context: context) { signedIn, scope in
             guard isSameOrigin(request) else {
                 return errorPage(.forbidden, "This form was sent from another site.", signedIn: signedIn)
             }
@@ -140,7 +143,7 @@ struct WebSite: Sendable {
                 return errorPage(
                     .forbidden, "This form has expired. Go back, reload the page and try again.", signedIn: signedIn)
             }
-            return try await body(signedIn, customers.scope(of: signedIn, address: context.clientAddress), form)
+            return try await body(signedIn, scope, form)
         }
     }
 

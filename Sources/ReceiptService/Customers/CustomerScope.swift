@@ -16,10 +16,6 @@ public struct CustomerScope: Sendable {
     }
     private var reference: String { account.id.uuidString }
 
-    private func audit(_ action: String, _ detail: String) async throws {
-        try await service.audit(account.id, actor: account.email, action, detail, address: address)
-    }
-
     // MARK: Plan and usage
 
     /// The account's plan.
@@ -98,7 +94,7 @@ public struct CustomerScope: Sendable {
             throw ServiceError(.tooManyAttempts, "too many result keys revealed by \(account.email); wait an hour")
         }
         let key = try tenancy.resultKey(of: app)
-        try await audit("app.reveal_result_key", "app \(app.id.uuidString.lowercased())")
+        try await tenancy.audit(account.id, "app.reveal_result_key", "app \(app.id.uuidString.lowercased())")
         return Data(key).base64EncodedString()
     }
 
@@ -116,10 +112,5 @@ public struct CustomerScope: Sendable {
         try await tenancy.ledgerEntries(
             token: try await app(id: appID).token, user: user, originalTransactionID: originalTransactionID,
             since: nil, limit: limit)
-    }
-
-    /// The account's audit log, newest first.
-    public func auditEntries(limit: Int) async throws -> [AuditEntry] {
-        try await service.store.auditEntries(accountID: account.id, limit: limit)
     }
 }

@@ -130,7 +130,7 @@ public struct CustomerService: Sendable {
     public func endSessions(account reference: String) async throws -> Int {
         let account = try await tenancy.account(reference)
         let count = try await store.deleteSessions(accountID: account.id)
-        try await audit(account.id, actor: "operator", "session.end_all", "\(count) sessions", address: nil)
+        try await tenancy.audit(account.id, "session.end_all", "\(count) sessions")
         return count
     }
 
@@ -155,8 +155,7 @@ public struct CustomerService: Sendable {
         let expiresAt = date.addingTimeInterval(settings.signInLinkLifetime)
         try await store.insertSignInLink(
             SignInLink(tokenHash: Self.hash(token), accountID: account.id, createdAt: date, expiresAt: expiresAt))
-        try await audit(
-            account.id, actor: "operator", "link.create", "expires \(expiresAt.ISO8601Format())", address: nil)
+        try await tenancy.audit(account.id, "link.create", "expires \(expiresAt.ISO8601Format())")
         return (token, expiresAt)
     }
 
@@ -171,14 +170,9 @@ public struct CustomerService: Sendable {
 
     // MARK: Audit
 
-    /// Records a change to an account.
-    public func audit(_ accountID: UUID, actor: String, _ action: String, _ detail: String, address: String?)
-        async throws
-    {
-        try await store.appendAudit(
-            AuditEntry(
-                id: UUID(), accountID: accountID, actor: actor, action: action, detail: detail, address: address,
-                at: now))
+    /// Records a change to an account as made by `actor` (a customer from a browser), through the tenancy log.
+    func audit(_ accountID: UUID, actor: String, _ action: String, _ detail: String, address: String?) async throws {
+        try await tenancy.acting(as: AuditActor(name: actor, address: address)).audit(accountID, action, detail)
     }
 
     /// The newest audit entries, of one account (id or email) or all; at most `limit` (1-10000).

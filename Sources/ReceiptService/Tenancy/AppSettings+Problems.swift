@@ -24,14 +24,25 @@ extension AppSettings {
 
     /// The names of the given fields, for the audit log (never their values: a secret may be among them).
     public var givenFields: [String] {
-        Field.allCases.filter { field in
-            let settings = only(field)
-            return settings.name != nil || settings.bundleIDs != nil || settings.allowedEnvironments != nil
-                || settings.verificationMode != nil || settings.sharedSecret != nil || settings.appleIssuerID != nil
-                || settings.appleKeyID != nil || settings.applePrivateKeyPEM != nil
-                || settings.removeAppleCredentials || settings.resultCipher != nil || settings.claimsPolicy != nil
-                || settings.deliveryMode != nil || settings.productCatalog != nil
-        }.map(\.rawValue) + (allowsTestData != nil ? ["allows_test_data"] : []) + (isEnabled != nil ? ["enabled"] : [])
+        Field.allCases.filter(isGiven).map(\.rawValue) + (allowsTestData != nil ? ["allows_test_data"] : [])
+            + (isEnabled != nil ? ["enabled"] : [])
+    }
+
+    /// Whether `field` is given.
+    private func isGiven(_ field: Field) -> Bool {
+        switch field {
+        case .name: name != nil
+        case .bundleIDs: bundleIDs != nil
+        case .environments: allowedEnvironments != nil
+        case .mode: verificationMode != nil
+        case .sharedSecret: sharedSecret != nil
+        case .appleCredentials:
+            appleIssuerID != nil || appleKeyID != nil || applePrivateKeyPEM != nil || removeAppleCredentials
+        case .cipher: resultCipher != nil
+        case .claims: claimsPolicy != nil
+        case .delivery: deliveryMode != nil
+        case .products: productCatalog != nil
+        }
     }
 
     /// These settings with only `field` given.

@@ -14,9 +14,9 @@ enum DocsPage {
         let html = MarkdownParser().html(from: String(decoding: PackageResources.api_md, as: UTF8.self))
         router.get("/docs") { request, context in
             await site.answering(request, context: context) {
-                let signedIn = try? await site.signedIn(request, context: context)
                 return site.page(
-                    "docs", View(layout: LayoutView(title: "API documentation", signedIn: signedIn ?? nil), html: html))
+                    "docs",
+                    View(layout: await site.publicLayout("API documentation", request, context: context), html: html))
             }
         }
     }

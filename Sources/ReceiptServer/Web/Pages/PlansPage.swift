@@ -25,14 +25,13 @@ enum PlansPage {
     static func register(on router: Router<ServerContext>, site: WebSite) {
         router.get("/plans") { request, context in
             await site.answering(request, context: context) {
-                let signedIn = try? await site.signedIn(request, context: context)
                 let plans = try await site.plans.plans(from: site.customers.tenancy).sorted {
                     $0.monthlyPriceCents < $1.monthlyPriceCents
                 }
                 return site.page(
                     "plans",
                     View(
-                        layout: LayoutView(title: "Plans", signedIn: signedIn ?? nil),
+                        layout: await site.publicLayout("Plans", request, context: context),
                         plans: plans.map { plan in
                             View.Row(
                                 name: plan.name, quota: plan.monthlyQuota.map(Format.count) ?? "unlimited",
