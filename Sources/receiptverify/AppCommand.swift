@@ -33,6 +33,10 @@ struct AppCommand: AsyncParsableCommand {
         @Option(name: .customLong("product"), help: "A product id receipts may hold; repeat (default: any).")
         var products: [String] = []
         @Flag(help: "Remove the product catalog: any product is accepted.") var anyProduct = false
+        @Option(help: "Enrich /api answers from the App Store Server API, with its credentials: off, on (default off).")
+        var enrichment: String?
+        @Option(help: "Whether /api looks up a transaction or app transaction id alone: allow, refuse (default allow).")
+        var idLookups: String?
 
         func settings() throws -> AppSettings {
             if sharedSecret != nil && sharedSecretFile != nil {
@@ -46,7 +50,8 @@ struct AppCommand: AsyncParsableCommand {
                 appleIssuerID: appleIssuerID, appleKeyID: appleKeyID,
                 applePrivateKeyPEM: try applePrivateKeyFile.map { try readSecret($0, what: "Apple private key") },
                 resultCipher: cipher, allowsTestData: allowTestData, claimsPolicy: claims, deliveryMode: delivery,
-                productCatalog: anyProduct ? [] : products.isEmpty ? nil : products)
+                productCatalog: anyProduct ? [] : products.isEmpty ? nil : products, enrichment: enrichment,
+                idLookups: idLookups)
         }
 
         private func readSecret(_ path: String, what: String) throws -> String {

@@ -279,12 +279,15 @@ import Testing
     func theAppsLedgerSettingsAreStored(kind: StoreKind) async throws {
         try await Self.withApp(kind) { store, app in
             #expect(app.claimsPolicy == .flag && app.deliveryMode == .once && app.productCatalog == nil)
+            #expect(app.enrichment == .off && app.idLookups == .allow)
             let stored = try await store.app(token: app.token)
             #expect(stored == app)
             var changed = app
             changed.claimsPolicy = .transfer
             changed.deliveryMode = .confirm
             changed.productCatalog = ["com.example.coins", "com.example.pro_1"]
+            changed.enrichment = .on
+            changed.idLookups = .refuse
             let updated = try await store.updateApp(changed)
             let reloaded = try await store.app(token: app.token)
             #expect(updated && reloaded == changed)
@@ -292,6 +295,13 @@ import Testing
             _ = try await store.updateApp(changed)
             let emptied = try await store.app(token: app.token)
             #expect(emptied?.productCatalog == [])
+
+            // Inserted with values other than the defaults, an app reads back as it was written.
+            var inserted = TenancyStoreContractTests.app(accountID: app.accountID)
+            inserted.enrichment = .on
+            inserted.idLookups = .refuse
+            try await store.insertApp(inserted)
+            #expect(try await store.app(token: inserted.token) == inserted)
         }
     }
 }

@@ -138,6 +138,52 @@ import Testing
     }
 
     @Test(arguments: StoreKind.available)
+    func enrichmentNeedsCredentialsAndLookupSettingsAreChecked(kind: StoreKind) async throws {
+        try await withTenancy(kind) { tenancy in
+            _ = try await tenancy.createAccount(name: "A", email: "a@example.com", planName: "free")
+            for settings in [
+                AppSettings(bundleIDs: ["com.example.app"], enrichment: "on"),
+                AppSettings(bundleIDs: ["com.example.app"], enrichment: "yes"),
+                AppSettings(bundleIDs: ["com.example.app"], idLookups: "deny"),
+            ] {
+                await #expect(throws: ServiceError(.invalidArgument)) {
+                    try await tenancy.addApp(account: "a@example.com", settings: settings)
+                }
+            }
+            #expect(try await tenancy.apps(account: nil).isEmpty)
+            #expect(
+                AppSettings(enrichment: "yes", idLookups: "deny").problems() == [
+                    .enrichment: "unknown enrichment 'yes': expected off or on",
+                    .idLookups: "unknown id look-ups 'deny': expected allow or refuse",
+                ])
+
+            let app = try await tenancy.addApp(
+                account: "a@example.com", settings: AppSettings(bundleIDs: ["com.example.app"]))
+            #expect(app.enrichment == .off && app.idLookups == .allow)
+            await #expect(throws: ServiceError(.invalidArgument)) {
+                try await tenancy.updateApp(token: app.token, settings: AppSettings(enrichment: "on"))
+            }
+            let refusing = try await tenancy.updateApp(token: app.token, settings: AppSettings(idLookups: "refuse"))
+            #expect(refusing.idLookups == .refuse && refusing.enrichment == .off)
+
+            let enriched = try await tenancy.updateApp(
+                token: app.token,
+                settings: AppSettings(
+                    appleIssuerID: "57246542-96fe-1a63-e053-0824d011072a", appleKeyID: "2X9R4HXF34",
+                    applePrivateKeyPEM: P256PEM.make(), enrichment: "on"))
+            #expect(enriched.enrichment == .on && enriched.idLookups == .refuse)
+            #expect(try await tenancy.app(token: app.token) == enriched)
+            // Removing the credentials would leave enrichment without them.
+            await #expect(throws: ServiceError(.invalidArgument)) {
+                try await tenancy.updateApp(token: app.token, settings: AppSettings(removeAppleCredentials: true))
+            }
+            let plain = try await tenancy.updateApp(
+                token: app.token, settings: AppSettings(removeAppleCredentials: true, enrichment: "off"))
+            #expect(plain.appStoreServerCredentials == nil && plain.enrichment == .off)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
     func keysAreRevokedByIDOrPrefix(kind: StoreKind) async throws {
         try await withTenancy(kind) { tenancy in
             _ = try await tenancy.createAccount(name: "A", email: "a@example.com", planName: "free")

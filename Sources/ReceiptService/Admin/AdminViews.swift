@@ -149,6 +149,10 @@ public struct AppView: Codable, Sendable, Equatable {
     public let delivery: String
     /// The product ids a receipt may hold; nil: any.
     public let products: [String]?
+    /// `off` or `on`: whether `/api` answers are enriched with the App Store Server API.
+    public let enrichment: String
+    /// `allow` or `refuse`: whether `/api` accepts a transaction id alone, with no receipt.
+    public let idLookups: String
     /// When it was created.
     public let createdAt: Date
     /// When it last changed.
@@ -169,7 +173,8 @@ public struct AppView: Codable, Sendable, Equatable {
         case hasApplePrivateKey = "has_apple_private_key"
         case resultCipher = "result_cipher"
         case allowsTestData = "allows_test_data"
-        case claims, delivery, products
+        case claims, delivery, products, enrichment
+        case idLookups = "id_lookups"
         case createdAt = "created_at"
         case updatedAt = "updated_at"
         case resultKey = "result_key"
@@ -194,6 +199,8 @@ public struct AppView: Codable, Sendable, Equatable {
         claims = app.claimsPolicy.rawValue
         delivery = app.deliveryMode.rawValue
         products = app.productCatalog
+        enrichment = app.enrichment.rawValue
+        idLookups = app.idLookups.rawValue
         createdAt = app.createdAt
         updatedAt = app.updatedAt
         resultKey = revealedKey.map { Data($0).base64EncodedString() }

@@ -35,6 +35,10 @@ public struct App: Sendable, Hashable {
     public var deliveryMode: DeliveryMode
     /// The product ids a receipt may hold; nil: any.
     public var productCatalog: [String]?
+    /// Whether `/api` answers are enriched with the App Store Server API.
+    public var enrichment: Enrichment
+    /// Whether `/api` accepts a `transaction_id` or `app_transaction_id` alone, with no receipt.
+    public var idLookups: IDLookups
     /// When the app was created.
     public var createdAt: Date
     /// When the app was last changed.
@@ -47,7 +51,7 @@ public struct App: Sendable, Hashable {
         sharedSecret: SealedSecret?, appStoreServerCredentials: AppStoreServerCredentials?,
         resultCipher: ResultCipher, resultKey: SealedSecret, allowsTestData: Bool, isEnabled: Bool,
         claimsPolicy: ClaimsPolicy = .flag, deliveryMode: DeliveryMode = .once, productCatalog: [String]? = nil,
-        createdAt: Date, updatedAt: Date
+        enrichment: Enrichment = .off, idLookups: IDLookups = .allow, createdAt: Date, updatedAt: Date
     ) {
         self.id = id
         self.accountID = accountID
@@ -65,6 +69,8 @@ public struct App: Sendable, Hashable {
         self.claimsPolicy = claimsPolicy
         self.deliveryMode = deliveryMode
         self.productCatalog = productCatalog
+        self.enrichment = enrichment
+        self.idLookups = idLookups
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }

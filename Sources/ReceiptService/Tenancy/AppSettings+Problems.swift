@@ -4,7 +4,8 @@ extension AppSettings {
     /// A field of the settings, by its form name.
     public enum Field: String, Sendable, CaseIterable {
         case name, bundleIDs = "bundle_ids", environments, mode, sharedSecret = "shared_secret"
-        case appleCredentials = "apple_credentials", cipher, claims, delivery, products
+        case appleCredentials = "apple_credentials", cipher, claims, delivery, products, enrichment
+        case idLookups = "id_lookups"
     }
 
     /// Each given field that does not parse, with its error; empty when every given field is good.
@@ -42,6 +43,8 @@ extension AppSettings {
         case .claims: claimsPolicy != nil
         case .delivery: deliveryMode != nil
         case .products: productCatalog != nil
+        case .enrichment: enrichment != nil
+        case .idLookups: idLookups != nil
         }
     }
 
@@ -61,6 +64,8 @@ extension AppSettings {
         case .claims: AppSettings(claimsPolicy: claimsPolicy)
         case .delivery: AppSettings(deliveryMode: deliveryMode)
         case .products: AppSettings(productCatalog: productCatalog)
+        case .enrichment: AppSettings(enrichment: enrichment)
+        case .idLookups: AppSettings(idLookups: idLookups)
         }
     }
 }

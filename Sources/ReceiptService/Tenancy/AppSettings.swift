@@ -36,6 +36,10 @@ public struct AppSettings: Sendable {
     public var deliveryMode: String?
     /// The product catalog: product ids; the empty list removes the catalog (any product).
     public var productCatalog: [String]?
+    /// `off` or `on`: whether `/api` answers are enriched with the App Store Server API.
+    public var enrichment: String?
+    /// `allow` or `refuse`: whether `/api` accepts a transaction id alone, with no receipt.
+    public var idLookups: String?
 
     /// Creates settings; every field defaults to "not given".
     public init(
@@ -43,7 +47,8 @@ public struct AppSettings: Sendable {
         verificationMode: String? = nil, sharedSecret: String? = nil, appleIssuerID: String? = nil,
         appleKeyID: String? = nil, applePrivateKeyPEM: String? = nil, removeAppleCredentials: Bool = false,
         resultCipher: String? = nil, allowsTestData: Bool? = nil, isEnabled: Bool? = nil,
-        claimsPolicy: String? = nil, deliveryMode: String? = nil, productCatalog: [String]? = nil
+        claimsPolicy: String? = nil, deliveryMode: String? = nil, productCatalog: [String]? = nil,
+        enrichment: String? = nil, idLookups: String? = nil
     ) {
         self.name = name
         self.bundleIDs = bundleIDs
@@ -60,6 +65,8 @@ public struct AppSettings: Sendable {
         self.claimsPolicy = claimsPolicy
         self.deliveryMode = deliveryMode
         self.productCatalog = productCatalog
+        self.enrichment = enrichment
+        self.idLookups = idLookups
     }
 
     /// Settings checked and converted; secrets still in clear.
@@ -78,6 +85,8 @@ public struct AppSettings: Sendable {
         var deliveryMode: DeliveryMode?
         /// `.some(nil)` removes the catalog.
         var productCatalog: [String]??
+        var enrichment: Enrichment?
+        var idLookups: IDLookups?
     }
 
     /// Checks every given field; throws ``ServiceError/Code/invalidArgument`` naming the first bad one.
@@ -212,6 +221,21 @@ public struct AppSettings: Sendable {
                 return product
             }
             parsed.productCatalog = .some(products.isEmpty ? nil : products)
+        }
+        if let enrichment {
+            guard let value = Enrichment(rawValue: enrichment) else {
+                throw ServiceError(
+                    .invalidArgument, "unknown enrichment '\(Validation.printable(enrichment))': expected off or on")
+            }
+            parsed.enrichment = value
+        }
+        if let idLookups {
+            guard let value = IDLookups(rawValue: idLookups) else {
+                throw ServiceError(
+                    .invalidArgument,
+                    "unknown id look-ups '\(Validation.printable(idLookups))': expected allow or refuse")
+            }
+            parsed.idLookups = value
         }
         return parsed
     }

@@ -227,8 +227,9 @@ public struct TenancyService: Sendable {
                 SecureRandom.bytes(32), context: App.secretContext(appID: id, purpose: "result_key"), with: masterKey),
             allowsTestData: parsed.allowsTestData ?? false, isEnabled: parsed.isEnabled ?? true,
             createdAt: date, updatedAt: date)
-        apply(ledgerSettingsOf: parsed, to: &app)
+        apply(answerSettingsOf: parsed, to: &app)
         try apply(secretsOf: parsed, to: &app)
+        try checkConsistency(of: app)
         try await store.insertApp(app)
         try await audit(account.id, "app.create", "app \(app.id.uuidString.lowercased()) (\(app.name))")
         return app
@@ -259,8 +260,9 @@ public struct TenancyService: Sendable {
         if let cipher = parsed.resultCipher { app.resultCipher = cipher }
         if let allowsTestData = parsed.allowsTestData { app.allowsTestData = allowsTestData }
         if let isEnabled = parsed.isEnabled { app.isEnabled = isEnabled }
-        apply(ledgerSettingsOf: parsed, to: &app)
+        apply(answerSettingsOf: parsed, to: &app)
         try apply(secretsOf: parsed, to: &app)
+        try checkConsistency(of: app)
         let saved = try await save(app)
         // The names of the settings given, never their values (a secret may be among them).
         try await audit(
@@ -269,11 +271,21 @@ public struct TenancyService: Sendable {
         return saved
     }
 
-    /// The claims policy, delivery mode and product catalog, where given.
-    private func apply(ledgerSettingsOf parsed: AppSettings.Parsed, to app: inout App) {
+    /// The claims policy, delivery mode, product catalog, enrichment and id look-ups, where given.
+    private func apply(answerSettingsOf parsed: AppSettings.Parsed, to app: inout App) {
         if let policy = parsed.claimsPolicy { app.claimsPolicy = policy }
         if let mode = parsed.deliveryMode { app.deliveryMode = mode }
         if let catalog = parsed.productCatalog { app.productCatalog = catalog }
+        if let enrichment = parsed.enrichment { app.enrichment = enrichment }
+        if let idLookups = parsed.idLookups { app.idLookups = idLookups }
+    }
+
+    /// Refuses an app whose settings, once applied, contradict each other: enrichment asks the App Store Server
+    /// API, so it needs the app's credentials (which also refuses removing them while enrichment is on).
+    private func checkConsistency(of app: App) throws {
+        if app.enrichment == .on && app.appStoreServerCredentials == nil {
+            throw ServiceError(.invalidArgument, "enrichment needs the app's App Store Server API credentials")
+        }
     }
 
     /// Gives the app a new token; the old one stops working at once.

@@ -218,3 +218,7 @@ CREATE TABLE account_identities (
     PRIMARY KEY (issuer, subject)
 );
 CREATE INDEX account_identities_account_idx ON account_identities (account_id);
+
+-- version: 7 App Store Server API settings: enrichment of /api answers, look-ups by transaction id alone
+ALTER TABLE apps ADD COLUMN enrichment TEXT NOT NULL DEFAULT 'off' CHECK (enrichment IN ('off', 'on'));
+ALTER TABLE apps ADD COLUMN id_lookups TEXT NOT NULL DEFAULT 'allow' CHECK (id_lookups IN ('allow', 'refuse'));

@@ -170,6 +170,8 @@ struct AppView: PageView {
     var claims: String
     var delivery: String
     var products: String
+    var enrichment: String
+    var idLookups: String
     var status: String
     var toggleValue: String
     var toggleLabel: String
@@ -192,6 +194,8 @@ struct AppView: PageView {
         claims = app.claimsPolicy.rawValue
         delivery = app.deliveryMode.rawValue
         products = app.productCatalog?.joined(separator: ", ") ?? "any product"
+        enrichment = app.enrichment.rawValue
+        idLookups = app.idLookups.rawValue
         status = app.isEnabled ? "enabled" : "disabled"
         toggleValue = app.isEnabled ? "0" : "1"
         toggleLabel = app.isEnabled ? "Disable the app" : "Enable the app"
@@ -219,6 +223,8 @@ struct AppForm: PageView {
     var ciphers: [Option]
     var claims: [Option]
     var deliveries: [Option]
+    var enrichments: [Option]
+    var idLookups: [Option]
     var allowsTestData: Bool
     var enabled: Bool
     var products: String
@@ -257,6 +263,12 @@ struct AppForm: PageView {
         deliveries = options(
             DeliveryMode.allCases.map(\.rawValue),
             selected: form?["delivery"] ?? app?.deliveryMode.rawValue ?? DeliveryMode.once.rawValue)
+        enrichments = options(
+            Enrichment.allCases.map(\.rawValue),
+            selected: form?["enrichment"] ?? app?.enrichment.rawValue ?? Enrichment.off.rawValue)
+        idLookups = options(
+            IDLookups.allCases.map(\.rawValue),
+            selected: form?["id_lookups"] ?? app?.idLookups.rawValue ?? IDLookups.allow.rawValue)
         allowsTestData = form.map { $0.isChecked("allows_test_data") } ?? app?.allowsTestData ?? false
         enabled = form.map { $0.isChecked("enabled") } ?? app?.isEnabled ?? true
         products = form?["products"] ?? app?.productCatalog?.joined(separator: "\n") ?? ""
@@ -288,6 +300,7 @@ struct AppForm: PageView {
             applePrivateKeyPEM: replacesCredentials ? privateKey : nil,
             removeAppleCredentials: form.isChecked("remove_apple_credentials"), resultCipher: form["cipher"],
             allowsTestData: form.isChecked("allows_test_data"), isEnabled: app == nil ? nil : form.isChecked("enabled"),
-            claimsPolicy: form["claims"], deliveryMode: form["delivery"], productCatalog: lines("products"))
+            claimsPolicy: form["claims"], deliveryMode: form["delivery"], productCatalog: lines("products"),
+            enrichment: form["enrichment"], idLookups: form["id_lookups"])
     }
 }
