@@ -91,6 +91,42 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "App Store Server API production base URL. Env: RECEIPTVERIFY_STOREKIT_PRODUCTION_URL. Default: https://api.storekit.apple.com"
+    )
+    var storekitProductionURL: String?
+
+    @Option(
+        help:
+            "App Store Server API sandbox base URL. Env: RECEIPTVERIFY_STOREKIT_SANDBOX_URL. Default: https://api.storekit-sandbox.apple.com"
+    )
+    var storekitSandboxURL: String?
+
+    @Option(
+        help:
+            "App Store Server API requests per second per app, production. Env: RECEIPTVERIFY_STOREKIT_REQUESTS_PER_SECOND. Default: 40"
+    )
+    var storekitRequestsPerSecond: String?
+
+    @Option(
+        help:
+            "App Store Server API requests per second per app, sandbox. Env: RECEIPTVERIFY_STOREKIT_SANDBOX_REQUESTS_PER_SECOND. Default: 4"
+    )
+    var storekitSandboxRequestsPerSecond: String?
+
+    @Option(
+        help:
+            "Seconds for one App Store Server API call, retries and waits included. Env: RECEIPTVERIFY_STOREKIT_TIMEOUT. Default: 10"
+    )
+    var storekitTimeout: String?
+
+    @Option(
+        help:
+            "Seconds an App Store Server API answer is reused (0: never). Env: RECEIPTVERIFY_STOREKIT_CACHE_SECONDS. Default: 30"
+    )
+    var storekitCacheSeconds: String?
+
+    @Option(
+        help:
             "Serve /metrics on this port instead of the main one (0: the main port). Env: RECEIPTVERIFY_METRICS_PORT. Default: 0"
     )
     var metricsPort: String?
@@ -152,7 +188,10 @@ struct Serve: AsyncParsableCommand {
             "metrics-hostname": metricsHostname, "public-url": publicURL, "oidc-issuer": oidcIssuer,
             "oidc-client-id": oidcClientID, "oidc-name": oidcName, "self-signup": selfSignup,
             "session-idle-minutes": sessionIdleMinutes, "session-lifetime-hours": sessionLifetimeHours,
-            "login-link-minutes": loginLinkMinutes,
+            "login-link-minutes": loginLinkMinutes, "storekit-production-url": storekitProductionURL,
+            "storekit-sandbox-url": storekitSandboxURL, "storekit-requests-per-second": storekitRequestsPerSecond,
+            "storekit-sandbox-requests-per-second": storekitSandboxRequestsPerSecond,
+            "storekit-timeout": storekitTimeout, "storekit-cache-seconds": storekitCacheSeconds,
         ]
     }
 

@@ -38,7 +38,7 @@ import Testing
             updatedAt: now)
         return Caller(
             account: account, apiKeyID: UUID(), app: app,
-            resultKey: Array(repeating: 7, count: 32), sharedSecret: "secret")
+            resultKey: Array(repeating: 7, count: 32), sharedSecret: "secret", appleKey: nil)
     }
 
     static func appleAnswer(bundleID: String, status: Int = 0) -> AppleReceiptAnswer {

@@ -170,7 +170,7 @@ public final class AppStoreServerAPIClient: Sendable {
         }
     }
 
-    private func verify(_ jws: String) throws -> Signed {
+    func verify(_ jws: String) throws -> Signed {
         do {
             let input = ReceiptInput(kind: .jws, bytes: Array(jws.utf8), repairs: [])
             return Signed(
@@ -178,6 +178,19 @@ public final class AppStoreServerAPIClient: Sendable {
         } catch let error as ReceiptError {
             throw AppStoreServerAPIError(.invalidResponse, "a signed value Apple returned does not verify: \(error)")
         }
+    }
+
+    /// One request: what to send, and where.
+    struct Call: Sendable {
+        var method: HTTPMethod = .GET
+        var path: String
+        var query: [(String, String)] = []
+        /// A JSON body (POST).
+        var body: [UInt8]? = nil
+        /// The metrics' name of the endpoint.
+        var endpoint: String
+        /// Production then the sandbox (nil), or this environment alone.
+        var environment: Environment? = nil
     }
 
     /// The answer to GET `path`: reused for ``AppStoreServerAPIConfiguration/cacheLifetime``, one fetch for
@@ -191,7 +204,7 @@ public final class AppStoreServerAPIClient: Sendable {
             + "/\(credentials.bundleID)\(path)?"
             + query.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
         let (answer, hit) = try await answers.value(key) {
-            try await self.fetch(path, query: query, endpoint: endpoint, credentials: credentials)
+            try await self.fetch(Call(path: path, query: query, endpoint: endpoint), credentials: credentials)
         }
         Counter(
             label: "receiptverify_storekit_cache_total", dimensions: [("result", hit ? "hit" : "miss")],
@@ -201,27 +214,23 @@ public final class AppStoreServerAPIClient: Sendable {
         return answer
     }
 
-    /// GETs `path` of production, then of the sandbox when production does not know the id, retrying what may pass
-    /// within the call's time; returns the JSON answer and which environment gave it.
-    private func fetch(
-        _ path: String, query: [(String, String)], endpoint: String, credentials: AppStoreServerAPICredentials
-    ) async throws -> Answer {
+    /// Sends `call` to production, then to the sandbox when production does not know the id (or to the call's one
+    /// environment), retrying what may pass within the call's time; returns the JSON answer and which environment
+    /// gave it.
+    func fetch(_ call: Call, credentials: AppStoreServerAPICredentials) async throws -> Answer {
         let deadline = ContinuousClock.now + configuration.totalTimeout
         var backoff = Duration.milliseconds(200)
         var lastError = AppStoreServerAPIError(.unavailable, "no attempt was made")
         for attempt in 1...max(1, configuration.maximumAttempts) {
             do {
+                if let only = call.environment {
+                    return (try await send(call, in: only, credentials, deadline), only)
+                }
                 do {
-                    return (
-                        try await send(path, query: query, endpoint: endpoint, in: .production, credentials, deadline),
-                        .production
-                    )
+                    return (try await send(call, in: .production, credentials, deadline), .production)
                 } catch let error as AppStoreServerAPIError where error.code == .notFound {
                     // An app not yet released, or a sandbox purchase: the sandbox knows it.
-                    return (
-                        try await send(path, query: query, endpoint: endpoint, in: .sandbox, credentials, deadline),
-                        .sandbox
-                    )
+                    return (try await send(call, in: .sandbox, credentials, deadline), .sandbox)
                 }
             } catch let error as AppStoreServerAPIError {
                 // A fresh transaction may not have reached Apple's servers yet; a 5xx or a network error may pass.
@@ -239,9 +248,10 @@ public final class AppStoreServerAPIClient: Sendable {
     }
 
     private func send(
-        _ path: String, query: [(String, String)], endpoint: String, in environment: Environment,
-        _ credentials: AppStoreServerAPICredentials, _ deadline: ContinuousClock.Instant
+        _ call: Call, in environment: Environment, _ credentials: AppStoreServerAPICredentials,
+        _ deadline: ContinuousClock.Instant
     ) async throws -> JSONObject {
+        let (path, query, endpoint) = (call.path, call.query, call.endpoint)
         let base = environment == .production ? configuration.productionURL : configuration.sandboxURL
         let rate =
             environment == .production
@@ -259,6 +269,11 @@ public final class AppStoreServerAPIClient: Sendable {
             }
             if waited > .zero { recordWait(waited) }
             var request = HTTPClientRequest(url: url)
+            request.method = call.method
+            if let body = call.body {
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.body = .bytes(body)
+            }
             request.headers.add(
                 name: "Authorization", value: "Bearer " + (try tokens.token(for: credentials, now: Date())))
             request.headers.add(name: "Accept", value: "application/json")
@@ -283,6 +298,8 @@ public final class AppStoreServerAPIClient: Sendable {
             let appleCode: Int? =
                 if case .integer(let code)? = object?["errorCode"] { Int(exactly: code) } else { nil }
             switch status {
+            case 200 where call.method != .GET && body.isEmpty, 202, 204:
+                return JSONObject()
             case 200:
                 guard let object else {
                     throw AppStoreServerAPIError(.invalidResponse, "Apple answered 200 with a body that is not JSON")

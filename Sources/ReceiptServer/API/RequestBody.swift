@@ -53,6 +53,7 @@ enum RequestBody {
         request.password = try fields.text("password")
         request.excludeOldTransactions = try fields.flag("exclude_old_transactions", "exclude-old-transactions")
         request.transactionID = try fields.text("transaction_id")
+        request.appTransactionID = try fields.text("app_transaction_id")
         request.productID = try fields.text("product_id")
         request.nonce = try fields.text("nonce", limit: VerificationRequest.maximumNonceLength)
         request.appUserID = try fields.text("app_user_id")
@@ -178,7 +179,7 @@ enum RequestBody {
     static let knownFields: Set<String> = [
         "apikey", "token", "receipt", "receipt-data", "password", "exclude_old_transactions",
         "exclude-old-transactions", "transaction_id", "product_id", "nonce", "app_user_id",
-        "original_transaction_id", "transaction_ids", "cursor", "limit",
+        "original_transaction_id", "transaction_ids", "cursor", "limit", "app_transaction_id",
     ]
 
     /// A field name fit for a log line: a name we read, or "an unknown field" (a client may put anything in a name,

@@ -100,7 +100,27 @@ public struct ServeSettings: Sendable {
             apple: apple, metricsPort: metricsPort.nonZero,
             metricsHostname: text("metrics-hostname")?.text ?? "127.0.0.1",
             publicURL: text("public-url") == nil ? nil : try url("public-url", default: ""),
-            openID: try openID(), customers: try customers())
+            openID: try openID(), customers: try customers(),
+            storeKit: try storeKit(acceptsTestSignatures: trustAnchorDirectory != nil))
+    }
+
+    /// The App Store Server API client's settings. Signed answers may chain to a `--trust-anchors` root only when
+    /// both base URLs are not Apple's (a stand-in for tests): Apple's own hosts are held to Apple's roots.
+    func storeKit(acceptsTestSignatures: Bool) throws -> AppStoreServerAPIConfiguration {
+        let defaults = AppStoreServerAPIConfiguration()
+        var configuration = AppStoreServerAPIConfiguration(
+            productionURL: try url("storekit-production-url", default: defaults.productionURL),
+            sandboxURL: try url("storekit-sandbox-url", default: defaults.sandboxURL),
+            // Apple allows 50 a second for the look-ups in production, a tenth of that in the sandbox.
+            productionRequestsPerSecond: try number("storekit-requests-per-second", 1...50, default: 40),
+            sandboxRequestsPerSecond: try number("storekit-sandbox-requests-per-second", 1...5, default: 4),
+            totalTimeout: .seconds(try number("storekit-timeout", 1...120, default: 10)),
+            cacheLifetime: .seconds(try number("storekit-cache-seconds", 0...3_600, default: 30)))
+        let apple = ["https://api.storekit.apple.com", "https://api.storekit-sandbox.apple.com"]
+        configuration.acceptsTestSignatures =
+            acceptsTestSignatures && !apple.contains(configuration.productionURL)
+            && !apple.contains(configuration.sandboxURL)
+        return configuration
     }
 
     /// The identity provider, when an issuer is given (then the client id and secret are required).

@@ -29,7 +29,9 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
     let verifier = ReceiptVerifier(anchors: anchors)
     let metrics = ServerMetrics()
     let apple = VerifyReceiptClient(configuration: configuration.apple, metrics: metrics.factory)
-    let verification = VerificationService(verifier: verifier, apple: apple)
+    let storeKit = AppStoreServerAPIClient(
+        configuration: configuration.storeKit, verifier: verifier, metrics: metrics.factory, logger: logger)
+    let verification = VerificationService(verifier: verifier, apple: apple, storeKit: storeKit)
     let openID = configuration.openID.map { OpenIDClient(configuration: $0, logger: logger) }
     do {
         switch configuration.store {
@@ -51,9 +53,11 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
                 configuration: configuration, masterKey: masterKey, logger: logger)
         }
         try await apple.shutdown()
+        try await storeKit.shutdown()
         try await openID?.shutdown()
     } catch {
         try? await apple.shutdown()
+        try? await storeKit.shutdown()
         try? await openID?.shutdown()
         throw error
     }

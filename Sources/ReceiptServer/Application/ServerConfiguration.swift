@@ -30,6 +30,12 @@ import ReceiptStore
 /// | `--apple-connect-timeout` / `RECEIPTVERIFY_APPLE_CONNECT_TIMEOUT` | `3` | seconds to open a connection to Apple |
 /// | `--apple-timeout` / `RECEIPTVERIFY_APPLE_TIMEOUT` | `15` | seconds for a whole exchange with Apple, retries included |
 /// | `--apple-attempts` / `RECEIPTVERIFY_APPLE_ATTEMPTS` | `3` | attempts per environment on retryable failures |
+/// | `--storekit-production-url` / `RECEIPTVERIFY_STOREKIT_PRODUCTION_URL` | Apple's | App Store Server API, production |
+/// | `--storekit-sandbox-url` / `RECEIPTVERIFY_STOREKIT_SANDBOX_URL` | Apple's | App Store Server API, sandbox |
+/// | `--storekit-requests-per-second` / `RECEIPTVERIFY_STOREKIT_REQUESTS_PER_SECOND` | `40` | per app, production |
+/// | `--storekit-sandbox-requests-per-second` / `RECEIPTVERIFY_STOREKIT_SANDBOX_REQUESTS_PER_SECOND` | `4` | per app, sandbox |
+/// | `--storekit-timeout` / `RECEIPTVERIFY_STOREKIT_TIMEOUT` | `10` | seconds for one App Store Server API call |
+/// | `--storekit-cache-seconds` / `RECEIPTVERIFY_STOREKIT_CACHE_SECONDS` | `30` | seconds an answer is reused |
 /// | `--metrics-port` / `RECEIPTVERIFY_METRICS_PORT` | none | serve `/metrics` on this port instead of the main one |
 /// | `--metrics-hostname` / `RECEIPTVERIFY_METRICS_HOSTNAME` | `127.0.0.1` | address of the metrics listener |
 /// | `--public-url` / `RECEIPTVERIFY_PUBLIC_URL` | `http://HOSTNAME:PORT` | the address customers reach the account screen at; `https://…` makes its cookies `Secure` |
@@ -86,6 +92,8 @@ public struct ServerConfiguration: Sendable {
     public var openID: OpenIDConfiguration?
     /// Sign-up, session and rate-limit settings of the account screen.
     public var customers: CustomerSettings
+    /// How the App Store Server API is reached (enriched answers, look-ups by id, Finish Transaction).
+    public var storeKit: AppStoreServerAPIConfiguration
 
     /// Creates a configuration.
     public init(
@@ -98,8 +106,10 @@ public struct ServerConfiguration: Sendable {
         shutdownTimeout: Duration = .seconds(25),
         usageFlushInterval: Duration = .seconds(1),
         apple: VerifyReceiptConfiguration = .init(), metricsPort: Int? = nil, metricsHostname: String = "127.0.0.1",
-        publicURL: String? = nil, openID: OpenIDConfiguration? = nil, customers: CustomerSettings = .init()
+        publicURL: String? = nil, openID: OpenIDConfiguration? = nil, customers: CustomerSettings = .init(),
+        storeKit: AppStoreServerAPIConfiguration = .init()
     ) {
+        self.storeKit = storeKit
         self.hostname = hostname
         self.port = port
         self.store = store

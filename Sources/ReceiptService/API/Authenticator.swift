@@ -44,6 +44,7 @@ public final class Authenticator: Sendable {
         let updatedAt: Date
         let resultKey: [UInt8]
         let sharedSecret: String?
+        let appleKey: (issuerID: String, keyID: String, privateKeyPEM: String)?
     }
 
     /// Creates an authenticator over the tenancy store.
@@ -78,7 +79,7 @@ public final class Authenticator: Sendable {
         let opened = try secrets(of: app)
         return Caller(
             account: key.account, apiKeyID: key.keyID, app: app, resultKey: opened.resultKey,
-            sharedSecret: opened.sharedSecret)
+            sharedSecret: opened.sharedSecret, appleKey: opened.appleKey)
     }
 
     /// Checks the API key alone, before a request's body is read; throws as
@@ -152,7 +153,7 @@ public final class Authenticator: Sendable {
         }
         let opened = AppSecrets(
             updatedAt: app.updatedAt, resultKey: try tenancy.resultKey(of: app),
-            sharedSecret: try tenancy.sharedSecret(of: app))
+            sharedSecret: try tenancy.sharedSecret(of: app), appleKey: try tenancy.appleCredentials(of: app))
         remember(opened, at: app.id, in: secrets, now: now)
         return opened
     }

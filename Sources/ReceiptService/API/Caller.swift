@@ -14,4 +14,15 @@ public struct Caller: Sendable {
     let resultKey: [UInt8]
     /// The app's shared secret for Apple's `verifyReceipt`, if it has one.
     let sharedSecret: String?
+    /// The app's App Store Server API key in clear, if it has one.
+    let appleKey: (issuerID: String, keyID: String, privateKeyPEM: String)?
+
+    /// The app's App Store Server API credentials for a request about `bundleID` (the JWT's `bid`); nil when the
+    /// app has none.
+    func serverAPICredentials(bundleID: String) -> AppStoreServerAPICredentials? {
+        appleKey.map {
+            AppStoreServerAPICredentials(
+                issuerID: $0.issuerID, keyID: $0.keyID, privateKeyPEM: $0.privateKeyPEM, bundleID: bundleID)
+        }
+    }
 }

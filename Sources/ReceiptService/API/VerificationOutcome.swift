@@ -4,7 +4,7 @@ import ReceiptCore
 ///
 /// The body is rendered in one place, ``answer``: Apple's shape as the verdict made it (`status`, `description`,
 /// `environment`, `receipt`, `latest_receipt_info`, … or a failure's `status`, `description`, `retryable`, …), then
-/// our fields in a fixed order: `repairs`, `transactions`, `nonce`, `request_id`.
+/// our fields in a fixed order: `assurance`, `repairs`, `transactions`, `nonce`, `request_id`.
 public struct VerificationOutcome: Sendable {
     /// Where the verdict came from.
     public enum Source: String, Sendable {
@@ -34,6 +34,8 @@ public struct VerificationOutcome: Sendable {
     public var purchases: [PurchaseTransaction] = []
     /// The verdict's environment, for the ledger (valid answers only).
     public var environment: AppStoreEnvironment?
+    /// How the purchase was proven (valid answers only).
+    public var assurance: Assurance?
     /// The client's `nonce`, echoed.
     public var nonce: String?
     /// The request's id.
@@ -68,11 +70,23 @@ public struct VerificationOutcome: Sendable {
     /// The JSON body a client reads.
     public var answer: JSONObject {
         var answer = body
+        if isValid, let assurance { answer["assurance"] = .string(assurance.rawValue) }
         if let repairs { answer["repairs"] = repairs }
         if let transactions { answer["transactions"] = .array(transactions) }
         if let nonce { answer["nonce"] = .string(nonce) }
         if let requestID { answer["request_id"] = .string(requestID) }
         return answer
+    }
+
+    /// How a valid answer's purchase was proven.
+    public enum Assurance: String, Sendable {
+        /// A receipt signed by Apple (a unified receipt, or an iOS 6 transaction receipt), verified here or by Apple.
+        case signedReceipt = "signed-receipt"
+        /// A StoreKit 2 JWS signed by Apple.
+        case signedJWS = "signed-jws"
+        /// An id alone, resolved through the App Store Server API: Apple vouches for the purchase, but nothing proves
+        /// the caller holds it.
+        case idLookup = "id-lookup"
     }
 
     /// Whether the receipt was found valid.

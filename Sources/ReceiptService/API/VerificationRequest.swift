@@ -13,8 +13,12 @@ public struct VerificationRequest: Sendable, Equatable {
     public var password: String?
     /// Apple's `exclude-old-transactions`: only the latest transaction of each subscription.
     public var excludeOldTransactions: Bool
-    /// A transaction the receipt must hold (403 if it does not).
+    /// A transaction the receipt must hold (403 if it does not); without a receipt, the transaction to look up
+    /// through the App Store Server API.
     public var transactionID: String?
+    /// Without a receipt, an app transaction id (the customer's download of the app) whose history is looked up
+    /// through the App Store Server API.
+    public var appTransactionID: String?
     /// A product the receipt must hold (403 if it does not).
     public var productID: String?
     /// Echoed inside the answer, so a client can detect a replayed response.

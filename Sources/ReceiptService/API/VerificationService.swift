@@ -10,11 +10,16 @@ public struct VerificationService: Sendable {
     public let verifier: ReceiptVerifier?
     /// Apple's `verifyReceipt`; nil when the server runs without it.
     public let apple: (any AppleReceiptVerifying)?
+    /// Apple's App Store Server API, for enriched answers and look-ups by id; nil when the server runs without it.
+    public let storeKit: (any AppStoreServerLooking)?
 
     /// Creates the service.
-    public init(verifier: ReceiptVerifier?, apple: (any AppleReceiptVerifying)?) {
+    public init(
+        verifier: ReceiptVerifier?, apple: (any AppleReceiptVerifying)?, storeKit: (any AppStoreServerLooking)? = nil
+    ) {
         self.verifier = verifier
         self.apple = apple
+        self.storeKit = storeKit
     }
 
     /// Verifies the request's receipt for `caller`; every outcome, failures included, is an answer.
@@ -29,6 +34,9 @@ public struct VerificationService: Sendable {
         -> VerificationOutcome
     {
         guard let text = request.receipt, !text.isEmpty else {
+            if request.transactionID != nil || request.appTransactionID != nil {
+                return await lookUp(request, for: caller, logger: logger)
+            }
             return .failure(VerificationStatus.malformed.rawValue, detail: "no receipt")
         }
         let input: ReceiptInput
@@ -46,7 +54,10 @@ public struct VerificationService: Sendable {
             outcome = await verifyWithApple(input, request: request, caller: caller, logger: logger)
         } else {
             switch verifyLocally(input, request: request, caller: caller) {
-            case .verdict(let verdict):
+            case .verdict(var verdict, let verified?) where verdict.isValid && caller.app.enrichment == .on:
+                await enrich(&verdict, verified: verified, request: request, caller: caller, logger: logger)
+                outcome = verdict
+            case .verdict(let verdict, _):
                 outcome = verdict
             case .noVerdict(let reason) where caller.app.verificationMode == .localThenApple && input.kind != .jws:
                 logger.debug("no local verdict; asking Apple", metadata: ["reason": "\(reason)"])
@@ -61,15 +72,18 @@ public struct VerificationService: Sendable {
                     : .failure(VerificationStatus.notAuthentic.rawValue, source: .local, detail: reason)
             }
         }
-        if outcome.isValid { outcome.repairs = input.repairsValue }
+        if outcome.isValid {
+            outcome.repairs = input.repairsValue
+            outcome.assurance = input.kind == .jws ? .signedJWS : .signedReceipt
+        }
         outcome.input = input.kind
         return outcome
     }
 
     /// What local verification concluded.
     private enum LocalResult {
-        /// An answer: valid, malformed, not authentic, or failing the app's checks.
-        case verdict(VerificationOutcome)
+        /// An answer: valid, malformed, not authentic, or failing the app's checks; with what was verified, if it was.
+        case verdict(VerificationOutcome, VerifiedReceipt? = nil)
         /// No anchors, or the chain ends at no configured root (an iOS 6 receipt without its intermediate): the
         /// receipt could not be judged here, which `local-then-apple` hands to Apple.
         case noVerdict(String)
@@ -109,7 +123,7 @@ public struct VerificationService: Sendable {
         var outcome = VerificationOutcome(status: 0, body: body, source: .local)
         outcome.purchases = purchases
         outcome.environment = verified.environment
-        return .verdict(outcome)
+        return .verdict(outcome, verified)
     }
 
     // MARK: Apple

@@ -1,0 +1,87 @@
+import Foundation
+import NIOHTTP1
+import ReceiptCore
+import ReceiptService
+
+extension AppStoreServerAPIClient: AppStoreServerLooking {
+    /// The most pages of a customer's history read for one answer (20 transactions each).
+    public static let maximumHistoryPages = 10
+
+    public func transaction(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
+        -> VerifiedReceipt
+    {
+        try await transactionInfo(transactionID, credentials: credentials).verified
+    }
+
+    public func history(of id: String, credentials: AppStoreServerAPICredentials) async throws
+        -> (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
+    {
+        var transactions: [VerifiedReceipt] = []
+        var revision: String?
+        var environment = AppStoreEnvironment.production
+        for _ in 0..<Self.maximumHistoryPages {
+            let page = try await transactionHistory(id, revision: revision, credentials: credentials)
+            transactions += page.transactions.map(\.verified)
+            environment = page.environment == .production ? .production : .sandbox
+            guard page.hasMore, let next = page.revision, next != revision else { break }
+            revision = next
+        }
+        return (transactions, environment)
+    }
+
+    public func renewals(of id: String, credentials: AppStoreServerAPICredentials) async throws -> [VerifiedReceipt] {
+        try await subscriptionStatuses(id, credentials: credentials).signed.map(\.verified).filter {
+            $0.kind == .signedRenewalInfo
+        }
+    }
+
+    public func finish(
+        _ transactionID: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+    ) async throws {
+        _ = try await fetch(
+            Call(
+                method: .POST, path: "/inApps/v1/transactions/\(try Self.pathID(transactionID))/finish",
+                endpoint: "finish_transaction", environment: environment == .production ? .production : .sandbox),
+            credentials: credentials)
+    }
+
+    /// One page of Get Notification History.
+    public struct NotificationPage: Sendable {
+        /// Each notification: its signed payload, verified, and Apple's send attempts (`attemptDate`,
+        /// `sendAttemptResult`) as Apple gave them.
+        public let notifications: [(signed: Signed, attempts: [JSONValue])]
+        /// Where the next page starts, when there is more.
+        public let paginationToken: String?
+        /// Whether there are more pages.
+        public let hasMore: Bool
+    }
+
+    /// Get Notification History: one page of the notifications Apple sent an app in `environment` between two
+    /// dates (Apple keeps 180 days), only those that failed to reach the app's URL when `onlyFailures`.
+    /// Not cached: each page is asked of Apple.
+    public func notificationHistory(
+        from start: Date, to end: Date, onlyFailures: Bool, paginationToken: String?, environment: Environment,
+        credentials: AppStoreServerAPICredentials
+    ) async throws -> NotificationPage {
+        var request = JSONObject()
+        request.append("startDate", .integer(Int64((start.timeIntervalSince1970 * 1_000).rounded(.down))))
+        request.append("endDate", .integer(Int64((end.timeIntervalSince1970 * 1_000).rounded(.down))))
+        if onlyFailures { request.append("onlyFailures", .bool(true)) }
+        let (object, _) = try await fetch(
+            Call(
+                method: .POST, path: "/inApps/v1/notifications/history",
+                query: paginationToken.map { [("paginationToken", $0)] } ?? [], body: JSONValue.object(request).encoded,
+                endpoint: "notification_history", environment: environment),
+            credentials: credentials)
+        var notifications: [(signed: Signed, attempts: [JSONValue])] = []
+        for case .object(let item) in object["notificationHistory"]?.arrayValue ?? [] {
+            guard case .string(let jws)? = item["signedPayload"] else {
+                throw AppStoreServerAPIError(.invalidResponse, "a notification has no signedPayload")
+            }
+            notifications.append((try verify(jws), item["sendAttempts"]?.arrayValue ?? []))
+        }
+        return NotificationPage(
+            notifications: notifications, paginationToken: object["paginationToken"]?.stringValue,
+            hasMore: object["hasMore"] == .bool(true))
+    }
+}

@@ -1,0 +1,192 @@
+import Logging
+import ReceiptCore
+
+/// What the App Store Server API adds to `/api`: enriched answers (Apple's current transaction history and renewal
+/// state beside what the input proves) and look-ups by id alone.
+extension VerificationService {
+    // MARK: Enrichment
+
+    /// Fills a valid local answer's `latest_receipt_info` from the customer's transaction history and its
+    /// `pending_renewal_info` from the subscription statuses, says `enrichment: "applied"`, and hands every
+    /// transaction Apple returned to the ledger (revocations included). When Apple cannot be asked or does not
+    /// answer in time, the answer from the input alone stays, with `enrichment: "unavailable"` and `retryable: true`.
+    func enrich(
+        _ outcome: inout VerificationOutcome, verified: VerifiedReceipt, request: VerificationRequest, caller: Caller,
+        logger: Logger
+    ) async {
+        // The customer's history is asked by any of their ids: a transaction's original, or the app transaction's.
+        let id: String? =
+            switch verified.kind {
+            case .appTransaction: verified.receipt["appTransactionId"]?.stringValue
+            default: outcome.purchases.first?.originalTransactionID
+            }
+        guard let id else { return }  // no purchase to ask about: nothing to add
+        guard let storeKit, let credentials = caller.serverAPICredentials(bundleID: verified.bundleID) else {
+            logger.debug("no App Store Server API client or credentials; answering from the input alone")
+            outcome.body["enrichment"] = .string("unavailable")
+            outcome.body["retryable"] = .bool(true)
+            return
+        }
+        do {
+            let facts = try await serverFacts(
+                of: id, storeKit: storeKit, credentials: credentials, excludingOld: request.excludeOldTransactions)
+            outcome.body["latest_receipt_info"] = .array(facts.latestReceiptInfo)
+            if let renewals = facts.pendingRenewalInfo { outcome.body["pending_renewal_info"] = .array(renewals) }
+            outcome.body["enrichment"] = .string("applied")
+            outcome.purchases = Self.merging(facts.purchases, into: outcome.purchases)
+        } catch {
+            logger.debug("enrichment unavailable", metadata: ["error": "\(error)"])
+            outcome.body["enrichment"] = .string("unavailable")
+            outcome.body["retryable"] = .bool(true)
+        }
+    }
+
+    /// What Apple's servers say of a customer, in verifyReceipt's shape.
+    private struct ServerFacts {
+        var latestReceiptInfo: [JSONValue]
+        /// Nil when the customer has no auto-renewable subscription (statuses are then not asked).
+        var pendingRenewalInfo: [JSONValue]?
+        var purchases: [PurchaseTransaction]
+        var environment: AppStoreEnvironment
+    }
+
+    private func serverFacts(
+        of id: String, storeKit: any AppStoreServerLooking, credentials: AppStoreServerAPICredentials,
+        excludingOld: Bool
+    ) async throws -> ServerFacts {
+        let history = try await storeKit.history(of: id, credentials: credentials)
+        let payloads = history.transactions.map(\.receipt)
+        var facts = ServerFacts(
+            latestReceiptInfo: ServerAPIFields.latestReceiptInfo(payloads, excludingOld: excludingOld),
+            purchases: payloads.compactMap(PurchaseTransaction.init(jwsPayload:)), environment: history.environment)
+        if payloads.contains(where: { $0["type"]?.stringValue == "Auto-Renewable Subscription" }) {
+            let renewals = try await storeKit.renewals(of: id, credentials: credentials)
+            facts.pendingRenewalInfo = ServerAPIFields.pendingRenewalInfo(renewals.map(\.receipt))
+        }
+        return facts
+    }
+
+    /// The input's transactions with Apple's in their place (Apple's carry revocations the input may predate), and
+    /// Apple's others after them.
+    static func merging(_ apple: [PurchaseTransaction], into input: [PurchaseTransaction]) -> [PurchaseTransaction] {
+        var byID: [String: PurchaseTransaction] = [:]
+        for transaction in apple { byID[transaction.transactionID] = transaction }
+        var merged = input.map { byID.removeValue(forKey: $0.transactionID) ?? $0 }
+        merged += apple.filter { byID[$0.transactionID] != nil }
+        return merged
+    }
+
+    // MARK: Look-ups by id
+
+    /// A `transaction_id` or `app_transaction_id` without a receipt, resolved through the App Store Server API with
+    /// the app's credentials (as its first bundle ID). The answer says `assurance: "id-lookup"`: Apple vouches for
+    /// the purchase, but an id alone does not prove the caller holds it, and an app can refuse such look-ups.
+    func lookUp(_ request: VerificationRequest, for caller: Caller, logger: Logger) async -> VerificationOutcome {
+        if request.transactionID != nil, request.appTransactionID != nil {
+            return .failure(
+                ResponseStatus.badRequest, detail: "both transaction_id and app_transaction_id; send one")
+        }
+        guard caller.app.idLookups == .allow else {
+            return .rejected(
+                source: .none, reason: "the app refuses look-ups by id alone",
+                description: "This app does not accept a transaction id alone; send the receipt or signed transaction")
+        }
+        guard let storeKit, let bundleID = caller.app.bundleIDs.first?.value,
+            let credentials = caller.serverAPICredentials(bundleID: bundleID)
+        else {
+            return .rejected(
+                source: .none, reason: "a look-up by id needs App Store Server API credentials",
+                description: "Look-ups by id need the app's App Store Server API credentials")
+        }
+        var outcome: VerificationOutcome
+        do {
+            if let transactionID = request.transactionID {
+                outcome = try await lookUp(
+                    transaction: transactionID, storeKit: storeKit, credentials: credentials, request: request,
+                    caller: caller, logger: logger)
+            } else {
+                outcome = try await lookUp(
+                    appTransaction: request.appTransactionID ?? "", storeKit: storeKit, credentials: credentials,
+                    request: request, caller: caller)
+            }
+        } catch let error as AppStoreServerAPIError {
+            return Self.outcome(for: error)
+        } catch {
+            return .failure(ResponseStatus.internalError, source: .apple, retryable: true, detail: "\(error)")
+        }
+        if outcome.isValid { outcome.assurance = .idLookup }
+        return outcome
+    }
+
+    /// Get Transaction Info, answered as a signed transaction would be, enriched when the app asks for it.
+    private func lookUp(
+        transaction id: String, storeKit: any AppStoreServerLooking, credentials: AppStoreServerAPICredentials,
+        request: VerificationRequest, caller: Caller, logger: Logger
+    ) async throws -> VerificationOutcome {
+        let verified = try await storeKit.transaction(id, credentials: credentials)
+        let purchases = PurchaseTransaction.all(in: verified)
+        if let rejection = TenantChecks.check(
+            bundleID: verified.bundleID, environment: verified.environment, isTestData: verified.isTestData,
+            transactions: purchases, request: request, app: caller.app)
+        {
+            return .rejected(source: .apple, reason: rejection.reason, description: rejection.description)
+        }
+        var outcome = VerificationOutcome(status: 0, body: verified.response, source: .apple)
+        outcome.purchases = purchases
+        outcome.environment = verified.environment
+        if caller.app.enrichment == .on {
+            await enrich(&outcome, verified: verified, request: request, caller: caller, logger: logger)
+        }
+        return outcome
+    }
+
+    /// Get Transaction History by an app transaction id: the customer's purchases in `latest_receipt_info`.
+    private func lookUp(
+        appTransaction id: String, storeKit: any AppStoreServerLooking, credentials: AppStoreServerAPICredentials,
+        request: VerificationRequest, caller: Caller
+    ) async throws -> VerificationOutcome {
+        let facts = try await serverFacts(
+            of: id, storeKit: storeKit, credentials: credentials, excludingOld: request.excludeOldTransactions)
+        if let rejection = TenantChecks.check(
+            bundleID: credentials.bundleID, environment: facts.environment, isTestData: false,
+            transactions: facts.purchases, request: request, app: caller.app)
+        {
+            return .rejected(source: .apple, reason: rejection.reason, description: rejection.description)
+        }
+        var receipt = JSONObject()
+        receipt.append("bundle_id", .string(credentials.bundleID))
+        receipt.append("app_transaction_id", .string(id))
+        var body = JSONObject()
+        body.append("status", .integer(0))
+        body.append("description", .string(VerificationStatus.valid.description))
+        body.append("environment", .string(facts.environment.rawValue))
+        body.append("kind", .string("transaction_history"))
+        body.append("receipt", .object(receipt))
+        body.append("latest_receipt_info", .array(facts.latestReceiptInfo))
+        if let renewals = facts.pendingRenewalInfo { body.append("pending_renewal_info", .array(renewals)) }
+        var outcome = VerificationOutcome(status: 0, body: body, source: .apple)
+        outcome.purchases = facts.purchases
+        outcome.environment = facts.environment
+        return outcome
+    }
+
+    /// The answer when the App Store Server API gave none: Apple does not know the id (21010, as verifyReceipt
+    /// answered for a purchase it could not authorize), a malformed id (21002), the app's credentials refused
+    /// (500, said plainly), or Apple out of reach (500, retryable).
+    static func outcome(for error: AppStoreServerAPIError) -> VerificationOutcome {
+        switch error.code {
+        case .notFound:
+            return .failure(21_010, source: .apple, detail: error.reason)
+        case .refused:
+            return .failure(VerificationStatus.malformed.rawValue, source: .apple, detail: error.reason)
+        case .credentials:
+            var outcome = VerificationOutcome.failure(
+                ResponseStatus.internalError, source: .apple, detail: error.reason)
+            outcome.body["description"] = .string(
+                "Apple refused the app's App Store Server API credentials; check its issuer ID, key ID and key")
+            return outcome
+        case .unavailable, .rateLimited, .invalidResponse:
+            return .failure(ResponseStatus.internalError, source: .apple, retryable: true, detail: error.reason)
+        }
+    }
+}

@@ -1,0 +1,28 @@
+import ReceiptCore
+
+/// What the verification service and the ledger ask of Apple's App Store Server API; `AppleClients` implements it
+/// over HTTP, within Apple's rate limits. Every value handed back was signed by Apple and has been verified.
+///
+/// Failures are ``AppStoreServerAPIError``s: `notFound` when Apple knows no such id in either environment,
+/// `credentials` when Apple refused the app's key, `unavailable` and `rateLimited` when a retry later may succeed.
+/// [Apple's documentation](https://developer.apple.com/documentation/appstoreserverapi)
+public protocol AppStoreServerLooking: Sendable {
+    /// Get Transaction Info: the signed transaction with this id.
+    func transaction(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
+        -> VerifiedReceipt
+
+    /// Get Transaction History (v2), every page up to a bound: the customer's transactions in the app, oldest
+    /// first, and the environment that answered. `id` is any transaction id, original transaction id or app
+    /// transaction id of the customer.
+    func history(of id: String, credentials: AppStoreServerAPICredentials) async throws
+        -> (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
+
+    /// Get All Subscription Statuses: the signed renewal info of each of the customer's subscriptions, in Apple's
+    /// order.
+    func renewals(of id: String, credentials: AppStoreServerAPICredentials) async throws -> [VerifiedReceipt]
+
+    /// Finish Transaction: tells Apple the transaction's content was delivered, in the environment it was made in.
+    func finish(
+        _ transactionID: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+    ) async throws
+}
