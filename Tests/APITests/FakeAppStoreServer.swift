@@ -21,6 +21,7 @@ final class FakeAppStoreServer: Sendable {
 
     /// What one request was.
     struct Received: Sendable {
+        let method: String
         let environment: String
         let path: String
         let query: String
@@ -59,7 +60,8 @@ final class FakeAppStoreServer: Sendable {
         let reply = state.withLock { state -> Reply in
             state.received.append(
                 Received(
-                    environment: environment, path: String(request.uri.path.dropFirst(environment.count + 1)),
+                    method: request.method.rawValue, environment: environment,
+                    path: String(request.uri.path.dropFirst(environment.count + 1)),
                     query: request.uri.query ?? "", token: token, at: .now, date: Date()))
             guard var queue = state.queues[environment], !queue.isEmpty else {
                 return .error(404, appleCode: 4_040_010)
@@ -110,6 +112,7 @@ final class FakeAppStoreServer: Sendable {
         let router = Router()
         for environment in ["production", "sandbox"] {
             router.get("/\(environment)/**") { request, _ in fake.respond(request, environment: environment) }
+            router.post("/\(environment)/**") { request, _ in fake.respond(request, environment: environment) }
         }
         return try await withLoopbackServer(router, label: "fake-app-store-server") { base in try await body(fake, base)
         }

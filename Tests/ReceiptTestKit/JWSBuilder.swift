@@ -27,6 +27,8 @@ public struct JWSBuilder: Sendable {
         case transaction
         /// An `AppTransaction`: no `signedDate`; Apple signs it at its `receiptCreationDate`.
         case appTransaction
+        /// A `JWSRenewalInfo` of `originalTransactionID`'s subscription to `productID`, dated by `signedDate`.
+        case renewalInfo
     }
 
     /// Which certificates sign and travel in `x5c`.
@@ -67,6 +69,18 @@ public struct JWSBuilder: Sendable {
     /// `revocationDate`, `revocationReason`, `revocationType` and `revocationPercentage` (thousandths of a percent),
     /// when Apple revoked the transaction.
     public var revocation: (date: Date, reason: Int, type: String, percentage: Int?)?
+    /// A transaction's `type`.
+    public var type: String = "Auto-Renewable Subscription"
+    /// A transaction's `purchaseDate`; nil: a minute before `signedDate`.
+    public var purchaseDate: Date?
+    /// A transaction's `expiresDate`, when it has one; a renewal info's `gracePeriodExpiresDate`.
+    public var expiresDate: Date?
+    /// A renewal info's `autoRenewStatus`, `isInBillingRetryPeriod`, `expirationIntent` and
+    /// `eligibleWinBackOfferIds`.
+    public var autoRenewStatus = 1
+    public var isInBillingRetryPeriod = false
+    public var expirationIntent: Int?
+    public var eligibleWinBackOfferIDs: [String]?
 
     /// Creates a builder with the defaults above.
     public init() {}
@@ -82,9 +96,11 @@ public struct JWSBuilder: Sendable {
             object = [
                 "transactionId": transactionID, "originalTransactionId": originalTransactionID,
                 "bundleId": bundleID ?? self.bundleID, "productId": productID, "environment": environment,
-                "signedDate": signedDateMilliseconds, "purchaseDate": signedDateMilliseconds - 60_000, "quantity": 1,
-                "type": "Auto-Renewable Subscription", "inAppOwnershipType": ownershipType,
+                "signedDate": signedDateMilliseconds,
+                "purchaseDate": purchaseDate.map(Self.milliseconds) ?? signedDateMilliseconds - 60_000, "quantity": 1,
+                "type": type, "inAppOwnershipType": ownershipType,
             ]
+            if let expiresDate { object["expiresDate"] = Self.milliseconds(expiresDate) }
             if let appAccountToken { object["appAccountToken"] = appAccountToken }
             if let revocation {
                 object["revocationDate"] = Int64((revocation.date.timeIntervalSince1970 * 1_000).rounded(.down))
@@ -101,10 +117,24 @@ public struct JWSBuilder: Sendable {
                 "deviceVerification": "dGVzdA==", "deviceVerificationNonce": "b6a9c5f0-2f1d-4c53-9a4e-7d1f00000001",
                 "appTransactionId": "704528340000000001", "originalPlatform": "iOS",
             ]
+        case .renewalInfo:
+            object = [
+                "originalTransactionId": originalTransactionID, "autoRenewProductId": productID,
+                "productId": productID, "autoRenewStatus": autoRenewStatus,
+                "isInBillingRetryPeriod": isInBillingRetryPeriod, "environment": environment,
+                "signedDate": signedDateMilliseconds,
+                "recentSubscriptionStartDate": signedDateMilliseconds - 86_400_000,
+            ]
+            if let expiresDate { object["gracePeriodExpiresDate"] = Self.milliseconds(expiresDate) }
+            if let expirationIntent { object["expirationIntent"] = expirationIntent }
+            if let eligibleWinBackOfferIDs { object["eligibleWinBackOfferIds"] = eligibleWinBackOfferIDs }
         }
         return Array(
             try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
     }
+
+    /// A date in milliseconds since 1970, as Apple's payloads carry dates.
+    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1_000).rounded(.down)) }
 
     /// Signs with `pki` (which must be P-256) and returns the compact JWS `header.payload.signature`.
     public func build(signedBy pki: TestPKI) throws -> String {

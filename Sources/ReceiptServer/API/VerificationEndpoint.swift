@@ -20,11 +20,13 @@ struct VerificationEndpoint: Sendable {
         case encrypted = "/apiencrypted"
         case transactions = "/api/transactions"
         case delivered = "/api/transactions/delivered"
+        /// `POST /verifyReceipt/{token}` (``VerifyReceiptDropIn``).
+        case dropIn = "/verifyReceipt/:token"
 
         /// The endpoint the plan's gate admits the call to (a confirmation is rate limited as a look-up).
         var usageEndpoint: UsageEndpoint {
             switch self {
-            case .plain: .api
+            case .plain, .dropIn: .api
             case .encrypted: .apiEncrypted
             case .transactions, .delivered: .transactions
             }
@@ -52,8 +54,16 @@ struct VerificationEndpoint: Sendable {
         // (if not, the connection closes after the answer rather than read what is left).
         var body = BodyReading()
         defer { bodies.release(body.reserved) }
+        var parsedRequest: VerificationRequest?
         do {
-            let parsed = try await read(request, context: context, into: &body)
+            var parsed = try await read(request, context: context, into: &body, kind: kind)
+            if kind == .dropIn {
+                // Apple's body alone: the app is the path's, and nothing but the receipt is looked at.
+                parsed = VerificationRequest(
+                    apiKey: nil, token: context.parameters.get("token"), receipt: parsed.receipt,
+                    password: parsed.password, excludeOldTransactions: parsed.excludeOldTransactions)
+            }
+            parsedRequest = parsed
             context.record.token = parsed.token
             nonce = parsed.nonce
             let caller = try await authenticate(request, parsed, from: context)
@@ -73,6 +83,12 @@ struct VerificationEndpoint: Sendable {
             case .plain, .encrypted:
                 outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
                 try await decideDelivery(&outcome, request: parsed, caller: caller, requestID: requestID)
+            case .dropIn:
+                if let password = parsed.password, !password.isEmpty, caller.sharedSecretMatches(password) == false {
+                    outcome = .failure(21_004, detail: "the password is not the app's shared secret")
+                } else {
+                    outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
+                }
             case .transactions:
                 outcome = try await lookUp(parsed, for: caller)
                 outcome.nonce = parsed.nonce
@@ -90,7 +106,12 @@ struct VerificationEndpoint: Sendable {
             outcome.nonce = nonce
             outcome.requestID = requestID
         }
-        var response = Self.response(outcome, sealed: sealed, requestID: requestID)
+        var response =
+            if kind == .dropIn, let answer = VerifyReceiptDropIn.answer(outcome, receiptText: parsedRequest?.receipt) {
+                Self.response(answer, requestID: requestID)
+            } else {
+                Self.response(outcome, sealed: sealed, requestID: requestID)
+            }
         if !body.isComplete, Self.hasBody(request) { response.headers[.connection] = "close" }
         context.record.outcome = RequestRecord.Outcome(
             status: outcome.status, source: outcome.source, input: outcome.input?.rawValue, detail: outcome.detail)
@@ -135,10 +156,12 @@ struct VerificationEndpoint: Sendable {
 
     /// Reads the body within the size limit and the memory budget, after checking a bearer key (a stranger's large
     /// body is then never read), and decodes it.
-    private func read(_ request: Request, context: ServerContext, into body: inout BodyReading) async throws
-        -> VerificationRequest
+    private func read(_ request: Request, context: ServerContext, into body: inout BodyReading, kind: Kind)
+        async throws -> VerificationRequest
     {
-        guard let format = RequestBody.format(contentType: request.headers[.contentType]) else {
+        // Apple's verifyReceipt read JSON whatever the content type said; clients of the drop-in send none.
+        guard let format = kind == .dropIn ? .json : RequestBody.format(contentType: request.headers[.contentType])
+        else {
             throw HTTPFailure(status: ResponseStatus.unsupportedMediaType, reason: "unsupported content type")
         }
         let length = request.headers[.contentLength].flatMap(Int.init)
@@ -229,14 +252,23 @@ struct VerificationEndpoint: Sendable {
         }
     }
 
-    /// The API key from `Authorization: Bearer …` or the `apikey` field; both present and different is refused.
+    /// The API key from `Authorization: Bearer …` (or HTTP Basic with the key as the user, for libraries that can
+    /// only put it in the URL) or the `apikey` field; both present and different is refused.
     private func bearerOrField(_ request: Request, _ field: String?) throws -> String? {
         guard let header = request.headers[.authorization] else { return field }
         let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            throw ServiceError(.unauthorized, "Authorization header is not a bearer token")
+        guard parts.count == 2, ["bearer", "basic"].contains(parts[0].lowercased()) else {
+            throw ServiceError(.unauthorized, "Authorization header is neither a bearer token nor basic")
         }
-        let bearer = parts[1].trimmingCharacters(in: .whitespaces)
+        var bearer = parts[1].trimmingCharacters(in: .whitespaces)
+        if parts[0].lowercased() == "basic" {
+            // `KEY:` in base64: the key is the user; a password, if any, is ignored.
+            guard bearer.utf8.count <= 4 * VerificationRequest.maximumFieldLength,
+                let decoded = Data(base64Encoded: bearer), let text = String(data: decoded, encoding: .utf8),
+                let user = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first
+            else { throw ServiceError(.unauthorized, "Authorization basic credentials are malformed") }
+            bearer = String(user)
+        }
         if let field, field != bearer { throw ServiceError(.unauthorized, "apikey and bearer token differ") }
         return bearer
     }
@@ -317,6 +349,16 @@ struct VerificationEndpoint: Sendable {
     static func wholeSeconds(_ duration: Duration) -> Int {
         let components = duration.components
         return max(1, Int(components.seconds) + (components.attoseconds > 0 ? 1 : 0))
+    }
+
+    /// The HTTP answer of the verifyReceipt drop-in: Apple's JSON, HTTP 200, as Apple answered every verdict.
+    static func response(_ answer: JSONObject, requestID: String) -> Response {
+        var headers = HTTPFields()
+        headers[RequestID.header] = requestID
+        headers[.cacheControl] = "no-store"
+        headers[.contentType] = "application/json"
+        return Response(
+            status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: JSONValue.object(answer).encoded)))
     }
 
     /// The HTTP answer for `outcome`; a 405 names the `allowed` methods.

@@ -100,6 +100,7 @@ func buildRouter(
     var routes: [String: [HTTPRequest.Method]] = [
         "/healthz": [.get, .head], "/readyz": [.get, .head], "/openapi.json": [.get], "/api": [.post],
         "/apiencrypted": [.post], "/api/transactions": [.post], "/api/transactions/delivered": [.post],
+        "/verifyReceipt/:token": [.post],
     ]
     if configuration.metricsPort == nil { routes["/metrics"] = [.get] }
     let router = Router(context: ServerContext.self)
@@ -136,7 +137,7 @@ func buildRouter(
         gate: components.gate,
         verification: verification, ledger: components.ledger, maximumBodySize: configuration.maximumBodySize,
         bodies: BodyBudget(limit: configuration.maximumBodyMemory), logger: logger)
-    for kind in [VerificationEndpoint.Kind.plain, .encrypted, .transactions, .delivered] {
+    for kind in [VerificationEndpoint.Kind.plain, .encrypted, .transactions, .delivered, .dropIn] {
         router.post(RouterPath(kind.rawValue)) { request, context in
             await endpoint.respond(to: request, context: context, kind: kind)
         }

@@ -18,11 +18,22 @@ struct JSONErrorMiddleware: RouterMiddleware {
     {
         do {
             return try await next(request, context)
-        } catch let error as HTTPError where error.status == .notFound && methods[request.uri.path] != nil {
-            return answer(MethodNotAllowed(allowed: methods[request.uri.path] ?? []), context: context)
+        } catch let error as HTTPError where error.status == .notFound && allowed(on: request.uri.path) != nil {
+            return answer(MethodNotAllowed(allowed: allowed(on: request.uri.path) ?? []), context: context)
         } catch {
             return answer(error, context: context)
         }
+    }
+
+    /// The methods `path` takes: its own entry, or that of a pattern whose `:name` segments match any one segment.
+    func allowed(on path: String) -> [HTTPRequest.Method]? {
+        if let exact = methods[path] { return exact }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        return methods.first { pattern, _ in
+            let parts = pattern.split(separator: "/", omittingEmptySubsequences: false)
+            return pattern.contains(":") && parts.count == segments.count
+                && zip(parts, segments).allSatisfy { $0.hasPrefix(":") ? !$1.isEmpty : $0 == $1 }
+        }?.value
     }
 
     private func answer(_ error: any Error, context: Context) -> Response {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// An authenticated caller of `/api`: the account, the key it used and the app it named, with the app's secrets
@@ -16,6 +17,14 @@ public struct Caller: Sendable {
     let sharedSecret: String?
     /// The app's App Store Server API key in clear, if it has one.
     let appleKey: (issuerID: String, keyID: String, privateKeyPEM: String)?
+
+    /// Whether `password` is the app's stored shared secret (compared in constant time, as digests); nil when the
+    /// app has none to compare with. The verifyReceipt drop-in answers 21004 for a mismatch, as Apple did.
+    public func sharedSecretMatches(_ password: String) -> Bool? {
+        guard let sharedSecret else { return nil }
+        return ConstantTime.equals(
+            Array(SHA256.hash(data: Array(password.utf8))), Array(SHA256.hash(data: Array(sharedSecret.utf8))))
+    }
 
     /// The app's App Store Server API credentials for a request about `bundleID` (the JWT's `bid`); nil when the
     /// app has none.

@@ -7,6 +7,8 @@ enum TenantChecks {
     struct Rejection: Error {
         let reason: String
         var description: String?
+        /// The receipt's environment, when that is what the app does not allow.
+        var environment: AppStoreEnvironment?
     }
 
     /// The description of a 403 for a product outside the app's catalog.
@@ -25,7 +27,8 @@ enum TenantChecks {
         }
         // Test-signed data reaches here only when the app allows it; its environment is Xcode, never configured.
         guard isTestData || app.allowedEnvironments.contains(environment) else {
-            return Rejection(reason: "environment \(environment.rawValue) is not allowed for the app")
+            return Rejection(
+                reason: "environment \(environment.rawValue) is not allowed for the app", environment: environment)
         }
         if let catalog = app.productCatalog,
             let outside = transactions.first(where: { !catalog.contains($0.productID) })

@@ -34,6 +34,9 @@ public struct VerificationOutcome: Sendable {
     public var purchases: [PurchaseTransaction] = []
     /// The verdict's environment, for the ledger (valid answers only).
     public var environment: AppStoreEnvironment?
+    /// The receipt's environment, when a 403 is for an environment the app does not allow (the verifyReceipt
+    /// drop-in answers 21007 or 21008 then).
+    public var disallowedEnvironment: AppStoreEnvironment?
     /// How the purchase was proven (valid answers only).
     public var assurance: Assurance?
     /// The client's `nonce`, echoed.
@@ -64,6 +67,13 @@ public struct VerificationOutcome: Sendable {
     public static func rejected(source: Source, reason: String, description: String? = nil) -> VerificationOutcome {
         var outcome = failure(ResponseStatus.rejected, source: source, detail: reason)
         if let description { outcome.body["description"] = .string(description) }
+        return outcome
+    }
+
+    /// A 403 for an app's check that failed.
+    static func rejected(_ rejection: TenantChecks.Rejection, source: Source) -> VerificationOutcome {
+        var outcome = rejected(source: source, reason: rejection.reason, description: rejection.description)
+        outcome.disallowedEnvironment = rejection.environment
         return outcome
     }
 

@@ -29,7 +29,8 @@ extension VerificationService {
         }
         do {
             let facts = try await serverFacts(
-                of: id, storeKit: storeKit, credentials: credentials, excludingOld: request.excludeOldTransactions)
+                of: id, storeKit: storeKit, credentials: credentials, excludingOld: request.excludeOldTransactions,
+                withRenewals: true)
             outcome.body["latest_receipt_info"] = .array(facts.latestReceiptInfo)
             if let renewals = facts.pendingRenewalInfo { outcome.body["pending_renewal_info"] = .array(renewals) }
             outcome.body["enrichment"] = .string("applied")
@@ -52,14 +53,14 @@ extension VerificationService {
 
     private func serverFacts(
         of id: String, storeKit: any AppStoreServerLooking, credentials: AppStoreServerAPICredentials,
-        excludingOld: Bool
+        excludingOld: Bool, withRenewals: Bool
     ) async throws -> ServerFacts {
         let history = try await storeKit.history(of: id, credentials: credentials)
         let payloads = history.transactions.map(\.receipt)
         var facts = ServerFacts(
             latestReceiptInfo: ServerAPIFields.latestReceiptInfo(payloads, excludingOld: excludingOld),
             purchases: payloads.compactMap(PurchaseTransaction.init(jwsPayload:)), environment: history.environment)
-        if payloads.contains(where: { $0["type"]?.stringValue == "Auto-Renewable Subscription" }) {
+        if withRenewals, payloads.contains(where: { $0["type"]?.stringValue == "Auto-Renewable Subscription" }) {
             let renewals = try await storeKit.renewals(of: id, credentials: credentials)
             facts.pendingRenewalInfo = ServerAPIFields.pendingRenewalInfo(renewals.map(\.receipt))
         }
@@ -129,7 +130,7 @@ extension VerificationService {
             bundleID: verified.bundleID, environment: verified.environment, isTestData: verified.isTestData,
             transactions: purchases, request: request, app: caller.app)
         {
-            return .rejected(source: .apple, reason: rejection.reason, description: rejection.description)
+            return .rejected(rejection, source: .apple)
         }
         var outcome = VerificationOutcome(status: 0, body: verified.response, source: .apple)
         outcome.purchases = purchases
@@ -140,18 +141,20 @@ extension VerificationService {
         return outcome
     }
 
-    /// Get Transaction History by an app transaction id: the customer's purchases in `latest_receipt_info`.
+    /// Get Transaction History by an app transaction id: the customer's purchases in `latest_receipt_info` (and
+    /// `pending_renewal_info` when the app enriches its answers).
     private func lookUp(
         appTransaction id: String, storeKit: any AppStoreServerLooking, credentials: AppStoreServerAPICredentials,
         request: VerificationRequest, caller: Caller
     ) async throws -> VerificationOutcome {
         let facts = try await serverFacts(
-            of: id, storeKit: storeKit, credentials: credentials, excludingOld: request.excludeOldTransactions)
+            of: id, storeKit: storeKit, credentials: credentials, excludingOld: request.excludeOldTransactions,
+            withRenewals: caller.app.enrichment == .on)
         if let rejection = TenantChecks.check(
             bundleID: credentials.bundleID, environment: facts.environment, isTestData: false,
             transactions: facts.purchases, request: request, app: caller.app)
         {
-            return .rejected(source: .apple, reason: rejection.reason, description: rejection.description)
+            return .rejected(rejection, source: .apple)
         }
         var receipt = JSONObject()
         receipt.append("bundle_id", .string(credentials.bundleID))

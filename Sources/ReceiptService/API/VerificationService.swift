@@ -110,7 +110,7 @@ public struct VerificationService: Sendable {
             transactions: purchases, request: request, app: caller.app)
         {
             return .verdict(
-                .rejected(source: .local, reason: rejection.reason, description: rejection.description))
+                .rejected(rejection, source: .local))
         }
         var body = verified.response
         if verified.kind == .unifiedReceipt {
@@ -158,7 +158,7 @@ public struct VerificationService: Sendable {
                 bundleID: bundleID, environment: answered, isTestData: false, transactions: purchases,
                 request: request, app: caller.app)
             {
-                return .rejected(source: .apple, reason: rejection.reason, description: rejection.description)
+                return .rejected(rejection, source: .apple)
             }
             environment = answered
         }

@@ -70,7 +70,11 @@ enum ServerAPIFields {
                 item.append("expiration_intent", .string(String(intent)))
             }
             copy("autoRenewProductId", as: "auto_renew_product_id", from: payload, to: &item)
-            if case .bool(let retrying)? = payload["isInBillingRetryPeriod"] {
+            // verifyReceipt gave the retry flag for a subscription that expired or is being retried, not for one
+            // that renews normally.
+            if case .bool(let retrying)? = payload["isInBillingRetryPeriod"],
+                retrying || payload["expirationIntent"] != nil
+            {
                 item.append("is_in_billing_retry_period", .string(retrying ? "1" : "0"))
             }
             date("gracePeriodExpiresDate", as: "grace_period_expires_date", from: payload, to: &item)

@@ -1,0 +1,427 @@
+import Crypto
+import Foundation
+import NIOHTTP1
+import ReceiptCore
+import ReceiptTestKit
+import TestSupport
+import Testing
+
+/// `/api` with Apple's server-side truth, end to end: a live `serve` whose App Store Server API is a fake Apple on
+/// loopback that checks every JWT. Enriched answers (history → `latest_receipt_info`, statuses →
+/// `pending_renewal_info`, the ledger learning Apple's transactions), a burst costing Apple one request, Apple out of
+/// reach, look-ups by id with their `assurance`, and the `verifyReceipt` drop-in.
+@Suite struct ServerAPIAnswersTests {
+    static let bundleID = "com.example.app"
+
+    /// Runs `body` against a live service of `kind` whose App Store Server API is a fake Apple.
+    static func withServerAPI(
+        _ kind: StoreKind, serveArguments: [String] = [],
+        _ body: @Sendable (LiveService, FakeAppStoreServer) async throws -> Void
+    ) async throws {
+        try await FakeAppStoreServer.run(
+            publicKey: AppStoreServerAPITests.appKey.publicKey, issuerID: AppStoreServerAPITests.issuerID,
+            bundleID: bundleID
+        ) { fake, base in
+            try await withLiveService(
+                kind,
+                serveArguments: [
+                    "--storekit-production-url", base + "/production", "--storekit-sandbox-url", base + "/sandbox",
+                ] + serveArguments
+            ) { service in try await body(service, fake) }
+        }
+    }
+
+    /// An app with App Store Server API credentials (the fake's key) and `arguments`.
+    static func tenant(_ service: LiveService, _ arguments: [String] = []) throws -> LiveService.Tenant {
+        let keyFile = service.cli.directory.appendingPathComponent("apple-key-\(UUID().uuidString).p8")
+        try AppStoreServerAPITests.appKey.pemRepresentation.write(to: keyFile, atomically: true, encoding: .utf8)
+        return try service.tenant(
+            appArguments: [
+                "--allow-test-data", "--apple-issuer-id", AppStoreServerAPITests.issuerID, "--apple-key-id",
+                "ABC123DEFG", "--apple-private-key-file", keyFile.path,
+            ] + arguments)
+    }
+
+    static let base = RFC3339.date("2023-05-01T00:00:00Z")
+
+    /// A signed transaction of the test PKI.
+    static func transaction(
+        _ id: String, original: String = "1000000000", type: String = "Auto-Renewable Subscription",
+        product: String = "com.example.app.monthly", hoursAfterBase hours: Double, revoked: Bool = false
+    ) throws -> String {
+        var builder = JWSBuilder()
+        builder.transactionID = id
+        builder.originalTransactionID = original
+        builder.type = type
+        builder.productID = product
+        builder.purchaseDate = base.addingTimeInterval(hours * 3_600)
+        if type == "Auto-Renewable Subscription" {
+            builder.expiresDate = base.addingTimeInterval(hours * 3_600 + 30 * 86_400)
+        }
+        if revoked { builder.revocation = (base.addingTimeInterval(hours * 3_600 + 600), 1, "REFUND_FULL", nil) }
+        return try builder.build(signedBy: try sharedJWSPKI.get())
+    }
+
+    /// Apple's history answer holding `transactions`.
+    static func history(_ transactions: [String], hasMore: Bool = false, revision: String = "r1")
+        -> FakeAppStoreServer.Reply
+    {
+        var object = JSONObject()
+        object.append("revision", .string(revision))
+        object.append("hasMore", .bool(hasMore))
+        object.append("bundleId", .string(bundleID))
+        object.append("environment", .string("Sandbox"))
+        object.append("signedTransactions", .array(transactions.map { .string($0) }))
+        return .json(JSONValue.object(object).encodedString)
+    }
+
+    /// Apple's subscription statuses answer: one group, the subscription's last transaction and renewal info.
+    static func statuses(transaction: String, winBackOffers: [String]) throws -> FakeAppStoreServer.Reply {
+        var renewal = JWSBuilder()
+        renewal.payload = .renewalInfo
+        renewal.originalTransactionID = "1000000000"
+        renewal.eligibleWinBackOfferIDs = winBackOffers
+        let item: JSONObject = [
+            "originalTransactionId": .string("1000000000"), "status": .integer(1),
+            "signedTransactionInfo": .string(transaction),
+            "signedRenewalInfo": .string(try renewal.build(signedBy: try sharedJWSPKI.get())),
+        ]
+        let group: JSONObject = [
+            "subscriptionGroupIdentifier": .string("21000000"), "lastTransactions": .array([.object(item)]),
+        ]
+        let answer: JSONObject = [
+            "environment": .string("Sandbox"), "bundleId": .string(bundleID), "data": .array([.object(group)]),
+        ]
+        return .json(JSONValue.object(answer).encodedString)
+    }
+
+    /// Scripts the fake with a customer whose subscription renewed after the receipt was made and whose coins were
+    /// refunded; returns the renewal's transaction id.
+    static func scriptCustomer(_ fake: FakeAppStoreServer) throws {
+        let renewal = try transaction("1000000010", hoursAfterBase: 48)
+        fake.script(
+            "production",
+            history([
+                try transaction("1000000000", hoursAfterBase: 0),
+                try transaction(
+                    "1000000001", original: "1000000001", type: "Consumable", product: "com.example.app.coins",
+                    hoursAfterBase: 1, revoked: true),
+                try transaction("1000000002", hoursAfterBase: 24),
+                renewal,
+            ]),
+            try statuses(transaction: renewal, winBackOffers: ["winback.later", "winback.first"]))
+    }
+
+    static func transactions(_ answer: JSONObject) -> [String: JSONObject] {
+        var found: [String: JSONObject] = [:]
+        for case .object(let entry) in answer["transactions"]?.arrayValue ?? [] {
+            if let id = entry["transaction_id"]?.stringValue { found[id] = entry }
+        }
+        return found
+    }
+
+    @Test(
+        "an enriched answer: Apple's history and renewal state, the ledger learns them, a burst asks Apple once",
+        arguments: StoreKind.available)
+    func enrichedAnswers(kind: StoreKind) async throws {
+        try await Self.withServerAPI(kind) { service, fake in
+            let tenant = try Self.tenant(service, ["--enrichment", "on"])
+            try Self.scriptCustomer(fake)
+            let receipt = try service.receipt(count: 3)
+            let answer = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", receipt),
+            ]).json()
+            #expect(answer["status"] == .integer(0))
+            #expect(
+                Array(answer.keys) == [
+                    "status", "description", "environment", "receipt", "latest_receipt_info", "pending_renewal_info",
+                    "enrichment", "assurance", "transactions", "request_id",
+                ])
+            #expect(answer["enrichment"] == .string("applied"))
+            #expect(answer["assurance"] == .string("signed-receipt"))
+            // Apple's truth, oldest first, consumables left out as verifyReceipt did, the renewal the receipt
+            // predates included; verifyReceipt's names and Apple's three date forms.
+            let latest = try #require(answer["latest_receipt_info"]?.arrayValue)
+            #expect(latest.map { $0["transaction_id"]?.stringValue } == ["1000000000", "1000000002", "1000000010"])
+            let newest = try #require(latest.last)
+            #expect(newest["original_transaction_id"] == .string("1000000000"))
+            #expect(newest["quantity"] == .string("1"))
+            let purchased = Int64(Self.base.addingTimeInterval(48 * 3_600).timeIntervalSince1970 * 1_000)
+            #expect(newest["purchase_date_ms"] == .string(String(purchased)))
+            #expect(newest["purchase_date"] == .string("2023-05-03 00:00:00 Etc/GMT"))
+            #expect(newest["purchase_date_pst"] == .string("2023-05-02 17:00:00 America/Los_Angeles"))
+            #expect(newest["expires_date_ms"] == .string(String(purchased + 30 * 86_400_000)))
+            #expect(newest["is_trial_period"] == .string("false"))
+            #expect(
+                answer["pending_renewal_info"]
+                    == .array([
+                        .object([
+                            "auto_renew_product_id": .string("com.example.app.monthly"),
+                            "original_transaction_id": .string("1000000000"),
+                            "product_id": .string("com.example.app.monthly"), "auto_renew_status": .string("1"),
+                            // Apple's order, not sorted.
+                            "eligible_win_back_offer_ids": .array([.string("winback.later"), .string("winback.first")]),
+                        ])
+                    ]))
+            // The ledger learnt every transaction Apple gave: the renewal is new, the refunded coins are not
+            // delivered.
+            let ledger = Self.transactions(answer)
+            #expect(ledger["1000000010"]?["state"] == .string("new"))
+            #expect(ledger["1000000010"]?["deliver"] == .bool(true))
+            #expect(ledger["1000000001"]?["state"] == .string("refunded"))
+            #expect(ledger["1000000001"]?["deliver"] == .bool(false))
+            #expect(fake.badTokens == 0)
+            #expect(
+                fake.received.map(\.path) == ["/inApps/v2/history/1000000000", "/inApps/v1/subscriptions/1000000000"])
+            #expect(fake.received.first?.query.contains("sort=ASCENDING") == true)
+
+            // A burst of calls for the same customer costs Apple nothing more: the answers are reused.
+            try await withThrowingTaskGroup(of: JSONObject.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        try await service.post(form: [
+                            ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", receipt),
+                        ]).json()
+                    }
+                }
+                for try await again in group {
+                    #expect(again["enrichment"] == .string("applied"))
+                    #expect(again["latest_receipt_info"] == answer["latest_receipt_info"])
+                }
+            }
+            #expect(fake.received.count == 2)
+
+            // exclude-old-transactions: the newest of each subscription alone.
+            let newestOnly = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", receipt),
+                ("exclude_old_transactions", "true"),
+            ]).json()
+            #expect(
+                newestOnly["latest_receipt_info"]?.arrayValue?.map { $0["transaction_id"] } == [.string("1000000010")])
+
+            // Without the switch, the same receipt is answered from itself alone, and Apple is not asked.
+            let plain = try Self.tenant(service)
+            let local = try await service.post(form: [
+                ("apikey", plain.apiKey), ("token", plain.token), ("receipt", receipt),
+            ]).json()
+            #expect(local["enrichment"] == nil && local["pending_renewal_info"] == nil)
+            #expect(local["latest_receipt_info"]?.arrayValue?.count == 2)
+            #expect(fake.received.count == 2)
+        }
+    }
+
+    @Test(
+        "Apple out of reach: the answer from the receipt alone, enrichment unavailable, retryable",
+        arguments: StoreKind.available)
+    func enrichmentUnavailable(kind: StoreKind) async throws {
+        try await Self.withServerAPI(kind, serveArguments: ["--storekit-timeout", "3"]) { service, fake in
+            let tenant = try Self.tenant(service, ["--enrichment", "on"])
+            for _ in 0..<8 { fake.script("production", .error(503)) }
+            let answer = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", try service.receipt(count: 3)),
+            ])
+            #expect(answer.httpStatus == 200)
+            let body = try answer.json()
+            #expect(body["status"] == .integer(0))
+            #expect(body["enrichment"] == .string("unavailable"))
+            #expect(body["retryable"] == .bool(true))
+            // What the receipt itself proves is still there, and the ledger decided on it.
+            #expect(body["latest_receipt_info"]?.arrayValue?.count == 2)
+            #expect(Self.transactions(body).count == 3)
+            #expect(fake.received.count > 1, "5xx answers are retried")
+        }
+    }
+
+    @Test(
+        "look-ups by id: transaction_id and app_transaction_id, assurance id-lookup, refused when the app says so",
+        arguments: StoreKind.available)
+    func lookUpsByID(kind: StoreKind) async throws {
+        try await Self.withServerAPI(kind) { service, fake in
+            let tenant = try Self.tenant(service)
+            let signed = try Self.transaction("1000000002", hoursAfterBase: 24)
+            fake.script("production", .json(#"{"signedTransactionInfo":"\#(signed)"}"#))
+            let byTransaction = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("transaction_id", "1000000002"),
+            ]).json()
+            #expect(byTransaction["status"] == .integer(0))
+            #expect(byTransaction["assurance"] == .string("id-lookup"))
+            #expect(byTransaction["receipt"]?["transactionId"] == .string("1000000002"))
+            #expect(Self.transactions(byTransaction)["1000000002"]?["state"] == .string("new"))
+            #expect(fake.received.last?.path == "/inApps/v1/transactions/1000000002")
+
+            fake.script("production", Self.history([try Self.transaction("1000000000", hoursAfterBase: 0)]))
+            let byAppTransaction = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("app_transaction_id", "704528340000000001"),
+            ]).json()
+            #expect(byAppTransaction["status"] == .integer(0))
+            #expect(byAppTransaction["assurance"] == .string("id-lookup"))
+            #expect(byAppTransaction["receipt"]?["app_transaction_id"] == .string("704528340000000001"))
+            #expect(byAppTransaction["latest_receipt_info"]?.arrayValue?.count == 1)
+            #expect(fake.received.last?.path == "/inApps/v2/history/704528340000000001")
+
+            // An id Apple knows in neither environment: as if the purchase was never made.
+            let unknown = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("transaction_id", "1999999999"),
+            ]).json()
+            #expect(unknown["status"] == .integer(21_010))
+            #expect(unknown["assurance"] == nil)
+            let both = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("transaction_id", "1"),
+                ("app_transaction_id", "2"),
+            ])
+            #expect(both.httpStatus == 400)
+            let malformed = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("transaction_id", "../../admin"),
+            ]).json()
+            #expect(malformed["status"] == .integer(21_002))
+
+            // The app refuses ids alone; an app without credentials cannot look them up.
+            let requests = fake.received.count
+            let refusing = try Self.tenant(service, ["--id-lookups", "refuse"])
+            let refused = try await service.post(form: [
+                ("apikey", refusing.apiKey), ("token", refusing.token), ("transaction_id", "1000000002"),
+            ])
+            #expect(refused.httpStatus == 403)
+            #expect(try refused.json()["description"]?.stringValue?.contains("transaction id alone") == true)
+            let bare = try service.tenant(appArguments: ["--allow-test-data"])
+            let withoutCredentials = try await service.post(form: [
+                ("apikey", bare.apiKey), ("token", bare.token), ("transaction_id", "1000000002"),
+            ])
+            #expect(withoutCredentials.httpStatus == 403)
+            #expect(fake.received.count == requests, "refused look-ups never reach Apple")
+
+            // A signed transaction says so too.
+            let jws = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", signed),
+            ]).json()
+            #expect(jws["assurance"] == .string("signed-jws"))
+        }
+    }
+
+    @Test(
+        "the verifyReceipt drop-in: Apple's request, Apple's shape and codes, the key as bearer or basic",
+        arguments: StoreKind.available)
+    func verifyReceiptDropIn(kind: StoreKind) async throws {
+        try await Self.withServerAPI(kind) { service, fake in
+            let tenant = try Self.tenant(service, ["--enrichment", "on", "--shared-secret", "0123456789abcdef"])
+            try Self.scriptCustomer(fake)
+            let receipt = try service.receipt(count: 3)
+            let path = "/verifyReceipt/\(tenant.token)"
+            let request =
+                #"{"receipt-data":"\#(receipt)","password":"0123456789abcdef","exclude-old-transactions":false}"#
+            // No content type, as libraries send it; the key as a bearer token.
+            let answer = try await service.post(
+                path, body: request, contentType: "text/plain", headers: [("Authorization", "Bearer \(tenant.apiKey)")])
+            #expect(answer.httpStatus == 200)
+            let body = try answer.json()
+            #expect(
+                Array(body.keys) == [
+                    "status", "environment", "receipt", "latest_receipt_info", "latest_receipt", "pending_renewal_info",
+                ])
+            #expect(body["status"] == .integer(0))
+            #expect(body["latest_receipt"] == .string(receipt))
+            #expect(body["latest_receipt_info"]?.arrayValue?.count == 3)
+
+            // The key as HTTP Basic's user: what a library sends for https://KEY@host/verifyReceipt/TOKEN.
+            let basic = Data("\(tenant.apiKey):".utf8).base64EncodedString()
+            let viaBasic = try await service.post(
+                path, body: request, contentType: "application/json", headers: [("Authorization", "Basic \(basic)")])
+            #expect(try viaBasic.json()["status"] == .integer(0))
+
+            // Apple's codes: another shared secret 21004, damaged data 21002, a forged receipt 21003, an unreadable
+            // body 21002; all HTTP 200 as Apple answered.
+            let cases: [(String, Int)] = [
+                (#"{"receipt-data":"\#(receipt)","password":"not-the-secret"}"#, 21_004),
+                (#"{"receipt-data":"AAAA"}"#, 21_002),
+                (#"{"receipt-data":"\#(try service.receipt(count: 1, tampering: .content))"}"#, 21_003),
+                ("{not json", 21_002),
+            ]
+            for (text, status) in cases {
+                let refused = try await service.post(
+                    path, body: text, contentType: "application/json",
+                    headers: [("Authorization", "Bearer \(tenant.apiKey)")])
+                #expect(refused.httpStatus == 200, "\(status)")
+                #expect(try refused.json() == ["status": .integer(Int64(status))], "\(status)")
+            }
+
+            // The exchange itself failing is not a verdict: a wrong key is HTTP 401, another method 405.
+            let stranger = try await service.post(
+                path, body: request, contentType: "application/json", headers: [("Authorization", "Bearer rv_nope")])
+            #expect(stranger.httpStatus == 401)
+            let get = try await service.post(path, body: "", method: .GET)
+            #expect(get.httpStatus == 405 && get.header("Allow") == "POST")
+            // Another app's token with this key is refused alike.
+            let other = try await service.post(
+                "/verifyReceipt/app_00000000000000000000000000000000", body: request, contentType: "application/json",
+                headers: [("Authorization", "Bearer \(tenant.apiKey)")])
+            #expect(other.httpStatus == 401)
+        }
+    }
+
+    @Test("the drop-in answers Apple's real receipt in Apple's recorded shape", arguments: StoreKind.available)
+    func dropInOnApplesReceipt(kind: StoreKind) async throws {
+        guard let fixtures = SharedFixtures.directory else {
+            if SharedFixtures.isCI { Issue.record("fixtures missing under CI") }
+            return
+        }
+        try await withLiveService(kind) { service in
+            let receipt = try String(
+                contentsOf: fixtures.appendingPathComponent("receipts/revenuecat_sandbox_ios_2020.b64"), encoding: .utf8
+            ).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard
+                case .object(let recorded) = try JSONParser.parse(
+                    Array(
+                        try Data(
+                            contentsOf: fixtures.appendingPathComponent(
+                                "apple-responses/revenuecat_status0_unified_sandbox_2020.json"))))
+            else { throw SetupError("the recorded answer is not an object") }
+            let sandbox = try service.tenant(appArguments: [
+                "--bundle-id", "com.revenuecat.sampleapp", "--environment", "sandbox",
+            ])
+            let request = #"{"receipt-data":"\#(receipt)","exclude-old-transactions":false}"#
+            let answer = try await service.post(
+                "/verifyReceipt/\(sandbox.token)", body: request, contentType: "application/json",
+                headers: [("Authorization", "Bearer \(sandbox.apiKey)")])
+            #expect(answer.httpStatus == 200)
+            let body = try answer.json()
+            // Apple's members in Apple's order; pending_renewal_info is Apple's servers' alone (enrichment gives it).
+            #expect(Array(body.keys) == Array(recorded.keys).filter { $0 != "pending_renewal_info" })
+            #expect(body["status"] == recorded["status"])
+            #expect(body["environment"] == recorded["environment"])
+            // Apple's receipt, with the time of this request as Apple's request_date.
+            guard case .object(var receiptFields)? = body["receipt"],
+                case .object(var recordedFields)? = recorded["receipt"]
+            else { throw SetupError("no receipt") }
+            #expect(Array(receiptFields.keys) == Array(recordedFields.keys))
+            let requested = Int64(receiptFields["request_date_ms"]?.stringValue ?? "") ?? 0
+            #expect(abs(requested - Int64(Date().timeIntervalSince1970 * 1_000)) < 60_000)
+            for field in ["request_date", "request_date_ms", "request_date_pst"] {
+                receiptFields[field] = nil
+                recordedFields[field] = nil
+            }
+            #expect(receiptFields == recordedFields)
+            let apples = try #require(recorded["latest_receipt_info"]?.arrayValue).map { value -> JSONValue in
+                guard case .object(var object) = value else { return value }
+                object["subscription_group_identifier"] = nil
+                return .object(object)
+            }
+            #expect(body["latest_receipt_info"]?.arrayValue == apples)
+            #expect(body["latest_receipt"] == .string(receipt))
+
+            // A sandbox receipt sent to an app that takes production only: Apple's 21007.
+            let production = try service.tenant(appArguments: [
+                "--bundle-id", "com.revenuecat.sampleapp", "--environment", "production",
+            ])
+            let wrongEnvironment = try await service.post(
+                "/verifyReceipt/\(production.token)", body: request, contentType: "application/json",
+                headers: [("Authorization", "Bearer \(production.apiKey)")])
+            #expect(try wrongEnvironment.json() == ["status": .integer(21_007)])
+            // Another app's receipt: Apple "could not authorize" it.
+            let otherApp = try service.tenant(appArguments: ["--environment", "sandbox"])
+            let foreign = try await service.post(
+                "/verifyReceipt/\(otherApp.token)", body: request, contentType: "application/json",
+                headers: [("Authorization", "Bearer \(otherApp.apiKey)")])
+            #expect(try foreign.json() == ["status": .integer(21_010)])
+        }
+    }
+}
