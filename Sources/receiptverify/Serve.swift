@@ -127,6 +127,12 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "Seconds before a failed Finish Transaction is asked again, doubling up to 6 h. Env: RECEIPTVERIFY_STOREKIT_FINISH_RETRY_SECONDS. Default: 60"
+    )
+    var storekitFinishRetrySeconds: String?
+
+    @Option(
+        help:
             "Serve /metrics on this port instead of the main one (0: the main port). Env: RECEIPTVERIFY_METRICS_PORT. Default: 0"
     )
     var metricsPort: String?
@@ -192,6 +198,7 @@ struct Serve: AsyncParsableCommand {
             "storekit-sandbox-url": storekitSandboxURL, "storekit-requests-per-second": storekitRequestsPerSecond,
             "storekit-sandbox-requests-per-second": storekitSandboxRequestsPerSecond,
             "storekit-timeout": storekitTimeout, "storekit-cache-seconds": storekitCacheSeconds,
+            "storekit-finish-retry-seconds": storekitFinishRetrySeconds,
         ]
     }
 

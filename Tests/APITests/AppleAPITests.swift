@@ -43,7 +43,10 @@ import Testing
             #expect(answer.httpStatus == 200)
             #expect(Array(body.keys.prefix(apple.keys.count)) == apple.keys)
             for key in apple.keys { #expect(body[key] == apple[key], "\(key)") }
-            #expect(Array(body.keys.dropFirst(apple.keys.count)) == ["description", "transactions", "request_id"])
+            #expect(
+                Array(body.keys.dropFirst(apple.keys.count)) == [
+                    "description", "assurance", "transactions", "request_id",
+                ])
             let sent = try #require(service.apple.received.first)
             #expect(sent.environment == "production")
             #expect(sent.receiptData == receipt)

@@ -64,8 +64,8 @@ import Testing
             // Apple's shape is untouched: our fields come after it.
             #expect(
                 Array(first.keys) == [
-                    "status", "description", "environment", "receipt", "latest_receipt_info", "transactions",
-                    "request_id",
+                    "status", "description", "environment", "receipt", "latest_receipt_info", "assurance",
+                    "transactions", "request_id",
                 ])
 
             let second = try await Self.call(service, tenant, receipt: receipt).json()

@@ -59,7 +59,10 @@ import Testing
         let verified = try Self.verifyJWS(builder)
         #expect(verified.isTestData)
         #expect(verified.environment == .xcode)
-        #expect(verified.kind == (payload == .appTransaction ? .appTransaction : .signedTransaction))
+        let kinds: [JWSBuilder.Payload: VerifiedReceipt.Kind] = [
+            .transaction: .signedTransaction, .appTransaction: .appTransaction, .renewalInfo: .signedRenewalInfo,
+        ]
+        #expect(verified.kind == kinds[payload])
         #expect(Self.code { try Self.verifyJWS(builder, allowTestData: false) } == .testDataNotAllowed)
         let appleOnly = ReceiptVerifier(anchors: .apple)
         #expect(

@@ -4,7 +4,7 @@ import Synchronization
 
 /// A real store (SQLite, from the caller) seen through a window that counts the reads a request can cause and can
 /// hold them, as a database that stops answering would: the tests of what strangers and outages cost.
-final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionStore {
+final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionStore, AppleFinishStore {
     let base: any DataStore
 
     private struct State {
@@ -75,6 +75,7 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
         await enter("recordAPIKeyUse")
         try await base.recordAPIKeyUse(id: id, at: date)
     }
+    func app(id: UUID) async throws -> App? { try await base.app(id: id) }
     func app(token: String) async throws -> App? {
         await enter("app")
         return try await base.app(token: token)
@@ -137,8 +138,17 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     func auditEntries(accountID: UUID?, limit: Int) async throws -> [AuditEntry] {
         try await base.auditEntries(accountID: accountID, limit: limit)
     }
-    func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date) async throws -> [LedgerEntry] {
-        try await base.confirmDelivery(appID: appID, transactionIDs: transactionIDs, at: date)
+    func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date, finishingWithApple: Bool)
+        async throws -> [LedgerEntry]
+    {
+        try await base.confirmDelivery(
+            appID: appID, transactionIDs: transactionIDs, at: date, finishingWithApple: finishingWithApple)
+    }
+    func claimAppleFinishes(dueBy now: Date, lease: Duration, limit: Int) async throws -> [AppleFinishTask] {
+        try await base.claimAppleFinishes(dueBy: now, lease: lease, limit: limit)
+    }
+    func recordAppleFinish(_ task: AppleFinishTask, outcome: AppleFinishOutcome, at date: Date) async throws {
+        try await base.recordAppleFinish(task, outcome: outcome, at: date)
     }
     func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry] { try await base.ledgerEntries(query) }
     func setClaim(appID: UUID, originalTransactionID: String, user: String?, at date: Date) async throws -> Bool {

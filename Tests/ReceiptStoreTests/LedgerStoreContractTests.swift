@@ -152,15 +152,94 @@ import Testing
             let recorded = try await store.record(recording)
             #expect(recorded.allSatisfy { $0.entry.deliveredAt == nil })
             let confirmed = try await store.confirmDelivery(
-                appID: app.id, transactionIDs: ["1", "unknown"], at: Self.start.addingTimeInterval(5))
+                appID: app.id, transactionIDs: ["1", "unknown"], at: Self.start.addingTimeInterval(5),
+                finishingWithApple: false)
+            #expect(confirmed.allSatisfy { $0.appleFinish == nil })
             #expect(confirmed.map(\.transaction.transactionID) == ["1"])
             #expect(confirmed[0].deliveredAt == Self.start.addingTimeInterval(5))
             let again = try await store.confirmDelivery(
-                appID: app.id, transactionIDs: ["1", "2"], at: Self.start.addingTimeInterval(9))
+                appID: app.id, transactionIDs: ["1", "2"], at: Self.start.addingTimeInterval(9),
+                finishingWithApple: false)
             #expect(
                 Dictionary(uniqueKeysWithValues: again.map { ($0.transaction.transactionID, $0.deliveredAt) }) == [
                     "1": Self.start.addingTimeInterval(5), "2": Self.start.addingTimeInterval(9),
                 ])
+        }
+    }
+
+    @Test(
+        "Apple finishes: pending with the confirmation, leased by a claim, retried when due, finished or failed",
+        arguments: StoreKind.available)
+    func appleFinishesAreClaimedAndRecorded(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            var recording = Self.recording(app, [Self.purchase("1"), Self.purchase("2"), Self.purchase("3")])
+            recording.deliversNew = false
+            _ = try await store.record(recording)
+            let confirmedAt = Self.start.addingTimeInterval(5)
+            let confirmed = try await store.confirmDelivery(
+                appID: app.id, transactionIDs: ["1", "2"], at: confirmedAt, finishingWithApple: true)
+            #expect(confirmed.map(\.appleFinish?.state) == [.pending, .pending])
+            _ = try await store.confirmDelivery(
+                appID: app.id, transactionIDs: ["3"], at: confirmedAt, finishingWithApple: false)
+            // Xcode's test transactions never reached Apple's servers: nothing to finish there.
+            var xcode = Self.recording(app, [Self.purchase("x1")], environment: .xcode)
+            xcode.deliversNew = false
+            _ = try await store.record(xcode)
+            let test = try await store.confirmDelivery(
+                appID: app.id, transactionIDs: ["x1"], at: confirmedAt, finishingWithApple: true)
+            #expect(test.count == 1 && test[0].appleFinish == nil)
+
+            // Due at once; a claim leases them, so a second claim (another server) gets none until the lease ends.
+            let claimed = try await store.claimAppleFinishes(dueBy: confirmedAt, lease: .seconds(60), limit: 10)
+            #expect(Set(claimed.map(\.transactionID)) == ["1", "2"])
+            #expect(claimed.allSatisfy { $0.attempts == 0 && $0.confirmedAt == confirmedAt && $0.appID == app.id })
+            #expect(
+                try await store.claimAppleFinishes(
+                    dueBy: confirmedAt.addingTimeInterval(59), lease: .seconds(60), limit: 10
+                )
+                .isEmpty)
+            let one = try await store.claimAppleFinishes(
+                dueBy: confirmedAt.addingTimeInterval(61), lease: .seconds(60), limit: 1)
+            #expect(one.count == 1)
+
+            let first = try #require(claimed.first { $0.transactionID == "1" })
+            let second = try #require(claimed.first { $0.transactionID == "2" })
+            let attempted = confirmedAt.addingTimeInterval(70)
+            try await store.recordAppleFinish(first, outcome: .finished, at: attempted)
+            try await store.recordAppleFinish(
+                second, outcome: .retry(next: attempted.addingTimeInterval(300), error: "Apple failed (HTTP 503)"),
+                at: attempted)
+            #expect(
+                try await store.claimAppleFinishes(
+                    dueBy: attempted.addingTimeInterval(299), lease: .seconds(60), limit: 10
+                )
+                .isEmpty)
+            let retried = try await store.claimAppleFinishes(
+                dueBy: attempted.addingTimeInterval(301), lease: .seconds(60), limit: 10)
+            #expect(retried.map(\.transactionID) == ["2"] && retried.first?.attempts == 1)
+            try await store.recordAppleFinish(
+                try #require(retried.first), outcome: .failed(error: "Apple refused the request (HTTP 400)"),
+                at: attempted.addingTimeInterval(301))
+            // A finished or failed one is not attempted again, nor changed by a late outcome.
+            try await store.recordAppleFinish(first, outcome: .failed(error: "late"), at: attempted)
+            #expect(
+                try await store.claimAppleFinishes(
+                    dueBy: attempted.addingTimeInterval(86_400), lease: .seconds(60), limit: 10
+                )
+                .isEmpty)
+
+            let entries = Dictionary(
+                uniqueKeysWithValues: try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).map {
+                    ($0.transaction.transactionID, $0.appleFinish)
+                })
+            #expect(
+                entries["1"] == AppleFinishStatus(state: .finished, attempts: 1, lastError: nil, finishedAt: attempted))
+            #expect(
+                entries["2"]
+                    == AppleFinishStatus(
+                        state: .failed, attempts: 2, lastError: "Apple refused the request (HTTP 400)", finishedAt: nil)
+            )
+            #expect(entries["3"] == .some(nil))
         }
     }
 

@@ -44,13 +44,14 @@ extension VerificationEndpoint {
         return VerificationOutcome(status: 0, body: body, source: .local)
     }
 
-    /// Marks the named transactions delivered (idempotent); answers each found one with its `delivered_at` and
-    /// names the ids the app's ledger does not hold.
+    /// Marks the named transactions delivered (idempotent); answers each found one with its `delivered_at` (and its
+    /// `apple_finish` for an app with App Store Server API credentials) and names the ids the app's ledger does not
+    /// hold.
     func confirmDeliveries(_ request: VerificationRequest, for caller: Caller) async throws -> VerificationOutcome {
         guard let ids = request.transactionIDs, !ids.isEmpty else {
             throw HTTPFailure(status: ResponseStatus.badRequest, reason: "transaction_ids is required")
         }
-        let entries = try await ledger.confirmDelivery(appID: caller.app.id, transactionIDs: ids)
+        let entries = try await ledger.confirmDelivery(app: caller.app, transactionIDs: ids)
         var found = Set<String>()
         var confirmed: [JSONValue] = []
         for entry in entries where found.insert(entry.transaction.transactionID).inserted {
@@ -59,6 +60,7 @@ extension VerificationEndpoint {
             if let delivered = entry.deliveredAt {
                 object.append("delivered_at", .string(LedgerEntry.rfc3339(delivered)))
             }
+            entry.appendAppleFinish(to: &object)
             confirmed.append(.object(object))
         }
         var unknown = Set<String>()

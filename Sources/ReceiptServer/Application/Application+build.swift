@@ -15,7 +15,8 @@ import ServiceLifecycle
 ///   - verification: the local verifier and Apple client, as the apps' modes need them.
 ///   - metrics: the application's metrics (the Apple client and the store record into the same registry).
 ///   - services: long-running services the application runs beside the server (a PostgreSQL pool, …); the usage
-///     flusher (and the metrics listener, if it has its own port) are added after them.
+///     flusher, Apple's Finish Transaction of confirmed deliveries (with an App Store Server API client) and the
+///     metrics listener (if it has its own port) are added after them.
 ///   - openID: the OpenID Connect client of the account screen's sign-in, when an issuer is configured.
 ///   - logger: the application's logger.
 public func buildApplication(
@@ -33,6 +34,13 @@ public func buildApplication(
             interval: configuration.usageFlushInterval, deadline: components.deadline, status: components.flushes,
             logger: logger)
     ]
+    if let storeKit = verification.storeKit {
+        extraServices.append(
+            AppleFinisher(
+                store: tenancy.store, tenancy: tenancy, storeKit: storeKit,
+                firstRetry: configuration.appleFinishFirstRetry, deadline: components.deadline,
+                metrics: metrics.factory, logger: logger))
+    }
     if let port = configuration.metricsPort {
         extraServices.append(
             buildMetricsApplication(

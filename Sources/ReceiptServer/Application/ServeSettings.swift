@@ -101,7 +101,8 @@ public struct ServeSettings: Sendable {
             metricsHostname: text("metrics-hostname")?.text ?? "127.0.0.1",
             publicURL: text("public-url") == nil ? nil : try url("public-url", default: ""),
             openID: try openID(), customers: try customers(),
-            storeKit: try storeKit(acceptsTestSignatures: trustAnchorDirectory != nil))
+            storeKit: try storeKit(acceptsTestSignatures: trustAnchorDirectory != nil),
+            appleFinishFirstRetry: .seconds(try number("storekit-finish-retry-seconds", 1...3_600, default: 60)))
     }
 
     /// The App Store Server API client's settings. Signed answers may chain to a `--trust-anchors` root only when

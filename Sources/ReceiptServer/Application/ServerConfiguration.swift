@@ -36,6 +36,7 @@ import ReceiptStore
 /// | `--storekit-sandbox-requests-per-second` / `RECEIPTVERIFY_STOREKIT_SANDBOX_REQUESTS_PER_SECOND` | `4` | per app, sandbox |
 /// | `--storekit-timeout` / `RECEIPTVERIFY_STOREKIT_TIMEOUT` | `10` | seconds for one App Store Server API call |
 /// | `--storekit-cache-seconds` / `RECEIPTVERIFY_STOREKIT_CACHE_SECONDS` | `30` | seconds an answer is reused |
+/// | `--storekit-finish-retry-seconds` / `RECEIPTVERIFY_STOREKIT_FINISH_RETRY_SECONDS` | `60` | first wait before a failed Finish Transaction is retried |
 /// | `--metrics-port` / `RECEIPTVERIFY_METRICS_PORT` | none | serve `/metrics` on this port instead of the main one |
 /// | `--metrics-hostname` / `RECEIPTVERIFY_METRICS_HOSTNAME` | `127.0.0.1` | address of the metrics listener |
 /// | `--public-url` / `RECEIPTVERIFY_PUBLIC_URL` | `http://HOSTNAME:PORT` | the address customers reach the account screen at; `https://…` makes its cookies `Secure` |
@@ -94,6 +95,8 @@ public struct ServerConfiguration: Sendable {
     public var customers: CustomerSettings
     /// How the App Store Server API is reached (enriched answers, look-ups by id, Finish Transaction).
     public var storeKit: AppStoreServerAPIConfiguration
+    /// The first wait before a failed Finish Transaction is asked again (doubling up to six hours).
+    public var appleFinishFirstRetry: Duration
 
     /// Creates a configuration.
     public init(
@@ -107,9 +110,10 @@ public struct ServerConfiguration: Sendable {
         usageFlushInterval: Duration = .seconds(1),
         apple: VerifyReceiptConfiguration = .init(), metricsPort: Int? = nil, metricsHostname: String = "127.0.0.1",
         publicURL: String? = nil, openID: OpenIDConfiguration? = nil, customers: CustomerSettings = .init(),
-        storeKit: AppStoreServerAPIConfiguration = .init()
+        storeKit: AppStoreServerAPIConfiguration = .init(), appleFinishFirstRetry: Duration = .seconds(60)
     ) {
         self.storeKit = storeKit
+        self.appleFinishFirstRetry = appleFinishFirstRetry
         self.hostname = hostname
         self.port = port
         self.store = store

@@ -86,12 +86,16 @@ public final class Ledger: Sendable {
         try await deadline.run("a ledger look-up") { [store] in try await store.ledgerEntries(query) }
     }
 
-    /// Confirms deliveries (``LedgerStore/confirmDelivery(appID:transactionIDs:at:)``), within the database deadline.
-    public func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date = Date()) async throws
+    /// Confirms deliveries (``LedgerStore/confirmDelivery(appID:transactionIDs:at:finishingWithApple:)``), within
+    /// the database deadline; an app with App Store Server API credentials has each new confirmation finished with
+    /// Apple too.
+    public func confirmDelivery(app: App, transactionIDs: [String], at date: Date = Date()) async throws
         -> [LedgerEntry]
     {
         try await deadline.run("a delivery confirmation") { [store] in
-            try await store.confirmDelivery(appID: appID, transactionIDs: transactionIDs, at: date)
+            try await store.confirmDelivery(
+                appID: app.id, transactionIDs: transactionIDs, at: date,
+                finishingWithApple: app.appStoreServerCredentials != nil)
         }
     }
 

@@ -22,7 +22,22 @@ extension LedgerEntry {
         object.append("last_seen_at", .string(Self.rfc3339(lastSeenAt)))
         object.append("first_request_id", .string(firstRequestID))
         if let deliveredAt { object.append("delivered_at", .string(Self.rfc3339(deliveredAt))) }
+        appendAppleFinish(to: &object)
         return object
+    }
+
+    /// Apple's Finish Transaction of the confirmed delivery as `apple_finish` (`state`, `attempts`, `last_error`,
+    /// `finished_at`), appended to `object`; nothing when none was asked.
+    public func appendAppleFinish(to object: inout JSONObject) {
+        guard let appleFinish else { return }
+        var finish = JSONObject(capacity: 4)
+        finish.append("state", .string(appleFinish.state.rawValue))
+        finish.append("attempts", .integer(Int64(appleFinish.attempts)))
+        if let error = appleFinish.lastError, appleFinish.state != .finished {
+            finish.append("last_error", .string(error))
+        }
+        if let finishedAt = appleFinish.finishedAt { finish.append("finished_at", .string(Self.rfc3339(finishedAt))) }
+        object.append("apple_finish", .object(finish))
     }
 
     /// The revocation as our fields (`refunded_at`, `reason`, `refund_type`, `refund_percentage`, each where known),

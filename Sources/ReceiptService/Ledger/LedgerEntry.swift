@@ -21,12 +21,16 @@ public struct LedgerEntry: Sendable, Equatable {
     public var firstRequestID: String
     /// When it was delivered: the first answer's time in `once` mode, the backend's confirmation in `confirm` mode.
     public var deliveredAt: Date?
+    /// Apple's Finish Transaction of a confirmed delivery, for apps with App Store Server API credentials.
+    public var appleFinish: AppleFinishStatus?
 
     /// Creates an entry.
     public init(
         appID: UUID, environment: AppStoreEnvironment, transaction: PurchaseTransaction, claimant: String?,
-        firstSeenAt: Date, lastSeenAt: Date, firstRequestID: String, deliveredAt: Date?
+        firstSeenAt: Date, lastSeenAt: Date, firstRequestID: String, deliveredAt: Date?,
+        appleFinish: AppleFinishStatus? = nil
     ) {
+        self.appleFinish = appleFinish
         self.appID = appID
         self.environment = environment
         self.transaction = transaction

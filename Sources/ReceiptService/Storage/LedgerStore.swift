@@ -14,9 +14,12 @@ public protocol LedgerStore: StoreLifecycle {
     /// in the ledger, records a revocation the ledger did not know, and updates `last_seen_at` of the others. Returns
     /// one result per transaction, in the recording's order.
     func record(_ recording: LedgerRecording) async throws -> [LedgerRecorded]
-    /// Marks the app's transactions with these ids delivered at `date` where not yet delivered; returns every one of
-    /// them found (in either environment), delivered then or before.
-    func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date) async throws -> [LedgerEntry]
+    /// Marks the app's transactions with these ids delivered at `date` where not yet delivered, and with
+    /// `finishingWithApple` their Apple finish pending, due at once (``AppleFinishStore``), in the same statement
+    /// (Xcode's test transactions excepted: Apple's servers never saw them);
+    /// returns every one of them found (in either environment), delivered then or before.
+    func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date, finishingWithApple: Bool) async throws
+        -> [LedgerEntry]
     /// One page of the app's ledger in its order (first seen, environment, transaction id).
     func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry]
     /// Gives the original transaction's claim (in every environment it was seen) to `user`, or releases it when

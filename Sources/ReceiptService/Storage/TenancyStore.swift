@@ -51,6 +51,8 @@ public protocol TenancyStore: StoreLifecycle {
     func apps(accountID: UUID?) async throws -> [App]
     /// The app with this token, if any.
     func app(token: String) async throws -> App?
+    /// The app with this id, if any.
+    func app(id: UUID) async throws -> App?
 }
 
 /// What every concern of a store shares: its schema and the observation of changes.
@@ -66,4 +68,4 @@ public protocol StoreLifecycle: Sendable {
 }
 
 /// A store with every concern: what the server and the CLI open.
-public typealias DataStore = TenancyStore & UsageStore & LedgerStore & SessionStore
+public typealias DataStore = TenancyStore & UsageStore & LedgerStore & SessionStore & AppleFinishStore

@@ -45,12 +45,18 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
     /// Nothing after the commit: PostgreSQL's announcement went inside the transaction.
     func announceLedgerChange() {}
 
-    public func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date) async throws -> [LedgerEntry] {
+    public func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date, finishingWithApple: Bool)
+        async throws -> [LedgerEntry]
+    {
+        let finishState: String? = finishingWithApple ? "pending" : nil
+        let finishDue: Date? = finishingWithApple ? date : nil
         guard !transactionIDs.isEmpty else { return [] }
         return try await transaction { connection in
             let updated = try await self.rows(
                 """
-                UPDATE ledger_transactions SET delivered_at = \(date)
+                UPDATE ledger_transactions SET delivered_at = \(date),
+                    apple_finish = CASE WHEN environment <> 'Xcode' THEN \(finishState) END,
+                    apple_finish_due_at = CASE WHEN environment <> 'Xcode' THEN \(finishDue)::timestamptz END
                 WHERE app_id = \(appID) AND transaction_id = ANY(\(transactionIDs)) AND delivered_at IS NULL
                 RETURNING transaction_id
                 """, on: connection)

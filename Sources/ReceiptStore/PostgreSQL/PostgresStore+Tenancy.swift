@@ -192,6 +192,12 @@ extension PostgresStore {
         }
     }
 
+    public func app(id: UUID) async throws -> App? {
+        try await run {
+            try await rows("SELECT \(unescaped: Self.appColumns) FROM apps WHERE id = \(id)").first.map(StoredForm.app)
+        }
+    }
+
     public func app(token: String) async throws -> App? {
         try await run {
             guard

@@ -25,7 +25,9 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
         SQLiteLedgerWriter(store: self, appID: recording.appID, environment: recording.environment)
     }
 
-    public func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date) async throws -> [LedgerEntry] {
+    public func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date, finishingWithApple: Bool)
+        async throws -> [LedgerEntry]
+    {
         guard !transactionIDs.isEmpty else { return [] }
         let (entries, updated) = try await transaction {
             var entries: [LedgerEntry] = []
@@ -34,10 +36,16 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
                 let list = Self.placeholders(chunk.count)
                 let confirmed = try await self.query(
                     """
-                    UPDATE ledger_transactions SET delivered_at = ?
+                    UPDATE ledger_transactions SET delivered_at = ?,
+                        apple_finish = CASE WHEN ? AND environment <> 'Xcode' THEN 'pending' END,
+                        apple_finish_due_at = CASE WHEN ? AND environment <> 'Xcode' THEN ? END
                     WHERE app_id = ? AND transaction_id IN (\(list)) AND delivered_at IS NULL
                     RETURNING transaction_id
-                    """, [.millis(date), .uuid(appID)] + chunk.map { .text($0) })
+                    """,
+                    [
+                        .millis(date), .integer(finishingWithApple ? 1 : 0), .integer(finishingWithApple ? 1 : 0),
+                        .millis(date), .uuid(appID),
+                    ] + chunk.map { .text($0) })
                 updated = updated || !confirmed.isEmpty
                 entries += try await self.query(
                     "\(StoredForm.ledgerSelect) WHERE t.app_id = ? AND t.transaction_id IN (\(list))",

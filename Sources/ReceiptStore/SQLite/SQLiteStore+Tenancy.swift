@@ -196,6 +196,13 @@ extension SQLiteStore {
         }
     }
 
+    public func app(id: UUID) async throws -> App? {
+        try await run {
+            try await self.query("SELECT \(Self.appColumns) FROM apps WHERE id = ?", [.uuid(id)]).first.map(
+                StoredForm.app)
+        }
+    }
+
     public func app(token: String) async throws -> App? {
         try await run {
             guard

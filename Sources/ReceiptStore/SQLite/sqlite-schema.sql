@@ -222,3 +222,14 @@ CREATE INDEX account_identities_account_idx ON account_identities (account_id);
 -- version: 7 App Store Server API settings: enrichment of /api answers, look-ups by transaction id alone
 ALTER TABLE apps ADD COLUMN enrichment TEXT NOT NULL DEFAULT 'off' CHECK (enrichment IN ('off', 'on'));
 ALTER TABLE apps ADD COLUMN id_lookups TEXT NOT NULL DEFAULT 'allow' CHECK (id_lookups IN ('allow', 'refuse'));
+
+-- version: 8 Apple's Finish Transaction of confirmed deliveries: state, attempts, next attempt, last error
+-- apple_finish: NULL (not asked), 'pending', 'finished' or 'failed'; times in milliseconds.
+ALTER TABLE ledger_transactions ADD COLUMN apple_finish TEXT
+    CHECK (apple_finish IN ('pending', 'finished', 'failed'));
+ALTER TABLE ledger_transactions ADD COLUMN apple_finish_attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE ledger_transactions ADD COLUMN apple_finish_due_at INTEGER;
+ALTER TABLE ledger_transactions ADD COLUMN apple_finish_error TEXT;
+ALTER TABLE ledger_transactions ADD COLUMN apple_finished_at INTEGER;
+CREATE INDEX ledger_transactions_apple_finish_idx ON ledger_transactions (apple_finish_due_at)
+    WHERE apple_finish = 'pending';

@@ -214,7 +214,30 @@ extension StoredForm {
             appID: try row.uuid("app_id"), environment: try enumValue(try row.text("environment")),
             transaction: transaction, claimant: try row.optionalText("claimant"),
             firstSeenAt: try row.date("first_seen_at"), lastSeenAt: try row.date("last_seen_at"),
-            firstRequestID: try row.text("first_request_id"), deliveredAt: try row.optionalDate("delivered_at"))
+            firstRequestID: try row.text("first_request_id"), deliveredAt: try row.optionalDate("delivered_at"),
+            appleFinish: try row.optionalText("apple_finish").map { state in
+                AppleFinishStatus(
+                    state: try enumValue(state), attempts: try row.int("apple_finish_attempts"),
+                    lastError: try row.optionalText("apple_finish_error"),
+                    finishedAt: try row.optionalDate("apple_finished_at"))
+            })
+    }
+
+    /// A claimed finish task from its ledger row.
+    static func appleFinishTask(_ row: some StoredRow) throws -> AppleFinishTask {
+        AppleFinishTask(
+            appID: try row.uuid("app_id"), environment: try enumValue(try row.text("environment")),
+            transactionID: try row.text("transaction_id"), attempts: try row.int("apple_finish_attempts"),
+            confirmedAt: try row.date("delivered_at"))
+    }
+
+    /// What an attempt's outcome writes: state, next due time, error.
+    static func appleFinishColumns(_ outcome: AppleFinishOutcome) -> (state: String, due: Date?, error: String?) {
+        switch outcome {
+        case .finished: ("finished", nil, nil)
+        case .retry(let next, let error): ("pending", next, String(error.prefix(500)))
+        case .failed(let error): ("failed", nil, String(error.prefix(500)))
+        }
     }
 
     /// The select list and join that ``ledgerEntry(_:)`` reads, over `ledger_transactions t`.

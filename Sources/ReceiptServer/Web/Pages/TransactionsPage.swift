@@ -14,6 +14,8 @@ enum TransactionsPage {
             var user: String
             var firstSeen: String
             var delivered: String
+            /// Apple's Finish Transaction of the confirmed delivery: when it was taken, or where it stands.
+            var appleFinish: String
             var state: String
         }
 
@@ -53,6 +55,7 @@ enum TransactionsPage {
                         productID: entry.transaction.productID, environment: entry.environment.configurationName,
                         user: entry.claimant ?? "", firstSeen: Format.time(entry.firstSeenAt),
                         delivered: entry.deliveredAt.map { Format.time($0) } ?? "",
+                        appleFinish: Self.appleFinish(entry.appleFinish),
                         state: entry.isRevoked ? "revoked" : "valid")
                 }
                 return site.page(
@@ -67,5 +70,13 @@ enum TransactionsPage {
                         count: rows.count, more: entries.count > limit))
             }
         }
+    }
+
+    /// A finish's state in words: its time once finished, else its state, attempts and last error.
+    static func appleFinish(_ status: AppleFinishStatus?) -> String {
+        guard let status else { return "" }
+        if let finishedAt = status.finishedAt { return Format.time(finishedAt) }
+        let attempts = status.attempts == 1 ? "1 attempt" : "\(status.attempts) attempts"
+        return "\(status.state.rawValue) (\(attempts))" + (status.lastError.map { ": \($0)" } ?? "")
     }
 }
