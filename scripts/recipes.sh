@@ -73,6 +73,11 @@ RV_TOKEN_CBC=$(add_app aes-256-cbc)
 RV_TOKEN_GCM=$(add_app aes-256-gcm)
 RV_RESULT_KEY_CBC=$(rv app show "$RV_TOKEN_CBC" --reveal-key --json | json result_key)
 RV_RESULT_KEY_GCM=$(rv app show "$RV_TOKEN_GCM" --reveal-key --json | json result_key)
+# The verifyReceipt drop-in's app: a shared secret, as a backend migrating from Apple has one.
+RV_SHARED_SECRET=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+RV_TOKEN_DROPIN=$(rv app add --account recipes@example.com --name "recipes drop-in" --bundle-id "$BUNDLE_ID" \
+    --environment "$ENVIRONMENT" --mode local --shared-secret "$RV_SHARED_SECRET" --json | json token)
+export RV_SHARED_SECRET RV_TOKEN_DROPIN
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
 RV_URL=http://127.0.0.1:$PORT
@@ -165,6 +170,17 @@ need_php() {
 }
 # The Swift recipe is a target of this package (it needs swift-crypto, already in the graph): `swift build` puts it
 # beside receiptverify.
+# The verifyReceipt drop-in is checked with a client library from PyPI, installed beside the recipe (not system-wide).
+have_dropin() { PYTHONPATH="$TMP/pylib" python3 -c 'import itunesiap' >/dev/null 2>&1; }
+need_dropin() {
+    export PYTHONPATH="$TMP/pylib${PYTHONPATH:+:$PYTHONPATH}"
+    have_dropin && return 0
+    log "installing itunes-iap (PyPI) into $TMP/pylib"
+    python3 -m pip install --quiet --disable-pip-version-check --target "$TMP/pylib" itunes-iap >"$TMP/pip.log" 2>&1 || true
+    have_dropin && return 0
+    tail -n 5 "$TMP/pip.log" >&2
+    REASON="itunes-iap (PyPI) could not be installed"; return 1
+}
 need_swift() {
     [ -x "$BIN_DIR/SwiftRecipe" ] && return 0
     REASON="no SwiftRecipe binary in $BIN_DIR (swift build makes it)"; return 1
@@ -203,6 +219,7 @@ run java java java Verify.java
 run go go go run verify.go
 run php php php verify.php
 run swift swift "$BIN_DIR/SwiftRecipe"
+run dropin verifyreceipt python3 migrate.py
 
 kill "$SERVER_PID" 2>/dev/null || true
 wait "$SERVER_PID" 2>/dev/null || true
