@@ -226,6 +226,59 @@ import Testing
         }
     }
 
+    @Test func notificationHistoryIsAskedOfOneEnvironmentPageByPage() async throws {
+        try await Self.withClient { fake, client in
+            var notification = JWSBuilder()
+            notification.payload = .notification
+            notification.notificationType = "REFUND"
+            let signed = try notification.build(signedBy: try sharedJWSPKI.get())
+            let page =
+                #"{"notificationHistory":[{"signedPayload":"\#(signed)","sendAttempts":[{"attemptDate":1683675000000,"sendAttemptResult":"TIMED_OUT"}]}],"hasMore":true,"paginationToken":"p2"}"#
+            fake.script("sandbox", .json(page), .json(#"{"notificationHistory":[],"hasMore":false}"#))
+            let start = Date(timeIntervalSince1970: 1_683_000_000)
+            let end = Date(timeIntervalSince1970: 1_684_000_000)
+            let first = try await client.notificationHistory(
+                from: start, to: end, onlyFailures: true, paginationToken: nil, environment: .sandbox,
+                credentials: Self.credentials)
+            #expect(first.notifications.count == 1)
+            #expect(first.notifications.first?.signed.verified.kind == .notification)
+            #expect(first.notifications.first?.signed.verified.receipt["notificationType"] == .string("REFUND"))
+            #expect(first.notifications.first?.attempts.first?["sendAttemptResult"] == .string("TIMED_OUT"))
+            #expect(first.hasMore && first.paginationToken == "p2")
+            let second = try await client.notificationHistory(
+                from: start, to: end, onlyFailures: true, paginationToken: "p2", environment: .sandbox,
+                credentials: Self.credentials)
+            #expect(second.notifications.isEmpty && !second.hasMore)
+            // One environment only (no production first), POST with Apple's body, the page token in the query.
+            let asked = fake.received
+            #expect(asked.map(\.environment) == ["sandbox", "sandbox"])
+            #expect(asked.allSatisfy { $0.method == "POST" && $0.path == "/inApps/v1/notifications/history" })
+            #expect(asked.map(\.query) == ["", "paginationToken=p2"])
+            guard case .object(let body)? = try? JSONParser.parse(Array(asked[0].body.utf8)) else {
+                Issue.record("the request body is not JSON: \(asked[0].body)")
+                return
+            }
+            #expect(body["startDate"] == .integer(1_683_000_000_000) && body["endDate"] == .integer(1_684_000_000_000))
+            #expect(body["onlyFailures"] == .bool(true))
+        }
+    }
+
+    @Test func finishTransactionIsPostedToTheTransactionsEnvironment() async throws {
+        try await Self.withClient { fake, client in
+            fake.script("production", .json(""))
+            fake.script("sandbox", .error(400, appleCode: 4_000_006))
+            try await client.finish("2001", environment: .production, credentials: Self.credentials)
+            await #expect(throws: AppStoreServerAPIError(.refused, "")) {
+                try await client.finish("2002", environment: .sandbox, credentials: Self.credentials)
+            }
+            #expect(fake.received.map(\.method) == ["POST", "POST"])
+            #expect(
+                fake.received.map { "\($0.environment)\($0.path)" } == [
+                    "production/inApps/v1/transactions/2001/finish", "sandbox/inApps/v1/transactions/2002/finish",
+                ])
+        }
+    }
+
     @Test func anOperatorAsksAppleWithAnAppsStoredCredentials() async throws {
         try await withTemporaryDirectory { directory in
             let cli = CLI(directory: directory, database: directory.appendingPathComponent("rv.sqlite").path)

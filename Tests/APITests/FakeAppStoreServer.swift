@@ -26,6 +26,8 @@ final class FakeAppStoreServer: Sendable {
         let path: String
         let query: String
         let token: String
+        /// The request's body (POST), as text.
+        let body: String
         let at: ContinuousClock.Instant
         /// The wall-clock time, to compare with a `Retry-After`.
         let date: Date
@@ -51,7 +53,8 @@ final class FakeAppStoreServer: Sendable {
     /// Requests refused for their JWT.
     var badTokens: Int { state.withLock { $0.badTokens } }
 
-    private func respond(_ request: Request, environment: String) -> Response {
+    private func respond(_ request: Request, environment: String) async -> Response {
+        let body = (try? await request.body.collect(upTo: 1 << 20)).map { String(buffer: $0) } ?? ""
         let token = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
         guard let token, isValid(token) else {
             state.withLock { $0.badTokens += 1 }
@@ -62,7 +65,7 @@ final class FakeAppStoreServer: Sendable {
                 Received(
                     method: request.method.rawValue, environment: environment,
                     path: String(request.uri.path.dropFirst(environment.count + 1)),
-                    query: request.uri.query ?? "", token: token, at: .now, date: Date()))
+                    query: request.uri.query ?? "", token: token, body: body, at: .now, date: Date()))
             guard var queue = state.queues[environment], !queue.isEmpty else {
                 return .error(404, appleCode: 4_040_010)
             }
@@ -111,8 +114,8 @@ final class FakeAppStoreServer: Sendable {
         let fake = FakeAppStoreServer(publicKey: publicKey, issuerID: issuerID, bundleID: bundleID)
         let router = Router()
         for environment in ["production", "sandbox"] {
-            router.get("/\(environment)/**") { request, _ in fake.respond(request, environment: environment) }
-            router.post("/\(environment)/**") { request, _ in fake.respond(request, environment: environment) }
+            router.get("/\(environment)/**") { request, _ in await fake.respond(request, environment: environment) }
+            router.post("/\(environment)/**") { request, _ in await fake.respond(request, environment: environment) }
         }
         return try await withLoopbackServer(router, label: "fake-app-store-server") { base in try await body(fake, base)
         }

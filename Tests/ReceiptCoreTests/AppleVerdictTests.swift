@@ -61,6 +61,7 @@ import Testing
         #expect(verified.environment == .xcode)
         let kinds: [JWSBuilder.Payload: VerifiedReceipt.Kind] = [
             .transaction: .signedTransaction, .appTransaction: .appTransaction, .renewalInfo: .signedRenewalInfo,
+            .notification: .notification,
         ]
         #expect(verified.kind == kinds[payload])
         #expect(Self.code { try Self.verifyJWS(builder, allowTestData: false) } == .testDataNotAllowed)

@@ -29,6 +29,9 @@ public struct JWSBuilder: Sendable {
         case appTransaction
         /// A `JWSRenewalInfo` of `originalTransactionID`'s subscription to `productID`, dated by `signedDate`.
         case renewalInfo
+        /// A Server Notifications V2 `responseBodyV2DecodedPayload` of `notificationType`, without nested signed
+        /// data (its `data` names the bundle and environment).
+        case notification
     }
 
     /// Which certificates sign and travel in `x5c`.
@@ -81,6 +84,9 @@ public struct JWSBuilder: Sendable {
     public var isInBillingRetryPeriod = false
     public var expirationIntent: Int?
     public var eligibleWinBackOfferIDs: [String]?
+    /// A notification's `notificationType` and `notificationUUID`.
+    public var notificationType = "TEST"
+    public var notificationUUID = "9d5f7c1e-0000-4000-8000-000000000001"
 
     /// Creates a builder with the defaults above.
     public init() {}
@@ -128,6 +134,14 @@ public struct JWSBuilder: Sendable {
             if let expiresDate { object["gracePeriodExpiresDate"] = Self.milliseconds(expiresDate) }
             if let expirationIntent { object["expirationIntent"] = expirationIntent }
             if let eligibleWinBackOfferIDs { object["eligibleWinBackOfferIds"] = eligibleWinBackOfferIDs }
+        case .notification:
+            object = [
+                "notificationType": notificationType, "notificationUUID": notificationUUID, "version": "2.0",
+                "signedDate": signedDateMilliseconds,
+                "data": [
+                    "bundleId": bundleID ?? self.bundleID, "environment": environment, "appAppleId": 1_234_567_890,
+                ],
+            ]
         }
         return Array(
             try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
