@@ -32,6 +32,10 @@ struct ReceiptBench {
             try writeLoadFixture(to: directory, count: Int(arguments.dropFirst(2).first ?? "") ?? 8)
             return
         }
+        if arguments.first == "write-storekit-fixture", let directory = arguments.dropFirst().first {
+            try writeStoreKitFixture(to: directory)
+            return
+        }
         let seconds = Double(arguments.first ?? "") ?? 2
         // Cases whose name contains any of the `|`-separated words; all without one.
         let filter = arguments.dropFirst().first.map { $0.split(separator: "|").map(String.init) }
@@ -162,6 +166,56 @@ struct ReceiptBench {
             try Data(receipt.base64.utf8).write(
                 to: URL(fileURLWithPath: directory).appendingPathComponent("receipt-\(index).b64"))
         }
+    }
+}
+
+extension ReceiptBench {
+    /// What a stand-in for the App Store Server API answers for the load fixture's customer (original transaction
+    /// 1000000000, the first purchase of every load receipt), for scripts/storekit-bench.sh: the P-256 test root
+    /// (`anchors/test-root-p256.cer`, beside the load fixture's), an app's App Store Server API key
+    /// (`apple-key.p8`), and Apple's JSON answers to Get Transaction History (`storekit-history.json`, 10 monthly
+    /// renewals) and Get All Subscription Statuses (`storekit-statuses.json`), every value signed by the test root.
+    static func writeStoreKitFixture(to directory: String) throws {
+        let folder = URL(fileURLWithPath: directory)
+        let pki = try TestPKI(TestPKI.Options(keyType: .p256, name: "ReceiptBench P-256"))
+        let anchors = folder.appendingPathComponent("anchors")
+        try FileManager.default.createDirectory(at: anchors, withIntermediateDirectories: true)
+        try Data(pki.rootDER).write(to: anchors.appendingPathComponent("test-root-p256.cer"))
+        try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(
+            to: folder.appendingPathComponent("apple-key.p8"))
+        let start = Date(timeIntervalSince1970: 1_683_000_000)
+        var transactions: [JSONValue] = []
+        var last = ""
+        for month in 0..<10 {
+            var builder = JWSBuilder()
+            builder.transactionID = String(1_000_000_000 + month * 2)
+            builder.originalTransactionID = "1000000000"
+            builder.purchaseDate = start.addingTimeInterval(Double(month) * 30 * 86_400)
+            builder.expiresDate = builder.purchaseDate?.addingTimeInterval(30 * 86_400)
+            last = try builder.build(signedBy: pki)
+            transactions.append(.string(last))
+        }
+        let history: JSONObject = [
+            "revision": .string("r1"), "hasMore": .bool(false), "bundleId": .string("com.example.app"),
+            "environment": .string("Sandbox"), "signedTransactions": .array(transactions),
+        ]
+        var renewal = JWSBuilder()
+        renewal.payload = .renewalInfo
+        renewal.originalTransactionID = "1000000000"
+        let item: JSONObject = [
+            "originalTransactionId": .string("1000000000"), "status": .integer(1),
+            "signedTransactionInfo": .string(last), "signedRenewalInfo": .string(try renewal.build(signedBy: pki)),
+        ]
+        let statuses: JSONObject = [
+            "environment": .string("Sandbox"), "bundleId": .string("com.example.app"),
+            "data": .array([
+                .object([
+                    "subscriptionGroupIdentifier": .string("21000000"), "lastTransactions": .array([.object(item)]),
+                ])
+            ]),
+        ]
+        try Data(JSONValue.object(history).encoded).write(to: folder.appendingPathComponent("storekit-history.json"))
+        try Data(JSONValue.object(statuses).encoded).write(to: folder.appendingPathComponent("storekit-statuses.json"))
     }
 }
 

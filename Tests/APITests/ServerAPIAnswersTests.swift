@@ -207,6 +207,19 @@ import Testing
             #expect(local["enrichment"] == nil && local["pending_renewal_info"] == nil)
             #expect(local["latest_receipt_info"]?.arrayValue?.count == 2)
             #expect(fake.received.count == 2)
+
+            // Apple's calls in /metrics: by endpoint and status, their time, and the cache's hits and misses.
+            let metrics = String(
+                decoding: try await service.post("/metrics", body: "", method: .GET).body, as: UTF8.self)
+            for line in [
+                #"receiptverify_storekit_requests_total{endpoint="transaction_history",environment="production",status="200"} 1"#,
+                #"receiptverify_storekit_requests_total{endpoint="subscription_statuses",environment="production",status="200"} 1"#,
+                #"receiptverify_storekit_cache_total{result="miss"} 2"#,
+            ] {
+                #expect(metrics.contains(line), "\(line)")
+            }
+            #expect(metrics.contains(#"receiptverify_storekit_cache_total{result="hit"}"#))
+            #expect(metrics.contains("receiptverify_storekit_request_duration_seconds"))
         }
     }
 
