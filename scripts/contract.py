@@ -25,6 +25,19 @@ any of these entries (a check whose entry is missing fails the coverage check, n
                             with the receipt's bundle ID and com.mbaasy.ios.demo (needs --fake-apple-port)
   jws_token, jws_result_key an app of --key's account in `local` mode, allowing sandbox, with the bundle IDs of the
                             fixtures' StoreKit 2 items (Com.VoiceRecording.Telephone, com.audaos.audarecorder)
+  secret_token, secret      an app like --token with a shared secret, and the secret (drop-in 21004); used by nothing
+                            else, so that its empty ledger shows the drop-in records nothing
+  sandbox_only_token        an app allowing sandbox only, with the bundle ID of the fixtures' production receipt
+                            (tp_production_ios_g5_2024: org.getpure.pure-iphone) (drop-in 21008)
+  catalog_token             an app like --token whose product catalog holds none of the receipt's products (21010)
+  storekit_token, storekit_result_key  an app like jws_token with App Store Server API credentials, `--enrichment
+                            on` and `--delivery confirm` (needs --fake-storekit-port): look-ups by id, enriched
+                            answers, Finish Transaction of a confirmed delivery
+  storekit_issuer_id, storekit_key_id, storekit_public_key_file  those credentials (the public key as PEM), to check
+                            the JWT of every request the fake App Store Server API receives
+  enriched_token            an app like --token with the same credentials and `--enrichment on`, whose customer the
+                            fake does not know: enrichment `unavailable`
+  refusing_token            an app like jws_token with the same credentials and `--id-lookups refuse` (403)
 """
 
 from __future__ import annotations
@@ -66,6 +79,8 @@ NOT_PRODUCIBLE = {
     ("GET", "/readyz", 503): "needs a database outage, which a client cannot cause",
     ("HEAD", "/readyz", 503): "needs a database outage, which a client cannot cause",
 }
+# The verifyReceipt drop-in's route template.
+DROP_IN = "/verifyReceipt/{token}"
 # Pseudo-routes for answers outside the operations.
 UNKNOWN_PATH = "<unknown path>"
 OTHER_METHODS = "<other methods>"
@@ -212,8 +227,21 @@ class Document:
                    f"{best.message[:200]}"
         return error.message[:300]
 
+    def template(self, path: str) -> str:
+        """The documented path a request's path matches (`/verifyReceipt/app_…` → `/verifyReceipt/{token}`), or the
+        path itself when none does."""
+        if path in self.doc["paths"]:
+            return path
+        for documented in self.doc["paths"]:
+            if "{" in documented:
+                pattern = "^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(documented)) + "$"
+                if re.match(pattern, path):
+                    return documented
+        return path
+
     # The answer definition for a request.
     def response_for(self, method: str, path: str, status: int) -> tuple[tuple[str, str, int], dict | None]:
+        path = self.template(path)
         item = self.doc["paths"].get(path)
         if item is None:
             pair = ("*", UNKNOWN_PATH, status)
@@ -242,7 +270,7 @@ class Document:
         schemas = self.doc["components"]["schemas"]
         return {name: set(schemas[name]["properties"])
                 for name in ("VerifyAnswer", "ErrorAnswer", "HealthStatus", "LedgerPage", "DeliveriesConfirmed",
-                             "DeliveryDecision")}
+                             "DeliveryDecision", "VerifyReceiptValid", "VerifyReceiptRefusal")}
 
 
 class Contract:
@@ -406,7 +434,9 @@ class Contract:
     def _record_fields(self, value: Any, answer: Answer) -> None:
         if not isinstance(value, dict):
             return
-        if answer.path in ("/healthz", "/readyz") and answer.status == 200:
+        if self.document.template(answer.path) == DROP_IN and answer.status == 200:
+            self.fields["VerifyReceiptValid" if value.get("status") == 0 else "VerifyReceiptRefusal"] |= set(value)
+        elif answer.path in ("/healthz", "/readyz") and answer.status == 200:
             self.fields["HealthStatus"] |= set(value)
         elif answer.status >= 400 and "receipt" not in value:
             self.fields["ErrorAnswer"] |= set(value)
@@ -426,9 +456,12 @@ class Contract:
     REQUEST_SCHEMAS = {"/api": "VerifyRequest", "/apiencrypted": "VerifyRequest", "/api/transactions": "LookUpRequest",
                        "/api/transactions/delivered": "DeliveredRequest"}
 
-    def request_body_problems(self, media: str, body: dict, valid: bool, route: str = "/api") -> list[str]:
+    def request_body_problems(self, media: str, body: Any, valid: bool, route: str = "/api") -> list[str]:
         """Whether the documented request schema agrees with what the server did with `body`."""
-        name = self.REQUEST_SCHEMAS[route] + ("JSON" if media == "application/json" else "Form")
+        if route == DROP_IN:
+            name = "VerifyReceiptRequest"
+        else:
+            name = self.REQUEST_SCHEMAS[route] + ("JSON" if media == "application/json" else "Form")
         errors = self.document.errors(self.document.schema(name), body)
         if valid and errors:
             return [f"the server took this body, but the request schema {name} rejects it: {errors[0]}"]
@@ -524,6 +557,161 @@ class FakeApple:
         return Handler
 
 
+# Apple's App Store Server API, faked with Apple's own signed data (the fixtures' voicerec subscription, signed by
+# Apple): the id in the path chooses the answer.
+class FakeAppStoreServer:
+    """A local stand-in for the App Store Server API (the server's --storekit-production-url and
+    --storekit-sandbox-url point at http://127.0.0.1:PORT/production and /sandbox). The fixtures' subscription is a
+    sandbox purchase: production does not know it (404, 4040010), the sandbox answers it, as Apple does. Every request's
+    JWT is checked (ES256, the app's key id, issuer and bundle ID; its signature too when `cryptography` is installed).
+
+    | id | answer |
+    |---|---|
+    | TRANSACTION, ORIGINAL | Get Transaction Info, Get Transaction History, Get All Subscription Statuses |
+    | APP_TRANSACTION | Get Transaction History, Get All Subscription Statuses |
+    | UNKNOWN | 404 with errorCode 4040010 in both environments (an id Apple does not know) |
+    | REFUSED_CREDENTIALS | 401 (Apple refuses the app's key) |
+    | any other | 503 (Apple down): enrichment `unavailable`, a look-up 500 `retryable` |
+
+    Finish Transaction (POST …/transactions/{id}/finish) answers 200 with no body for TRANSACTION in the sandbox.
+    """
+
+    TRANSACTION = "2000000191896422"
+    ORIGINAL = "2000000184445477"
+    APP_TRANSACTION = "704528340000000001"
+    UNKNOWN = "1999999999"
+    REFUSED_CREDENTIALS = "1401000000"
+    DOWN = "1503000000"
+
+    def __init__(self, port: int, fixtures: Path, issuer_id: str, key_id: str, public_key_pem: bytes | None,
+                 other_bundle_ids: set[str]):
+        self.port = port
+        self.issuer_id = issuer_id
+        self.key_id = key_id
+        self.public_key = None
+        if public_key_pem:
+            try:
+                from cryptography.hazmat.primitives.serialization import load_pem_public_key
+                self.public_key = load_pem_public_key(public_key_pem)
+            except ImportError:
+                pass
+        self.transaction = (fixtures / "jws/apple_transaction_voicerec_sub_2022.jws").read_text().strip()
+        self.renewal = (fixtures / "jws/apple_renewal_info_voicerec_2022.jws").read_text().strip()
+        self.bundle_id = json.loads(base64.urlsafe_b64decode(
+            self.transaction.split(".")[1] + "==="))["bundleId"]
+        # The bundle IDs a JWT may name: the fixtures' app, and the receipt's (an app whose customer is unknown here).
+        self.bundle_ids = {self.bundle_id} | other_bundle_ids
+        self.bad_tokens: list[str] = []
+        self.received: list[str] = []
+        self.lock = threading.Lock()
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def token_problem(self, authorization: str | None) -> str | None:
+        """What is wrong with a request's `Authorization`, or None: Apple's rules for the JWT."""
+        if not authorization or not authorization.startswith("Bearer "):
+            return "no bearer token"
+        parts = authorization[len("Bearer "):].split(".")
+        if len(parts) != 3:
+            return "not a compact JWS"
+        try:
+            header = json.loads(base64.urlsafe_b64decode(parts[0] + "==="))
+            claims = json.loads(base64.urlsafe_b64decode(parts[1] + "==="))
+            signature = base64.urlsafe_b64decode(parts[2] + "===")
+        except ValueError:
+            return "not base64url JSON"
+        if header.get("alg") != "ES256" or header.get("kid") != self.key_id or header.get("typ") != "JWT":
+            return f"header {header}"
+        now = time.time()
+        if claims.get("iss") != self.issuer_id or claims.get("aud") != "appstoreconnect-v1" \
+                or claims.get("bid") not in self.bundle_ids:
+            return f"claims {claims}"
+        if not (claims.get("iat", 0) <= now + 60 < claims.get("exp", 0) + 60 <= claims.get("iat", 0) + 3660):
+            return f"iat/exp {claims.get('iat')}/{claims.get('exp')} (Apple takes at most 60 minutes)"
+        if self.public_key is not None:
+            from cryptography.exceptions import InvalidSignature
+            from cryptography.hazmat.primitives import hashes
+            from cryptography.hazmat.primitives.asymmetric import ec
+            from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+            if len(signature) != 64:
+                return f"signature of {len(signature)} bytes, not 64 (raw r ‖ s)"
+            der = encode_dss_signature(int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big"))
+            try:
+                self.public_key.verify(der, f"{parts[0]}.{parts[1]}".encode(), ec.ECDSA(hashes.SHA256()))
+            except InvalidSignature:
+                return "the signature does not verify with the app's key"
+        return None
+
+    def answer(self, environment: str, path: str) -> tuple[int, dict | None]:
+        match = re.match(r"^/inApps/v[12]/(transactions|history|subscriptions)/([^/?]+)$", path)
+        if match is None:
+            return 404, {"errorCode": 4040000, "errorMessage": "Not found."}
+        endpoint, identifier = match.groups()
+        # History and statuses take any id of the customer, an app transaction id included; Get Transaction Info a
+        # transaction id.
+        known = {self.TRANSACTION, self.ORIGINAL} | ({self.APP_TRANSACTION} if endpoint != "transactions" else set())
+        if identifier == self.REFUSED_CREDENTIALS:
+            return 401, None
+        if identifier == self.UNKNOWN or (identifier in known and environment == "production"):
+            return 404, {"errorCode": 4040010, "errorMessage": "Transaction id not found."}
+        if identifier not in known:
+            return 503, {"errorCode": 5000000, "errorMessage": "An unknown error occurred."}
+        if endpoint == "transactions":
+            return 200, {"signedTransactionInfo": self.transaction}
+        if endpoint == "history":
+            return 200, {"revision": "r1", "bundleId": self.bundle_id, "appAppleId": 1, "environment": "Sandbox",
+                         "hasMore": False, "signedTransactions": [self.transaction]}
+        item = {"originalTransactionId": self.ORIGINAL, "status": 2, "signedTransactionInfo": self.transaction,
+                "signedRenewalInfo": self.renewal}
+        return 200, {"environment": "Sandbox", "bundleId": self.bundle_id, "appAppleId": 1,
+                     "data": [{"subscriptionGroupIdentifier": "21024612", "lastTransactions": [item]}]}
+
+    def _handler(self):
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *arguments):
+                pass
+
+            def do_GET(self):
+                self.respond("GET")
+
+            def do_POST(self):
+                self.respond("POST")
+
+            def respond(self, method: str):
+                environment, _, rest = self.path.lstrip("/").partition("/")
+                path = "/" + rest.split("?")[0]
+                problem = fake.token_problem(self.headers.get("Authorization"))
+                with fake.lock:
+                    fake.received.append(f"{environment} {method} {path}")
+                    if problem:
+                        fake.bad_tokens.append(f"{path}: {problem}")
+                if problem:
+                    status, body = 401, None
+                elif method == "POST":
+                    finish = path == f"/inApps/v1/transactions/{fake.TRANSACTION}/finish" and environment == "sandbox"
+                    status, body = (200, None) if finish else (404, {"errorCode": 4040010})
+                else:
+                    status, body = fake.answer(environment, path)
+                data = json.dumps(body).encode() if body is not None else b""
+                self.send_response(status)
+                if body is not None:
+                    self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
 def open_sealed(text: str, key_b64: str, cipher: str) -> bytes | None:
     """The plaintext of a sealed answer; None when no tool can open it here."""
     data = base64.b64decode(text, validate=True)
@@ -566,6 +754,8 @@ class Run:
         self.receipt_der = base64.b64decode(self.receipt)
         self.fixtures = Path(args.fixtures) if args.fixtures and Path(args.fixtures).is_dir() else None
         self.doc = contract.document
+        # Whether the App Store Server API is faked (--fake-storekit-port and the apps that use it).
+        self.storekit_faked = False
 
     def need(self, *names: str) -> bool:
         missing = [name for name in names if not self.cred.get(name)]
@@ -752,6 +942,22 @@ class Run:
                     problems.append(f"line {number} is no sample: {line[:100]!r}")
             if after and not re.search(r'^http_server_requests_total\{[^}]*route="/api"', body, re.M):
                 problems.append("no http_server_requests_total sample for route /api after the /api requests")
+            if after and re.search(r'app_[0-9a-f]{8}', body):
+                problems.append("a label value carries an app token (labels must be bounded)")
+            if after and self.storekit_faked:
+                for pattern in (r'receiptverify_storekit_requests_total\{[^}]*endpoint="transaction_info"'
+                                r'[^}]*status="200"',
+                                r'receiptverify_storekit_requests_total\{[^}]*endpoint="subscription_statuses"',
+                                r'receiptverify_storekit_requests_total\{[^}]*status="503"',
+                                r'receiptverify_storekit_request_duration_seconds_bucket\{[^}]*endpoint="transaction_history"',
+                                r'receiptverify_storekit_retries_total ', r'receiptverify_storekit_rate_limit_wait_seconds',
+                                r'receiptverify_storekit_cache_total\{result="hit"\}',
+                                r'receiptverify_storekit_cache_total\{result="miss"\}',
+                                r'receiptverify_storekit_requests_total\{[^}]*endpoint="finish_transaction"'
+                                r'[^}]*environment="sandbox"[^}]*status="200"',
+                                r'receiptverify_apple_finishes_total\{result="finished"\}'):
+                    if not re.search(pattern, body, re.M):
+                        problems.append(f"no sample matching {pattern!r} after the App Store Server API requests")
             return problems[:5]
 
         c.check(name, answer, 200, content_type=METRICS_CONTENT_TYPE, extra=exposition)
@@ -797,7 +1003,9 @@ class Run:
                     problems.append(f"kind {body.get('kind')!r}, expected {kind!r}")
                 if body.get("environment") != environment:
                     problems.append(f"environment {body.get('environment')!r}, expected {environment!r}")
-                return problems
+                if body.get("assurance") != ("signed-jws" if kind else "signed-receipt"):
+                    problems.append(f"assurance {body.get('assurance')!r}")
+                return problems + self.order_problems(body)
             return check
 
         def verdict(status: int | set[int]):
@@ -1112,7 +1320,7 @@ class Run:
                     problems.append(f"retryable {body.get('retryable')!r}")
                 if body.get("nonce") != "na":
                     problems.append("nonce not echoed")
-                return problems
+                return problems + self.order_problems(body)
             return check
 
         ok = 200
@@ -1133,6 +1341,331 @@ class Run:
                 extra=fields(status=500, retryable=True))
         c.check(f"{route} Apple: HTTP 503 until retries run out (500)", ask("contract-down"), 500,
                 extra=fields(status=500, retryable=True))
+
+    # The App Store Server API: enriched answers, look-ups by id (docs/app-store-server-api.md).
+
+    def storekit(self, route: str) -> None:
+        print(f"App Store Server API on {route} (fake App Store Server API)")
+        c, fake = self.c, FakeAppStoreServer
+        sealed = route == "/apiencrypted"
+        token, result_key = self.cred["storekit_token"], self.cred.get("storekit_result_key")
+
+        def expect(status: int | None = None, *, fields: tuple[str, ...] = (), absent: tuple[str, ...] = (),
+                   retryable: bool | None = None, **values: Any):
+            def check(a: Answer, body: Any) -> list[str]:
+                if sealed and isinstance(body, str):
+                    if not result_key:
+                        return ["no storekit_result_key to open the sealed answer"]
+                    body = json.loads(open_sealed(body, result_key, "aes-256-cbc") or b"{}")
+                    errors = self.doc.errors(self.doc.schema("ValidAnswer"), body)
+                    if errors:
+                        return [f"sealed plaintext: {error}" for error in errors]
+                    self.c.record_sealed(body)
+                problems = [f"no {name}" for name in fields if name not in body]
+                problems += [f"{name} present" for name in absent if name in body]
+                if status is not None and body.get("status") != status:
+                    problems.append(f"status {body.get('status')}, expected {status}")
+                if retryable is not None and bool(body.get("retryable")) != retryable:
+                    problems.append(f"retryable {body.get('retryable')!r}")
+                for name, value in values.items():
+                    if body.get(name) != value:
+                        problems.append(f"{name} {body.get(name)!r}, expected {value!r}")
+                problems += self.order_problems(body)
+                return problems
+            return check
+
+        ok = {"content_type": "text/plain; charset=utf-8"} if sealed else {"content_type": "application/json"}
+        # By transaction id: Get Transaction Info, then (enrichment on) the customer's history and statuses.
+        body = {"token": token, "transaction_id": fake.TRANSACTION}
+        self.valid_request("look-up by transaction_id", "application/x-www-form-urlencoded", body)
+        c.check(f"{route} look-up by transaction_id", self.post(route, body), 200, **ok, extra=expect(
+            0, fields=("receipt", "latest_receipt_info", "pending_renewal_info", "transactions"),
+            kind="signed_transaction", assurance="id-lookup", enrichment="applied", environment="Sandbox"))
+        if sealed:
+            return
+        body = {"token": token, "app_transaction_id": fake.APP_TRANSACTION}
+        self.valid_request("look-up by app_transaction_id", "application/json", body)
+        c.check(f"{route} look-up by app_transaction_id", self.post(route, body, as_json=True), 200, extra=expect(
+            0, fields=("latest_receipt_info", "pending_renewal_info", "transactions"), kind="transaction_history",
+            assurance="id-lookup", receipt={"bundle_id": self.jws_bundle_id(), "app_transaction_id":
+                                            fake.APP_TRANSACTION}))
+        # A StoreKit 2 transaction, enriched; the same customer again comes from the answer cache.
+        jws = (self.fixtures / "jws/apple_transaction_voicerec_sub_2022.jws").read_text().strip()
+        for label in ("", " again (cached)"):
+            c.check(f"{route} StoreKit 2 transaction, enriched{label}", self.post(route, {"token": token,
+                                                                                        "receipt": jws}), 200,
+                    extra=expect(0, fields=("latest_receipt_info", "pending_renewal_info"), kind="signed_transaction",
+                                 assurance="signed-jws", enrichment="applied"))
+        # Apple out of reach: the receipt's own answer, enrichment unavailable, retryable.
+        if self.need("enriched_token"):
+            c.check(f"{route} enrichment, Apple down", self.post(route, {"token": self.cred["enriched_token"],
+                                                                        "receipt": self.receipt}), 200,
+                    extra=expect(0, fields=("receipt", "latest_receipt_info", "transactions"),
+                                 absent=("pending_renewal_info",), retryable=True, enrichment="unavailable",
+                                 assurance="signed-receipt"))
+        # The refusals and failures of a look-up.
+        cases = [
+            ("an id Apple does not know (21010)", {"transaction_id": fake.UNKNOWN}, 200, 21010),
+            ("a malformed id (21002)", {"transaction_id": "../../admin"}, 200, 21002),
+            ("Apple down (500, retryable)", {"transaction_id": fake.DOWN}, 500, 500),
+            ("Apple refuses the app's credentials (500)", {"transaction_id": fake.REFUSED_CREDENTIALS}, 500, 500),
+            ("both ids (400)", {"transaction_id": fake.TRANSACTION, "app_transaction_id": fake.APP_TRANSACTION},
+             400, 400),
+        ]
+        for label, fields, http_status, status in cases:
+            body = {"token": token, **fields}
+            self.valid_request(label, "application/x-www-form-urlencoded", body, valid=http_status != 400)
+
+            def failed(a: Answer, b: Any, label: str = label, status: int = status) -> list[str]:
+                problems = [] if b.get("status") == status else [f"status {b.get('status')}, expected {status}"]
+                if "assurance" in b or "receipt" in b:
+                    problems.append("a failure carries assurance or receipt")
+                if "Apple down" in label and b.get("retryable") is not True:
+                    problems.append("not retryable")
+                if "credentials" in label and ("credentials" not in b.get("description", "")
+                                               or "retryable" in b):
+                    problems.append(f"description {b.get('description')!r} does not name the credentials, "
+                                    f"or retryable {b.get('retryable')!r}")
+                return problems
+            c.check(f"{route} look-up: {label}", self.post(route, body), http_status, extra=failed)
+        if self.need("refusing_token"):
+            c.check(f"{route} look-up refused by the app (403)", self.post(route, {
+                "token": self.cred["refusing_token"], "transaction_id": fake.TRANSACTION}), 403,
+                extra=lambda a, b: [] if "transaction id alone" in b.get("description", "") else [
+                    f"description {b.get('description')!r}"])
+        c.check(f"{route} look-up by an app without credentials (403)", self.post(route, {
+            "token": self.cred["token"], "app_transaction_id": fake.APP_TRANSACTION}), 403,
+            extra=lambda a, b: [] if "credentials" in b.get("description", "") else [
+                f"description {b.get('description')!r}"])
+        # With a receipt, transaction_id keeps its meaning: the receipt must hold it.
+        c.check(f"{route} transaction_id with a receipt is an assertion (403)", self.post(route, {
+            "token": token, "receipt": jws, "transaction_id": fake.UNKNOWN}), 403)
+
+        # A confirmed delivery is finished with Apple, in the background: pending, then finished (`confirm` delivery: a
+        # delivery `once` mode recorded with its answer is not confirmed again, and so not finished).
+        def finish(state: str):
+            def check(a: Answer, b: Any) -> list[str]:
+                rows = [row for row in b["transactions"] if row["transaction_id"] == fake.TRANSACTION]
+                found = rows[0].get("apple_finish") if rows else None
+                return [] if found and found["state"] == state else [
+                    f"apple_finish {found!r}, expected {state} (rows {str(b['transactions'])[:300]})"]
+            return check
+        c.check("POST /api/transactions/delivered: Finish Transaction pending", self.post(
+            "/api/transactions/delivered", {"token": token, "transaction_ids": fake.TRANSACTION}), 200,
+            extra=finish("pending"))
+        finished = None
+        for _ in range(50):
+            time.sleep(0.2)
+            finished = self.post("/api/transactions", {"token": token, "original_transaction_id": fake.ORIGINAL})
+            rows = finished.json().get("transactions", []) if finished.status == 200 else []
+            if any((row.get("apple_finish") or {}).get("state") == "finished" for row in rows):
+                break
+        if finished is not None:
+            c.check("POST /api/transactions: Finish Transaction finished", finished, 200, extra=lambda a, b: finish(
+                "finished")(a, b) + [f"no finished_at in {row['apple_finish']!r}" for row in b["transactions"]
+                                     if (row.get("apple_finish") or {}).get("state") == "finished"
+                                     and "finished_at" not in row["apple_finish"]])
+
+    def jws_bundle_id(self) -> str:
+        jws = (self.fixtures / "jws/apple_transaction_voicerec_sub_2022.jws").read_text().strip()
+        return json.loads(base64.urlsafe_b64decode(jws.split(".")[1] + "==="))["bundleId"]
+
+    # The members a valid answer's schema lists, in the order the answer gives them.
+    OUR_ORDER = ("enrichment", "retryable", "assurance", "repairs", "transactions", "nonce", "request_id")
+
+    def order_problems(self, body: dict) -> list[str]:
+        """A valid answer lists Apple's members, then `enrichment`, `assurance`, `repairs`, `transactions`, `nonce`,
+        `request_id` (docs/api.md, "Response")."""
+        if body.get("status") != 0:
+            return []
+        keys = list(body)
+        ours = [key for key in keys if key in self.OUR_ORDER]
+        problems = []
+        if ours != [key for key in self.OUR_ORDER if key in ours]:
+            problems.append(f"our members in the order {ours}")
+        first = min((keys.index(key) for key in ours), default=len(keys))
+        if any(key not in self.OUR_ORDER and key != "description" for key in keys[first:]):
+            problems.append(f"an Apple member after ours: {keys}")
+        return problems
+
+    # The verifyReceipt drop-in (docs/verifyreceipt-drop-in.md).
+
+    def drop_in(self) -> None:
+        print(f"verifyReceipt drop-in ({DROP_IN})")
+        c, key, token = self.c, self.cred["key"], self.cred["token"]
+
+        def path(app: str) -> str:
+            return f"/verifyReceipt/{app}"
+
+        def send(app: str, body: Any, *, api_key: str | None = None, headers: dict | None = None,
+                 raw: bytes | None = None) -> Answer:
+            data = raw if raw is not None else json.dumps(body).encode()
+            all_headers = {"Authorization": f"Bearer {api_key or key}", **(headers or {})}
+            return c.send("POST", path(app), data=data, headers=all_headers)
+
+        def apple(status: int, *, keys: list[str] | None = None, passthrough: bool = False, **values: Any):
+            def check(a: Answer, b: Any) -> list[str]:
+                problems = [] if b.get("status") == status else [f"status {b.get('status')}, expected {status}"]
+                # Ours in Apple's order; `status` comes first even where Apple's answer had it later (21006).
+                if keys is not None and (list(b) != keys and not (passthrough and set(b) == set(keys))):
+                    problems.append(f"members {list(b)}, expected {keys}")
+                for name, value in values.items():
+                    if b.get(name) != value:
+                        problems.append(f"{name} {str(b.get(name))[:80]!r}, expected {str(value)[:80]!r}")
+                if a.header("x-request-id") is None:
+                    problems.append("no X-Request-ID")
+                return problems
+            return check
+
+        valid_keys = ["status", "environment", "receipt", "latest_receipt_info", "latest_receipt"]
+        request = {"receipt-data": self.receipt, "password": None, "exclude-old-transactions": False}
+        self.valid_request("drop-in request", "application/json", request, route=DROP_IN)
+
+        def dated(a: Answer, b: Any) -> list[str]:
+            receipt = b.get("receipt") or {}
+            requested = int(receipt.get("request_date_ms", "0"))
+            return [] if abs(requested - time.time() * 1000) < 60_000 else [
+                f"request_date_ms {receipt.get('request_date_ms')!r} is not the time of the request"]
+        # No Content-Type, as libraries send it; then text/plain and a form type: read as JSON all the same.
+        for label, headers in (("no Content-Type", {}), ("text/plain", {"Content-Type": "text/plain"}),
+                               ("a form's Content-Type", {"Content-Type": "application/x-www-form-urlencoded"})):
+            answer = send(token, request, headers=headers)
+            c.check(f"{DROP_IN} valid receipt ({label})", answer, 200, content_type="application/json",
+                    extra=lambda a, b: apple(0, keys=valid_keys, latest_receipt=self.receipt)(a, b) + dated(a, b))
+        # The key as HTTP Basic's user, as a URL with credentials sends it (`KEY:@`: Python's requests sends no
+        # credentials for a user without the colon).
+        parts = urlsplit(c.base)
+        url = f"{parts.scheme}://{key}:@{parts.netloc}{path(token)}"
+        answer = Answer.of(c.session.post(url, data=json.dumps(request).encode(), timeout=30))
+        c.check(f"{DROP_IN} the key as Basic user in the URL", answer, 200, extra=apple(0, keys=valid_keys))
+        c.check(f"{DROP_IN} exclude-old-transactions", send(token, {**request, "exclude-old-transactions": True}),
+                200, extra=apple(0))
+
+        # Apple's refusals: HTTP 200, `status` alone.
+        tampered = bytearray(self.receipt_der)
+        tampered[-1] ^= 0x01
+        refusals: list[tuple[str, str | None, Any, bytes | None, int]] = [
+            ("damaged receipt-data", token, {"receipt-data": "AAAA"}, None, 21002),
+            ("no receipt-data", token, {"password": "x"}, None, 21002),
+            ("a body that is not JSON", token, None, b"{not json", 21002),
+            ("an empty body", token, None, b"", 21002),
+            ("JSON that is not an object", token, [], None, 21002),
+            ("receipt-data of the wrong type", token, {"receipt-data": {"a": 1}}, None, 21002),
+            ("not authentic", token, {"receipt-data": base64.b64encode(bytes(tampered)).decode()}, None, 21003),
+            ("a sandbox receipt for a production-only app", self.cred.get("production_only_token"), request, None,
+             21007),
+            ("another app's receipt", self.cred.get("other_bundle_token"), request, None, 21010),
+            ("a product outside the app's catalog", self.cred.get("catalog_token"), request, None, 21010),
+            ("another shared secret", self.cred.get("secret_token"), {**request, "password": "not-the-secret"}, None,
+             21004),
+        ]
+        production = self.fixtures / "receipts/tp_production_ios_g5_2024.b64" if self.fixtures else None
+        if production is not None and production.is_file():
+            refusals.append(("a production receipt for a sandbox-only app", self.cred.get("sandbox_only_token"),
+                             {"receipt-data": production.read_text().strip()}, None, 21008))
+        else:
+            c.fail(DROP_IN, "no production receipt in the fixtures: 21008 not exercised")
+        for label, app, body, raw, status in refusals:
+            if app is None:
+                c.fail(DROP_IN, f"no credentials for {label!r}")
+                continue
+            if raw is None and isinstance(body, dict) and status == 21002:
+                self.valid_request(label, "application/json", body, valid="wrong type" not in label, route=DROP_IN)
+            c.check(f"{DROP_IN} {label} ({status})", send(app, body, raw=raw), 200, content_type="application/json",
+                    extra=apple(status, keys=["status"]))
+        if self.need("secret_token", "secret"):
+            c.check(f"{DROP_IN} the app's shared secret", send(self.cred["secret_token"], {
+                **request, "password": self.cred["secret"]}), 200, extra=apple(0, keys=valid_keys))
+            # Stateless: nothing the drop-in verified is in the app's ledger (the app is used by the drop-in alone).
+            expected = Path(re.sub(r"\.b64$", "", self.args.receipt) + ".expected.json")
+            ids = sorted({entry["transaction_id"] for entry in json.loads(expected.read_text()).get("in_app", [])}) \
+                if expected.is_file() else []
+            if ids:
+                c.check(f"{DROP_IN} records nothing in the ledger", self.post("/api/transactions/delivered", {
+                    "token": self.cred["secret_token"], "transaction_ids": ",".join(ids[:1000])}), 200,
+                    extra=lambda a, b: [] if not b["transactions"] else [
+                        f"the ledger holds {len(b['transactions'])} transactions the drop-in verified"])
+
+        # Apple's verifyReceipt behind an app in `apple` mode (the fake Apple): Apple's answer passes through.
+        if self.cred.get("apple_token") and self.args.fake_apple_port:
+            apple_token = self.cred["apple_token"]
+            cases = [
+                ("contract-unified", 0, ["status", "environment", "receipt", "latest_receipt_info", "latest_receipt",
+                                         "pending_renewal_info"]),
+                ("contract-expired", 21006, ["receipt", "latest_expired_receipt_info", "status"]),
+                ("contract-exception", 21002, ["status", "exception"]),
+                ("contract-retry", 21005, ["status", "is-retryable"]),
+                ("contract-down", 21005, ["status", "is-retryable"]),
+            ]
+            for password, status, keys in cases:
+                c.check(f"{DROP_IN} apple mode: {password} ({status})", send(apple_token, {
+                    **request, "password": password}), 200, extra=apple(status, keys=keys, passthrough=True))
+            c.check(f"{DROP_IN} apple mode: a status Apple does not document (500)", send(apple_token, {
+                **request, "password": "contract-odd-status"}), 500)
+
+        # Enriched answers: Apple's history and renewal state, in Apple's shape (no `enrichment`, no `retryable`).
+        if self.storekit_faked and self.need("storekit_token", "enriched_token"):
+            jws = (self.fixtures / "jws/apple_transaction_voicerec_sub_2022.jws").read_text().strip()
+            c.check(f"{DROP_IN} StoreKit 2 transaction, enriched", send(self.cred["storekit_token"], {
+                "receipt-data": jws}), 200, extra=apple(0, keys=["status", "environment", "receipt",
+                                                                 "latest_receipt_info", "pending_renewal_info"]))
+            c.check(f"{DROP_IN} enrichment unavailable: the receipt's own answer", send(self.cred["enriched_token"],
+                                                                                       request), 200,
+                    extra=apple(0, keys=valid_keys))
+
+        # Failures of the exchange: our JSON error shape and HTTP status.
+        def refused(label: str, answer_fn: Callable[[], Answer]):
+            time.sleep(0.25)  # within the failure budget per address
+            c.check(f"{DROP_IN} {label} (401)", answer_fn(), 401)
+        random_key = "rvk_" + secrets.token_hex(24)
+        refused("unknown key", lambda: send(token, request, api_key=random_key))
+        refused("no key", lambda: c.send("POST", path(token), data=json.dumps(request).encode()))
+        refused("Basic with an unknown key", lambda: c.send("POST", path(token), data=json.dumps(request).encode(),
+                                                            headers={"Authorization": "Basic " + base64.b64encode(
+                                                                f"{random_key}:".encode()).decode()}))
+        refused("unknown token", lambda: send("app_" + secrets.token_hex(16), request))
+        if self.need("other_account_token"):
+            refused("another account's token", lambda: send(self.cred["other_account_token"], request))
+        if self.need("disabled_key", "disabled_token"):
+            refused("disabled account", lambda: send(self.cred["disabled_token"], request,
+                                                     api_key=self.cred["disabled_key"]))
+        limit = self.args.max_body_size
+        head = (f"POST {path(token)} HTTP/1.1\r\nHost: {c.host}\r\nAuthorization: Bearer {key}\r\n"
+                f"Content-Length: {limit + 1}\r\n\r\n").encode()
+        c.check(f"{DROP_IN} Content-Length over the limit (413)", c.raw(head, path=path(token)), 413)
+        if self.need("slow_key", "slow_token"):
+            time.sleep(1.1)
+            answers = [send(self.cred["slow_token"], request, api_key=self.cred["slow_key"]) for _ in range(3)]
+            if not any(a.status == 429 for a in answers):
+                c.fail(f"{DROP_IN} rate limit", f"no 429 in 3 quick calls ({[a.status for a in answers]})")
+            for a in answers:
+                c.check(f"{DROP_IN} rate limit of 1/s", a, {200, 429})
+        if self.need("quota_key", "quota_token"):
+            c.check(f"{DROP_IN} monthly quota of 0 (429)", send(self.cred["quota_token"], request,
+                                                               api_key=self.cred["quota_key"]), 429,
+                    extra=lambda a, b: [] if "quota_resets_at" in b else ["no quota_resets_at"])
+        memory = self.args.max_body_memory
+        holders = []
+        try:
+            for _ in range(memory // limit):
+                holder = socket.create_connection((c.host, c.port), timeout=30)
+                holder.sendall((f"POST {path(token)} HTTP/1.1\r\nHost: {c.host}\r\nAuthorization: Bearer {key}\r\n"
+                                f"Content-Length: {limit}\r\n\r\n").encode())
+                holders.append(holder)
+            time.sleep(0.3)
+            head = (f"POST {path(token)} HTTP/1.1\r\nHost: {c.host}\r\nAuthorization: Bearer {key}\r\n"
+                    f"Content-Length: {memory % limit + 1}\r\n\r\n").encode()
+            c.check(f"{DROP_IN} body over the memory budget (503)", c.raw(head, path=path(token)), 503,
+                    extra=lambda a, b: [] if b.get("retryable") is True and b.get("retry_after") == 1 else [
+                        f"retryable/retry_after: {b!r}"])
+        finally:
+            for holder in holders:
+                holder.close()
+        for method in ("GET", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"):
+            c.check(f"{method} {DROP_IN}", c.send(method, path(token)), 405,
+                    extra=lambda a, b: [] if a.header("allow") == "POST" else [f"Allow {a.header('allow')!r}"])
+        c.check(f"POST /verifyReceipt without a token (404)", c.send("POST", "/verifyReceipt", data=b"{}",
+                                                                     headers=self.bearer()), 404)
 
     # Coverage.
 
@@ -1183,6 +1716,10 @@ def main() -> int:
     parser.add_argument("--fake-apple-port", type=int,
                         help="serve a fake verifyReceipt on this port (the server's --apple-production-url must be "
                              "http://127.0.0.1:PORT/production and --apple-sandbox-url http://127.0.0.1:PORT/sandbox)")
+    parser.add_argument("--fake-storekit-port", type=int,
+                        help="serve a fake App Store Server API on this port (the server's --storekit-production-url "
+                             "must be http://127.0.0.1:PORT/production and --storekit-sandbox-url "
+                             "http://127.0.0.1:PORT/sandbox); needs the fixtures and the storekit_* credentials")
     parser.add_argument("--receipt-bundle-id", default="com.revenuecat.sampleapp",
                         help="the receipt's bundle ID (fake Apple answers without fixtures)")
     parser.add_argument("--max-body-size", type=int, default=2 << 20, help="the server's --max-body-size")
@@ -1221,11 +1758,23 @@ def main() -> int:
         fake.start()
     else:
         reason = "Apple's verifyReceipt is not faked (--fake-apple-port and apple_token)"
-        for route in ("/api", "/apiencrypted"):
+        for route in ("/api", "/apiencrypted", DROP_IN):
             contract.not_exercised[("POST", route, 500)] = reason
         for name in ("latest_receipt", "latest_expired_receipt_info", "pending_renewal_info", "is-retryable",
-                     "exception", "retryable"):
+                     "exception", "retryable", "receipt"):
             contract.fields_not_exercised[name] = reason
+    storekit = None
+    if args.fake_storekit_port and run.fixtures and credentials.get("storekit_token"):
+        public_key = credentials.get("storekit_public_key_file")
+        storekit = FakeAppStoreServer(
+            args.fake_storekit_port, run.fixtures, credentials.get("storekit_issuer_id", ""),
+            credentials.get("storekit_key_id", ""), Path(public_key).read_bytes() if public_key else None,
+            {args.receipt_bundle_id})
+        storekit.start()
+        run.storekit_faked = True
+    else:
+        reason = "the App Store Server API is not faked (--fake-storekit-port, fixtures and storekit_token)"
+        contract.fields_not_exercised["enrichment"] = reason
     # Apple's real receipts hold no refund, and only Apple can sign one: LedgerAPITests covers refunds with test-signed
     # receipts and JWS.
     for name in ("refunded_at", "reason", "refund_type", "refund_percentage", "refunded_after_delivery"):
@@ -1237,6 +1786,9 @@ def main() -> int:
             run.refusals(route)
             if fake is not None:
                 run.apple(route)
+            if storekit is not None:
+                run.storekit(route)
+        run.drop_in()
         run.ledger()
         for route in LEDGER_ROUTES:
             run.refusals(route)
@@ -1247,6 +1799,13 @@ def main() -> int:
     finally:
         if fake is not None:
             fake.stop()
+        if storekit is not None:
+            storekit.stop()
+            if any("look-up" in failure for failure in contract.failures) or args.verbose:
+                print("App Store Server API requests received:", *storekit.received, sep="\n  ")
+            if storekit.bad_tokens:
+                contract.fail("App Store Server API tokens", f"{len(storekit.bad_tokens)} request(s) with a JWT Apple "
+                                                             f"would refuse, e.g. {storekit.bad_tokens[0]}")
     run.coverage()
 
     exercised = len(contract.pairs)

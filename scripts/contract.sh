@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Contract test: starts a server with a throwaway SQLite database, checks every documented answer against
-# Sources/ReceiptServer/Operations/openapi.json (scripts/contract.py), then fuzzes it with schemathesis.
+# Sources/ReceiptServer/Operations/openapi.json (scripts/contract.py, which also plays Apple's verifyReceipt and App Store
+# Server API on loopback), then fuzzes it with schemathesis.
 #
 # Usage: scripts/contract.sh [BIN_DIR]     (default: $(swift build --show-bin-path); nothing is built)
 #
@@ -53,6 +54,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# A setup step that fails shows what the CLI said (the folder is removed on exit).
+trap '[ -s "$WORK/cli.log" ] && { log "a step failed; the CLI said:"; tail -5 "$WORK/cli.log" >&2; }' ERR
 
 export RECEIPTVERIFY_DATABASE_URL="$WORK/db.sqlite"
 export RECEIPTVERIFY_MASTER_KEY_FILE="$WORK/master.key"
@@ -97,6 +100,32 @@ JWS_RESULT_KEY=$(rv app show "$JWS_TOKEN" --reveal-key --json | field result_key
 # Claims move to whoever presents them, deliveries stay due until confirmed: transferred_from and delivered_at.
 TRANSFER_TOKEN=$(app main --name transfer --bundle-id "$BUNDLE" --environment sandbox --mode local \
     --claims transfer --delivery confirm | field token)
+# The verifyReceipt drop-in's refusals: a shared secret (21004; this app serves the drop-in alone, so its empty ledger
+# shows the drop-in records nothing), a sandbox-only app for the fixtures' production receipt (21008), a catalog that
+# holds none of the receipt's products (21010).
+SECRET=$(openssl rand -hex 16)
+SECRET_TOKEN=$(app main --name shared-secret --bundle-id "$BUNDLE" --environment sandbox --mode local \
+    --shared-secret "$SECRET" | field token)
+SANDBOX_ONLY_TOKEN=$(app main --name sandbox-only --bundle-id org.getpure.pure-iphone --environment sandbox \
+    --mode local | field token)
+CATALOG_TOKEN=$(app main --name catalog --bundle-id "$BUNDLE" --environment sandbox --mode local \
+    --product com.example.contract.not-in-the-receipt | field token)
+# App Store Server API credentials (a fresh P-256 key; contract.py's fake App Store Server API checks every JWT with
+# its public key): an app of the StoreKit 2 fixtures with enrichment (look-ups by id, enriched answers), one of the
+# receipt whose customer the fake does not know (enrichment unavailable), one refusing look-ups by id. The first
+# delivers until confirmed: a confirmation then finishes the transaction with Apple (Finish Transaction).
+openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt >"$WORK/apple-key.p8"
+openssl ec -in "$WORK/apple-key.p8" -pubout -out "$WORK/apple-key.pub" 2>/dev/null
+ISSUER_ID=$(python3 -c 'import uuid; print(uuid.uuid4())')
+APPLE_KEY_ID=ABC123DEFG
+CREDENTIALS=(--apple-issuer-id "$ISSUER_ID" --apple-key-id "$APPLE_KEY_ID" --apple-private-key-file "$WORK/apple-key.p8")
+STOREKIT_TOKEN=$(app main --name storekit --bundle-id Com.VoiceRecording.Telephone --bundle-id com.audaos.audarecorder \
+    --environment sandbox --mode local "${CREDENTIALS[@]}" --enrichment on --delivery confirm | field token)
+STOREKIT_RESULT_KEY=$(rv app show "$STOREKIT_TOKEN" --reveal-key --json | field result_key)
+ENRICHED_TOKEN=$(app main --name enriched --bundle-id "$BUNDLE" --environment sandbox --mode local "${CREDENTIALS[@]}" \
+    --enrichment on | field token)
+REFUSING_TOKEN=$(app main --name refusing --bundle-id Com.VoiceRecording.Telephone --environment sandbox \
+    --mode local "${CREDENTIALS[@]}" --id-lookups refuse | field token)
 key other >/dev/null
 OTHER_ACCOUNT_TOKEN=$(app other --bundle-id "$BUNDLE" --environment sandbox | field token)
 PLAIN_KEY=$(key plain)
@@ -120,13 +149,20 @@ cat >"$WORK/credentials.json" <<EOF
   "plain_key": "$PLAIN_KEY", "plain_token": "$PLAIN_TOKEN",
   "slow_key": "$SLOW_KEY", "slow_token": "$SLOW_TOKEN",
   "quota_key": "$QUOTA_KEY", "quota_token": "$QUOTA_TOKEN",
-  "disabled_key": "$DISABLED_KEY", "disabled_token": "$DISABLED_TOKEN"
+  "disabled_key": "$DISABLED_KEY", "disabled_token": "$DISABLED_TOKEN",
+  "secret_token": "$SECRET_TOKEN", "secret": "$SECRET", "sandbox_only_token": "$SANDBOX_ONLY_TOKEN",
+  "catalog_token": "$CATALOG_TOKEN",
+  "storekit_token": "$STOREKIT_TOKEN", "storekit_result_key": "$STOREKIT_RESULT_KEY",
+  "storekit_issuer_id": "$ISSUER_ID", "storekit_key_id": "$APPLE_KEY_ID",
+  "storekit_public_key_file": "$WORK/apple-key.pub",
+  "enriched_token": "$ENRICHED_TOKEN", "refusing_token": "$REFUSING_TOKEN"
 }
 EOF
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 APPLE_PORT=$(free_port)
+STOREKIT_PORT=$(free_port)
 MAX_BODY_SIZE=2097152
 # Two bodies at the size limit: contract.py holds this budget with idle connections to get a 503 (memory).
 MAX_BODY_MEMORY=4194304
@@ -137,7 +173,10 @@ log "starting $BIN serve on port $PORT (log: $WORK/server.log)"
     --max-body-size "$MAX_BODY_SIZE" --max-body-memory "$MAX_BODY_MEMORY" \
     --apple-production-url "http://127.0.0.1:$APPLE_PORT/production" \
     --apple-sandbox-url "http://127.0.0.1:$APPLE_PORT/sandbox" \
-    --apple-attempts 2 --apple-timeout 5 --log-level warning >"$WORK/server.log" 2>&1 &
+    --apple-attempts 2 --apple-timeout 5 \
+    --storekit-production-url "http://127.0.0.1:$STOREKIT_PORT/production" \
+    --storekit-sandbox-url "http://127.0.0.1:$STOREKIT_PORT/sandbox" --storekit-timeout 5 \
+    --log-level warning >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 100); do
     curl -sf "$BASE/healthz" >/dev/null 2>&1 && break
@@ -159,6 +198,7 @@ log "contract.py"
 # shellcheck disable=SC2086 # CONTRACT_ARGS is a list of arguments
 python3 scripts/contract.py --url "$BASE" --spec "$SPEC" --credentials "$WORK/credentials.json" \
     --receipt "$RECEIPT" --fixtures "$FIXTURES" --receipt-bundle-id "$BUNDLE" --fake-apple-port "$APPLE_PORT" \
+    --fake-storekit-port "$STOREKIT_PORT" \
     --max-body-size "$MAX_BODY_SIZE" --max-body-memory "$MAX_BODY_MEMORY" ${OPS_ARGS[@]+"${OPS_ARGS[@]}"} \
     ${CONTRACT_ARGS:-} || status=1
 
@@ -170,6 +210,9 @@ if [ "${SKIP_SCHEMATHESIS:-0}" != 1 ]; then
     # (257 characters seen, with keys such as `__main__` added after generation), which the server rightly refuses:
     # for those two operations schemathesis's positive-data check also accepts a 400 (contract.py checks that valid
     # bodies are accepted there); every other check runs as everywhere.
+    # The verifyReceipt drop-in's path is pinned to the same app. It answers a body Apple would not read (not JSON, a
+    # field of the wrong type, ...) as Apple did: HTTP 200 with status 21002, never a 400 (the document says so, and
+    # contract.py checks those answers one by one): its negative-data check also accepts a 200.
     cursor=$(printf '0|Production|0' | base64 | tr '+/' '-_' | tr -d '=')
     cat >"$WORK/schemathesis.toml" <<TOML
 [parameters]
@@ -180,6 +223,11 @@ if [ "${SKIP_SCHEMATHESIS:-0}" != 1 ]; then
 include-operation-id = "lookUpTransactions"
 parameters = { "body.apikey" = "$MAIN_KEY", "body.token" = "$TOKEN", "body.cursor" = "$cursor" }
 checks = { positive_data_acceptance = { expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "5xx"] } }
+
+[[operations]]
+include-operation-id = "verifyReceiptDropIn"
+parameters = { "path.token" = "$TOKEN" }
+checks = { negative_data_rejection = { expected-statuses = ["200", "400", "401", "403", "404", "405", "406", "409", "415", "422", "428", "429", "5xx"] } }
 
 [[operations]]
 include-operation-id = "confirmDeliveries"
