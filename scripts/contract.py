@@ -1600,8 +1600,9 @@ class Run:
             for password, status, keys in cases:
                 c.check(f"{DROP_IN} apple mode: {password} ({status})", send(apple_token, {
                     **request, "password": password}), 200, extra=apple(status, keys=keys, passthrough=True))
-            c.check(f"{DROP_IN} apple mode: a status Apple does not document (500)", send(apple_token, {
-                **request, "password": "contract-odd-status"}), 500)
+            c.check(f"{DROP_IN} apple mode: a status Apple does not document (21005)", send(apple_token, {
+                **request, "password": "contract-odd-status"}), 200,
+                extra=apple(21005, keys=["status", "is-retryable"]))
 
         # Enriched answers: Apple's history and renewal state, in Apple's shape (no `enrichment`, no `retryable`).
         if self.storekit_faked and self.need("storekit_token", "enriched_token"):

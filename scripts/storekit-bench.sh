@@ -122,7 +122,7 @@ done
 # serve ARGS...: starts the server against the stand-in; sets PORT.
 serve() {
     PORT=$(free_port)
-    rv serve --port "$PORT" --trust-anchors "$WORK/anchors" --storekit-production-url "$FAKE" \
+    "$BIN/receiptverify" serve --port "$PORT" --trust-anchors "$WORK/anchors" --storekit-production-url "$FAKE" \
         --storekit-sandbox-url "$FAKE" "$@" 2>>"$WORK/serve.log" &
     SERVER_PID=$!
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done

@@ -242,6 +242,22 @@ import Testing
             #expect(body["latest_receipt_info"]?.arrayValue?.count == 2)
             #expect(Self.transactions(body).count == 3)
             #expect(fake.received.count > 1, "5xx answers are retried")
+
+            // Apple refusing the app's key is no moment's trouble: said as such, and not retryable.
+            let otherKey = service.cli.directory.appendingPathComponent("other-key.p8")
+            try P256.Signing.PrivateKey().pemRepresentation.write(to: otherKey, atomically: true, encoding: .utf8)
+            let refusedTenant = try service.tenant(appArguments: [
+                "--allow-test-data", "--apple-issuer-id", AppStoreServerAPITests.issuerID, "--apple-key-id",
+                "ABC123DEFG", "--apple-private-key-file", otherKey.path, "--enrichment", "on",
+            ])
+            let refused = try await service.post(form: [
+                ("apikey", refusedTenant.apiKey), ("token", refusedTenant.token),
+                ("receipt", try service.receipt(count: 3)),
+            ]).json()
+            #expect(refused["status"] == .integer(0))
+            #expect(refused["enrichment"] == .string("refused"))
+            #expect(refused["retryable"] == nil)
+            #expect(service.logText.contains("Apple refused the app's App Store Server API credentials"))
         }
     }
 

@@ -16,6 +16,33 @@ import Testing
             descriptorLimit: descriptors)
     }
 
+    @Test func theAppStoreServerAPISettings() throws {
+        let defaults = try configuration()
+        #expect(defaults.storeKit.productionURL == "https://api.storekit.apple.com")
+        #expect(defaults.storeKit.productionRequestsPerSecond == 40 && defaults.storeKit.sandboxRequestsPerSecond == 4)
+        #expect(defaults.storeKit.cacheLifetime == .seconds(30) && defaults.appleFinishFirstRetry == .seconds(60))
+        // Apple's limits are a ceiling: 50 a second in production, 5 in the sandbox.
+        for (flag, value) in [
+            ("storekit-requests-per-second", "51"), ("storekit-sandbox-requests-per-second", "6"),
+            ("storekit-production-url", "ftp://x"), ("storekit-timeout", "0"),
+        ] {
+            #expect(throws: ServeSettings.Invalid.self) { try configuration([flag: value]) }
+        }
+        // Signed answers may chain to --trust-anchors roots only when neither host is Apple's (a stand-in for tests).
+        func testSignatures(_ production: String, _ sandbox: String, anchors: String? = "/anchors") throws -> Bool {
+            try ServeSettings(
+                flags: ["storekit-production-url": production, "storekit-sandbox-url": sandbox], environment: [:]
+            ).configuration(
+                store: .sqlite(path: "rv.sqlite"), trustAnchorDirectory: anchors, replacesBuiltInRoots: false,
+                descriptorLimit: 4096
+            ).storeKit.acceptsTestSignatures
+        }
+        #expect(try testSignatures("http://127.0.0.1:9/production", "http://127.0.0.1:9/sandbox"))
+        #expect(try !testSignatures("http://127.0.0.1:9/production", "http://127.0.0.1:9/sandbox", anchors: nil))
+        #expect(try !testSignatures("http://127.0.0.1:9/production", "https://API.storekit-sandbox.apple.com/"))
+        #expect(try !testSignatures("https://api.storekit.apple.com/", "http://127.0.0.1:9/sandbox"))
+    }
+
     @Test func theAccountScreensSettings() throws {
         let defaults = try configuration()
         #expect(defaults.openID == nil && defaults.publicURL == nil)

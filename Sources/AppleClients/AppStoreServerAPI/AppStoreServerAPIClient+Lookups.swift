@@ -67,12 +67,13 @@ extension AppStoreServerAPIClient: AppStoreServerLooking {
         request.append("startDate", .integer(Int64((start.timeIntervalSince1970 * 1_000).rounded(.down))))
         request.append("endDate", .integer(Int64((end.timeIntervalSince1970 * 1_000).rounded(.down))))
         if onlyFailures { request.append("onlyFailures", .bool(true)) }
-        let (object, _) = try await fetch(
+        let object = try await fetch(
             Call(
                 method: .POST, path: "/inApps/v1/notifications/history",
                 query: paginationToken.map { [("paginationToken", $0)] } ?? [], body: JSONValue.object(request).encoded,
                 endpoint: "notification_history", environment: environment),
-            credentials: credentials)
+            credentials: credentials
+        ).object
         var notifications: [(signed: Signed, attempts: [JSONValue])] = []
         for case .object(let item) in object["notificationHistory"]?.arrayValue ?? [] {
             guard case .string(let jws)? = item["signedPayload"] else {

@@ -49,8 +49,18 @@ public final class AppStoreServerAPIClient: Sendable {
     private let metrics: any MetricsFactory
     private let logger: Logger
 
-    /// An answer and the environment that gave it.
-    typealias Answer = (object: JSONObject, environment: Environment)
+    /// An answer, the environment that gave it, and (for cached answers) its signed values verified when it came, so
+    /// that an answer reused from the cache costs no signature check.
+    struct Answer: Sendable {
+        let object: JSONObject
+        let environment: Environment
+        var signed: [String: Signed] = [:]
+
+        /// The signed value `jws` of this answer, verified.
+        func verified(_ jws: String, by client: AppStoreServerAPIClient) throws -> Signed {
+            try signed[jws] ?? client.verify(jws)
+        }
+    }
 
     /// Creates a client that verifies what Apple signs with `verifier` (Apple's roots, or test roots in tests),
     /// counting its requests into `metrics` (nil: nowhere).
@@ -79,13 +89,13 @@ public final class AppStoreServerAPIClient: Sendable {
     public func transactionInfo(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
         -> Signed
     {
-        let (object, _) = try await get(
+        let answer = try await get(
             "/inApps/v1/transactions/\(try Self.pathID(transactionID))", endpoint: "transaction_info",
             credentials: credentials)
-        guard case .string(let jws)? = object["signedTransactionInfo"] else {
+        guard case .string(let jws)? = answer.object["signedTransactionInfo"] else {
             throw AppStoreServerAPIError(.invalidResponse, "Get Transaction Info answered no signedTransactionInfo")
         }
-        return try verify(jws)
+        return try answer.verified(jws, by: self)
     }
 
     /// Get Transaction History (v2): one page, from `revision` (nil: the first), oldest first.
@@ -94,27 +104,27 @@ public final class AppStoreServerAPIClient: Sendable {
     ) async throws -> Page {
         var query = [("sort", "ASCENDING")]
         if let revision { query.append(("revision", revision)) }
-        let (object, environment) = try await get(
-            "/inApps/v2/history/\(try Self.pathID(transactionID))", query: query, endpoint: "transaction_history",
-            credentials: credentials)
-        return try page(object, environment: environment)
+        return try page(
+            try await get(
+                "/inApps/v2/history/\(try Self.pathID(transactionID))", query: query, endpoint: "transaction_history",
+                credentials: credentials))
     }
 
     /// Get Refund History (v2): one page of refunded transactions, from `revision`.
     public func refundHistory(_ transactionID: String, revision: String?, credentials: AppStoreServerAPICredentials)
         async throws -> Page
     {
-        let (object, environment) = try await get(
-            "/inApps/v2/refund/lookup/\(try Self.pathID(transactionID))",
-            query: revision.map { [("revision", $0)] } ?? [], endpoint: "refund_history", credentials: credentials)
-        return try page(object, environment: environment)
+        return try page(
+            try await get(
+                "/inApps/v2/refund/lookup/\(try Self.pathID(transactionID))",
+                query: revision.map { [("revision", $0)] } ?? [], endpoint: "refund_history", credentials: credentials))
     }
 
     /// Look Up Order ID: the transactions of a customer's order id (from their receipt email).
     public func lookUpOrder(_ orderID: String, credentials: AppStoreServerAPICredentials) async throws -> [Signed] {
-        let (object, _) = try await get(
-            "/inApps/v1/lookup/\(try Self.pathID(orderID))", endpoint: "order_lookup", credentials: credentials)
-        return try signedTransactions(in: object)
+        try signedTransactions(
+            in: try await get(
+                "/inApps/v1/lookup/\(try Self.pathID(orderID))", endpoint: "order_lookup", credentials: credentials))
     }
 
     /// Get All Subscription Statuses: the raw answer (groups, statuses), with every signed transaction and renewal
@@ -122,21 +132,10 @@ public final class AppStoreServerAPIClient: Sendable {
     public func subscriptionStatuses(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
         -> (answer: JSONObject, signed: [Signed])
     {
-        let (object, _) = try await get(
+        let answer = try await get(
             "/inApps/v1/subscriptions/\(try Self.pathID(transactionID))", endpoint: "subscription_statuses",
             credentials: credentials)
-        var signed: [Signed] = []
-        if case .array(let groups)? = object["data"] {
-            for case .object(let group) in groups {
-                guard case .array(let last)? = group["lastTransactions"] else { continue }
-                for case .object(let item) in last {
-                    for field in ["signedTransactionInfo", "signedRenewalInfo"] {
-                        if case .string(let jws)? = item[field] { signed.append(try verify(jws)) }
-                    }
-                }
-            }
-        }
-        return (object, signed)
+        return (answer.object, try Self.signedValues(in: answer.object).map { try answer.verified($0, by: self) })
     }
 
     // MARK: Transport
@@ -153,21 +152,39 @@ public final class AppStoreServerAPIClient: Sendable {
         return id
     }
 
-    private func page(_ object: JSONObject, environment: Environment) throws -> Page {
+    private func page(_ answer: Answer) throws -> Page {
         Page(
-            transactions: try signedTransactions(in: object), revision: object["revision"]?.stringValue,
-            hasMore: object["hasMore"] == .bool(true), environment: environment)
+            transactions: try signedTransactions(in: answer), revision: answer.object["revision"]?.stringValue,
+            hasMore: answer.object["hasMore"] == .bool(true), environment: answer.environment)
     }
 
     /// The answer's `signedTransactions`, each verified; none when it has none.
-    private func signedTransactions(in object: JSONObject) throws -> [Signed] {
-        guard case .array(let items)? = object["signedTransactions"] else { return [] }
+    private func signedTransactions(in answer: Answer) throws -> [Signed] {
+        guard case .array(let items)? = answer.object["signedTransactions"] else { return [] }
         return try items.map { item in
             guard case .string(let jws) = item else {
                 throw AppStoreServerAPIError(.invalidResponse, "a signed transaction is not a string")
             }
-            return try verify(jws)
+            return try answer.verified(jws, by: self)
         }
+    }
+
+    /// Every signed value an answer of Get Transaction Info, Transaction History, Refund History, Look Up Order ID
+    /// or Get All Subscription Statuses holds, in its order.
+    static func signedValues(in object: JSONObject) -> [String] {
+        var values: [String] = []
+        for field in ["signedTransactionInfo", "signedRenewalInfo"] {
+            if case .string(let jws)? = object[field] { values.append(jws) }
+        }
+        for case .string(let jws) in object["signedTransactions"]?.arrayValue ?? [] { values.append(jws) }
+        for case .object(let group) in object["data"]?.arrayValue ?? [] {
+            for case .object(let item) in group["lastTransactions"]?.arrayValue ?? [] {
+                for field in ["signedTransactionInfo", "signedRenewalInfo"] {
+                    if case .string(let jws)? = item[field] { values.append(jws) }
+                }
+            }
+        }
+        return values
     }
 
     func verify(_ jws: String) throws -> Signed {
@@ -204,7 +221,13 @@ public final class AppStoreServerAPIClient: Sendable {
             + "/\(credentials.bundleID)\(path)?"
             + query.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
         let (answer, hit) = try await answers.value(key) {
-            try await self.fetch(Call(path: path, query: query, endpoint: endpoint), credentials: credentials)
+            var answer = try await self.fetch(
+                Call(path: path, query: query, endpoint: endpoint), credentials: credentials)
+            // Verified once, here: every use of the cached answer reads them verified.
+            for jws in Self.signedValues(in: answer.object) where answer.signed[jws] == nil {
+                answer.signed[jws] = try self.verify(jws)
+            }
+            return answer
         }
         Counter(
             label: "receiptverify_storekit_cache_total", dimensions: [("result", hit ? "hit" : "miss")],
@@ -224,13 +247,15 @@ public final class AppStoreServerAPIClient: Sendable {
         for attempt in 1...max(1, configuration.maximumAttempts) {
             do {
                 if let only = call.environment {
-                    return (try await send(call, in: only, credentials, deadline), only)
+                    return Answer(object: try await send(call, in: only, credentials, deadline), environment: only)
                 }
                 do {
-                    return (try await send(call, in: .production, credentials, deadline), .production)
+                    return Answer(
+                        object: try await send(call, in: .production, credentials, deadline), environment: .production)
                 } catch let error as AppStoreServerAPIError where error.code == .notFound {
                     // An app not yet released, or a sandbox purchase: the sandbox knows it.
-                    return (try await send(call, in: .sandbox, credentials, deadline), .sandbox)
+                    return Answer(
+                        object: try await send(call, in: .sandbox, credentials, deadline), environment: .sandbox)
                 }
             } catch let error as AppStoreServerAPIError {
                 // A fresh transaction may not have reached Apple's servers yet; a 5xx or a network error may pass.

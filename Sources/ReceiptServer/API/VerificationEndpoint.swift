@@ -84,10 +84,12 @@ struct VerificationEndpoint: Sendable {
                 outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
                 try await decideDelivery(&outcome, request: parsed, caller: caller, requestID: requestID)
             case .dropIn:
-                if let password = parsed.password, !password.isEmpty, caller.sharedSecretMatches(password) == false {
+                outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
+                // As Apple: a receipt is read first (21002, 21003 before anything else), then the shared secret.
+                if outcome.isValid, let password = parsed.password, !password.isEmpty,
+                    caller.sharedSecretMatches(password) == false
+                {
                     outcome = .failure(21_004, detail: "the password is not the app's shared secret")
-                } else {
-                    outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
                 }
             case .transactions:
                 outcome = try await lookUp(parsed, for: caller)

@@ -6,8 +6,8 @@ import ReceiptService
 /// library moves here by changing one URL (docs/verifyreceipt-drop-in.md).
 ///
 /// The request is Apple's JSON (`receipt-data`, `password`, `exclude-old-transactions`) with the API key as
-/// `Authorization: Bearer KEY`, or as the user of HTTP Basic (`https://KEY@host/verifyReceipt/TOKEN`, for libraries
-/// that cannot set a header). The receipt is verified as `/api` verifies it (locally, enriched when the app says
+/// `Authorization: Bearer KEY`, or as the user of HTTP Basic (`https://KEY:@host/verifyReceipt/TOKEN`, for libraries
+/// that cannot set a header; without the colon Python's `requests` sends no credentials). The receipt is verified as `/api` verifies it (locally, enriched when the app says
 /// so), and the answer is Apple's shape alone: `status`, `environment`, `receipt`, `latest_receipt_info`,
 /// `latest_receipt`, `pending_renewal_info`, `is-retryable`, with HTTP 200 for every verdict, as Apple answered.
 /// The drop-in is stateless, as Apple's endpoint was: it records no delivery in the ledger.
@@ -35,6 +35,9 @@ enum VerifyReceiptDropIn {
         case ResponseStatus.internalError:
             // Apple or we failed: "the receipt server was temporarily unable to provide the receipt".
             return 21_005
+        case let status where outcome.source == .apple && !(400...599).contains(status):
+            // A status Apple does not document: Apple failed, as far as a client can tell.
+            return 21_005
         default:
             return nil
         }
@@ -58,6 +61,10 @@ enum VerifyReceiptDropIn {
 
     /// Apple's answer for `outcome`, or nil when the exchange itself failed (answered in our shape).
     static func answer(_ outcome: VerificationOutcome, receiptText: String?, now: Date = Date()) -> JSONObject? {
+        // `latest_receipt` is the receipt sent as standard base64 (as it was decoded: repaired, never echoed raw).
+        let sent = receiptText.flatMap { try? ReceiptInput.decode($0) }.flatMap {
+            $0.kind == .jws ? nil : Data($0.bytes).base64EncodedString()
+        }
         guard let status = appleStatus(of: outcome) else { return nil }
         var answer = JSONObject(capacity: 8)
         answer.append("status", .integer(Int64(status)))
@@ -70,10 +77,8 @@ enum VerifyReceiptDropIn {
                 }
                 // Apple gave the newest receipt beside the subscriptions; ours is the one sent, as Apple's was
                 // before a renewal.
-                if member.key == "latest_receipt_info", outcome.body["latest_receipt"] == nil,
-                    outcome.input != .jws, let receiptText
-                {
-                    answer.append("latest_receipt", .string(receiptText.filter { !$0.isWhitespace }))
+                if member.key == "latest_receipt_info", outcome.body["latest_receipt"] == nil, let sent {
+                    answer.append("latest_receipt", .string(sent))
                 }
             }
         } else if outcome.source == .apple, outcome.status == status {

@@ -117,10 +117,13 @@ public struct ServeSettings: Sendable {
             sandboxRequestsPerSecond: try number("storekit-sandbox-requests-per-second", 1...5, default: 4),
             totalTimeout: .seconds(try number("storekit-timeout", 1...120, default: 10)),
             cacheLifetime: .seconds(try number("storekit-cache-seconds", 0...3_600, default: 30)))
-        let apple = ["https://api.storekit.apple.com", "https://api.storekit-sandbox.apple.com"]
+        // Apple's by host, whatever the path, case or trailing slash.
+        let isApple = { (url: String) in
+            let host = URL(string: url)?.host?.lowercased() ?? ""
+            return host == "apple.com" || host.hasSuffix(".apple.com")
+        }
         configuration.acceptsTestSignatures =
-            acceptsTestSignatures && !apple.contains(configuration.productionURL)
-            && !apple.contains(configuration.sandboxURL)
+            acceptsTestSignatures && !isApple(configuration.productionURL) && !isApple(configuration.sandboxURL)
         return configuration
     }
 

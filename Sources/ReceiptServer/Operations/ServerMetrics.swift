@@ -27,6 +27,12 @@ import Synchronization
 /// | `receiptverify_usage_flush_lag_seconds` | | time since the last successful usage flush |
 /// | `receiptverify_usage_flush_failures_total` | | usage flushes that failed |
 /// | `receiptverify_connections_open` | | open client connections |
+/// | `receiptverify_storekit_requests_total` | endpoint, environment, status | App Store Server API exchanges (HTTP status or `network`) |
+/// | `receiptverify_storekit_request_duration_seconds` | endpoint | their duration, histogram |
+/// | `receiptverify_storekit_retries_total` | | retries after a retryable failure |
+/// | `receiptverify_storekit_rate_limit_wait_seconds` | | waits for the app's request budget or Apple's `Retry-After` |
+/// | `receiptverify_storekit_cache_total` | result | answers reused (`hit`) or asked of Apple (`miss`) |
+/// | `receiptverify_apple_finishes_total` | result | Finish Transaction attempts: `finished`, `retry`, `failed` |
 public final class ServerMetrics: Sendable {
     /// Where the figures are kept.
     public let registry: PrometheusCollectorRegistry

@@ -9,7 +9,8 @@ extension VerificationService {
     /// Fills a valid local answer's `latest_receipt_info` from the customer's transaction history and its
     /// `pending_renewal_info` from the subscription statuses, says `enrichment: "applied"`, and hands every
     /// transaction Apple returned to the ledger (revocations included). When Apple cannot be asked or does not
-    /// answer in time, the answer from the input alone stays, with `enrichment: "unavailable"` and `retryable: true`.
+    /// answer in time, the answer from the input alone stays, with `enrichment: "unavailable"` and `retryable: true`;
+    /// when Apple refuses the app's credentials, with `enrichment: "refused"` (a retry cannot help).
     func enrich(
         _ outcome: inout VerificationOutcome, verified: VerifiedReceipt, request: VerificationRequest, caller: Caller,
         logger: Logger
@@ -35,6 +36,12 @@ extension VerificationService {
             if let renewals = facts.pendingRenewalInfo { outcome.body["pending_renewal_info"] = .array(renewals) }
             outcome.body["enrichment"] = .string("applied")
             outcome.purchases = Self.merging(facts.purchases, into: outcome.purchases)
+        } catch let error as AppStoreServerAPIError where error.code == .credentials {
+            // Not a moment's trouble: until the app's credentials are fixed, every answer is from the input alone.
+            logger.warning(
+                "Apple refused the app's App Store Server API credentials; answering from the input alone",
+                metadata: ["app.token": "\(caller.app.token)"])
+            outcome.body["enrichment"] = .string("refused")
         } catch {
             logger.debug("enrichment unavailable", metadata: ["error": "\(error)"])
             outcome.body["enrichment"] = .string("unavailable")
@@ -84,8 +91,10 @@ extension VerificationService {
     /// the purchase, but an id alone does not prove the caller holds it, and an app can refuse such look-ups.
     func lookUp(_ request: VerificationRequest, for caller: Caller, logger: Logger) async -> VerificationOutcome {
         if request.transactionID != nil, request.appTransactionID != nil {
-            return .failure(
+            var outcome = VerificationOutcome.failure(
                 ResponseStatus.badRequest, detail: "both transaction_id and app_transaction_id; send one")
+            outcome.body["description"] = .string("Send transaction_id or app_transaction_id, not both")
+            return outcome
         }
         guard caller.app.idLookups == .allow else {
             return .rejected(
