@@ -13,6 +13,7 @@
 # Usage: scripts/storekit-bench.sh [DURATION_SECONDS=15] [CONNECTIONS=32]
 # CURRENT_BIN=DIR   a release build holding receiptverify and ReceiptBench (default: built into .build-release).
 # ROUNDS=N          ratio rounds (default 2). BUDGET=N the budget of phase 2 (default 10).
+# PERF=1            profiles the server (perf record) during round 1 of each app and prints the top symbols.
 # Needs wrk (installed with apt when missing and run as root) and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -139,8 +140,14 @@ for app in plain enriched; do wrk -t2 -c"$CONNECTIONS" -d5s -s "$WORK/$app.lua" 
 : >"$WORK/summary"
 for round in $(seq "$ROUNDS"); do
     for app in plain enriched; do
+        perf_pid=
+        if [ -n "${PERF:-}" ] && [ "$round" = 1 ]; then
+            perf record -F 499 -g -o "$WORK/perf-$app.data" -p "$SERVER_PID" -- sleep "$DURATION" 2>/dev/null &
+            perf_pid=$!
+        fi
         wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$WORK/$app.lua" "http://127.0.0.1:$PORT/api" \
             >"$WORK/wrk-$app"
+        [ -z "$perf_pid" ] || wait "$perf_pid" || true
         echo "$round $app $(rate "$WORK/wrk-$app")" | tee -a "$WORK/summary"
     done
 done
@@ -168,3 +175,10 @@ print(f"requests to the stand-in during phase 1: {sys.argv[2]}")
 PY
 echo "phase 2: /api $(rate "$WORK/wrk-burst")/s; the stand-in: $stats (budget $BUDGET/s: at most $((BUDGET + 1)) in any closed one-second window)"
 echo "$metrics"
+if [ -n "${PERF:-}" ]; then
+    for app in plain enriched; do
+        echo; echo "perf, $app (self time, top 40):"
+        perf report -i "$WORK/perf-$app.data" --stdio --no-children --sort symbol -g none 2>/dev/null \
+            | grep -E '^ +[0-9.]+%' | head -40 || true
+    done
+fi

@@ -45,21 +45,15 @@ public final class AppStoreServerAPIClient: Sendable {
     private let tokens: AppStoreServerTokens
     private let budget = RequestBudget()
     private let verifier: ReceiptVerifier
-    private let answers: AnswerCache<Answer>
+    /// What each endpoint made of Apple's answer (its signed values verified), by request.
+    private let answers: AnswerCache<any Sendable>
     private let metrics: any MetricsFactory
     private let logger: Logger
 
-    /// An answer, the environment that gave it, and (for cached answers) its signed values verified when it came, so
-    /// that an answer reused from the cache costs no signature check.
+    /// An answer and the environment that gave it.
     struct Answer: Sendable {
         let object: JSONObject
         let environment: Environment
-        var signed: [String: Signed] = [:]
-
-        /// The signed value `jws` of this answer, verified.
-        func verified(_ jws: String, by client: AppStoreServerAPIClient) throws -> Signed {
-            try signed[jws] ?? client.verify(jws)
-        }
     }
 
     /// Creates a client that verifies what Apple signs with `verifier` (Apple's roots, or test roots in tests),
@@ -89,13 +83,16 @@ public final class AppStoreServerAPIClient: Sendable {
     public func transactionInfo(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
         -> Signed
     {
-        let answer = try await get(
+        try await get(
             "/inApps/v1/transactions/\(try Self.pathID(transactionID))", endpoint: "transaction_info",
-            credentials: credentials)
-        guard case .string(let jws)? = answer.object["signedTransactionInfo"] else {
-            throw AppStoreServerAPIError(.invalidResponse, "Get Transaction Info answered no signedTransactionInfo")
+            credentials: credentials
+        ) { answer in
+            guard case .string(let jws)? = answer.object["signedTransactionInfo"] else {
+                throw AppStoreServerAPIError(
+                    .invalidResponse, "Get Transaction Info answered no signedTransactionInfo")
+            }
+            return try self.verify(jws)
         }
-        return try answer.verified(jws, by: self)
     }
 
     /// Get Transaction History (v2): one page, from `revision` (nil: the first), oldest first.
@@ -104,27 +101,26 @@ public final class AppStoreServerAPIClient: Sendable {
     ) async throws -> Page {
         var query = [("sort", "ASCENDING")]
         if let revision { query.append(("revision", revision)) }
-        return try page(
-            try await get(
-                "/inApps/v2/history/\(try Self.pathID(transactionID))", query: query, endpoint: "transaction_history",
-                credentials: credentials))
+        return try await get(
+            "/inApps/v2/history/\(try Self.pathID(transactionID))", query: query, endpoint: "transaction_history",
+            credentials: credentials, read: page)
     }
 
     /// Get Refund History (v2): one page of refunded transactions, from `revision`.
     public func refundHistory(_ transactionID: String, revision: String?, credentials: AppStoreServerAPICredentials)
         async throws -> Page
     {
-        return try page(
-            try await get(
-                "/inApps/v2/refund/lookup/\(try Self.pathID(transactionID))",
-                query: revision.map { [("revision", $0)] } ?? [], endpoint: "refund_history", credentials: credentials))
+        try await get(
+            "/inApps/v2/refund/lookup/\(try Self.pathID(transactionID))",
+            query: revision.map { [("revision", $0)] } ?? [], endpoint: "refund_history", credentials: credentials,
+            read: page)
     }
 
     /// Look Up Order ID: the transactions of a customer's order id (from their receipt email).
     public func lookUpOrder(_ orderID: String, credentials: AppStoreServerAPICredentials) async throws -> [Signed] {
-        try signedTransactions(
-            in: try await get(
-                "/inApps/v1/lookup/\(try Self.pathID(orderID))", endpoint: "order_lookup", credentials: credentials))
+        try await get(
+            "/inApps/v1/lookup/\(try Self.pathID(orderID))", endpoint: "order_lookup", credentials: credentials,
+            read: signedTransactions)
     }
 
     /// Get All Subscription Statuses: the raw answer (groups, statuses), with every signed transaction and renewal
@@ -132,10 +128,10 @@ public final class AppStoreServerAPIClient: Sendable {
     public func subscriptionStatuses(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
         -> (answer: JSONObject, signed: [Signed])
     {
-        let answer = try await get(
+        try await get(
             "/inApps/v1/subscriptions/\(try Self.pathID(transactionID))", endpoint: "subscription_statuses",
-            credentials: credentials)
-        return (answer.object, try Self.signedValues(in: answer.object).map { try answer.verified($0, by: self) })
+            credentials: credentials
+        ) { answer in (answer.object, try Self.signedValues(in: answer.object).map { try self.verify($0) }) }
     }
 
     // MARK: Transport
@@ -152,31 +148,26 @@ public final class AppStoreServerAPIClient: Sendable {
         return id
     }
 
-    private func page(_ answer: Answer) throws -> Page {
+    @Sendable private func page(_ answer: Answer) throws -> Page {
         Page(
             transactions: try signedTransactions(in: answer), revision: answer.object["revision"]?.stringValue,
             hasMore: answer.object["hasMore"] == .bool(true), environment: answer.environment)
     }
 
     /// The answer's `signedTransactions`, each verified; none when it has none.
-    private func signedTransactions(in answer: Answer) throws -> [Signed] {
+    @Sendable private func signedTransactions(in answer: Answer) throws -> [Signed] {
         guard case .array(let items)? = answer.object["signedTransactions"] else { return [] }
         return try items.map { item in
             guard case .string(let jws) = item else {
                 throw AppStoreServerAPIError(.invalidResponse, "a signed transaction is not a string")
             }
-            return try answer.verified(jws, by: self)
+            return try verify(jws)
         }
     }
 
-    /// Every signed value an answer of Get Transaction Info, Transaction History, Refund History, Look Up Order ID
-    /// or Get All Subscription Statuses holds, in its order.
+    /// Every signed value an answer of Get All Subscription Statuses holds, in its order.
     static func signedValues(in object: JSONObject) -> [String] {
         var values: [String] = []
-        for field in ["signedTransactionInfo", "signedRenewalInfo"] {
-            if case .string(let jws)? = object[field] { values.append(jws) }
-        }
-        for case .string(let jws) in object["signedTransactions"]?.arrayValue ?? [] { values.append(jws) }
         for case .object(let group) in object["data"]?.arrayValue ?? [] {
             for case .object(let item) in group["lastTransactions"]?.arrayValue ?? [] {
                 for field in ["signedTransactionInfo", "signedRenewalInfo"] {
@@ -210,24 +201,23 @@ public final class AppStoreServerAPIClient: Sendable {
         var environment: Environment? = nil
     }
 
-    /// The answer to GET `path`: reused for ``AppStoreServerAPIConfiguration/cacheLifetime``, one fetch for
-    /// concurrent asks of the same request.
-    func get(
-        _ path: String, query: [(String, String)] = [], endpoint: String, credentials: AppStoreServerAPICredentials
-    ) async throws -> Answer {
+    /// What `read` makes of the answer to GET `path` (its signed values verified): reused for
+    /// ``AppStoreServerAPIConfiguration/cacheLifetime``, one fetch for concurrent asks of the same request. What is
+    /// reused is `read`'s result, so an answer from the cache costs no signature check.
+    func get<T: Sendable>(
+        _ path: String, query: [(String, String)] = [], endpoint: String, credentials: AppStoreServerAPICredentials,
+        read: @escaping @Sendable (Answer) throws -> T
+    ) async throws -> T {
         // The credentials in full: an account that names another's app without its key must not read its answers.
         let key =
             "\(credentials.issuerID)/\(credentials.keyID)/\(Hex.encode(SHA256.hash(data: Array(credentials.privateKeyPEM.utf8))))"
             + "/\(credentials.bundleID)\(path)?"
             + query.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
-        let (answer, hit) = try await answers.value(key) {
-            var answer = try await self.fetch(
-                Call(path: path, query: query, endpoint: endpoint), credentials: credentials)
-            // Verified once, here: every use of the cached answer reads them verified.
-            for jws in Self.signedValues(in: answer.object) where answer.signed[jws] == nil {
-                answer.signed[jws] = try self.verify(jws)
-            }
-            return answer
+        let (value, hit) = try await answers.value(key) {
+            try read(try await self.fetch(Call(path: path, query: query, endpoint: endpoint), credentials: credentials))
+        }
+        guard let answer = value as? T else {
+            throw AppStoreServerAPIError(.invalidResponse, "a cached answer of another kind for \(endpoint)")
         }
         Counter(
             label: "receiptverify_storekit_cache_total", dimensions: [("result", hit ? "hit" : "miss")],
