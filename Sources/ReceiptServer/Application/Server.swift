@@ -31,7 +31,9 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
     let apple = VerifyReceiptClient(configuration: configuration.apple, metrics: metrics.factory)
     let storeKit = AppStoreServerAPIClient(
         configuration: configuration.storeKit, verifier: verifier, metrics: metrics.factory, logger: logger)
-    let verification = VerificationService(verifier: verifier, apple: apple, storeKit: storeKit)
+    let verification = VerificationService(
+        verifier: verifier, apple: apple, storeKit: storeKit,
+        factsLifetime: min(.seconds(1), configuration.storeKit.cacheLifetime))
     let openID = configuration.openID.map { OpenIDClient(configuration: $0, logger: logger) }
     do {
         switch configuration.store {

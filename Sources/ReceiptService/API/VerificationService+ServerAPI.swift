@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import ReceiptCore
 
@@ -31,7 +32,7 @@ extension VerificationService {
         do {
             let facts = try await serverFacts(
                 of: id, storeKit: storeKit, credentials: credentials, excludingOld: request.excludeOldTransactions,
-                withRenewals: true)
+                withRenewals: true, app: caller.app)
             outcome.body["latest_receipt_info"] = .array(facts.latestReceiptInfo)
             if let renewals = facts.pendingRenewalInfo { outcome.body["pending_renewal_info"] = .array(renewals) }
             outcome.body["enrichment"] = .string("applied")
@@ -50,7 +51,7 @@ extension VerificationService {
     }
 
     /// What Apple's servers say of a customer, in verifyReceipt's shape.
-    private struct ServerFacts {
+    struct ServerFacts: Sendable {
         var latestReceiptInfo: [JSONValue]
         /// Nil when the customer has no auto-renewable subscription (statuses are then not asked).
         var pendingRenewalInfo: [JSONValue]?
@@ -58,7 +59,22 @@ extension VerificationService {
         var environment: AppStoreEnvironment
     }
 
+    /// What Apple says of the customer with `id`, kept a second for the app (``ServerFactsMemo``): the app's id and
+    /// last change name its credentials.
     private func serverFacts(
+        of id: String, storeKit: any AppStoreServerLooking, credentials: AppStoreServerAPICredentials,
+        excludingOld: Bool, withRenewals: Bool, app: App
+    ) async throws -> ServerFacts {
+        let key =
+            "\(app.id)/\(app.updatedAt.timeIntervalSince1970)/\(credentials.bundleID)/\(id)/\(excludingOld)/\(withRenewals)"
+        return try await serverFactsMemo.value(key) {
+            try await fetchServerFacts(
+                of: id, storeKit: storeKit, credentials: credentials, excludingOld: excludingOld,
+                withRenewals: withRenewals)
+        }
+    }
+
+    private func fetchServerFacts(
         of id: String, storeKit: any AppStoreServerLooking, credentials: AppStoreServerAPICredentials,
         excludingOld: Bool, withRenewals: Bool
     ) async throws -> ServerFacts {
@@ -158,7 +174,7 @@ extension VerificationService {
     ) async throws -> VerificationOutcome {
         let facts = try await serverFacts(
             of: id, storeKit: storeKit, credentials: credentials, excludingOld: request.excludeOldTransactions,
-            withRenewals: caller.app.enrichment == .on)
+            withRenewals: caller.app.enrichment == .on, app: caller.app)
         if let rejection = TenantChecks.check(
             bundleID: credentials.bundleID, environment: facts.environment, isTestData: false,
             transactions: facts.purchases, request: request, app: caller.app)

@@ -12,11 +12,18 @@ public struct VerificationService: Sendable {
     public let apple: (any AppleReceiptVerifying)?
     /// Apple's App Store Server API, for enriched answers and look-ups by id; nil when the server runs without it.
     public let storeKit: (any AppStoreServerLooking)?
+    /// Enriched fields of the last moments, per app and customer.
+    let serverFactsMemo: ServerFactsMemo<ServerFacts>
 
     /// Creates the service.
+    ///
+    /// - Parameter factsLifetime: how long enriched fields made from Apple's answers are reused for the same app and
+    ///   customer (at most as long as the client reuses Apple's answers; zero: never).
     public init(
-        verifier: ReceiptVerifier?, apple: (any AppleReceiptVerifying)?, storeKit: (any AppStoreServerLooking)? = nil
+        verifier: ReceiptVerifier?, apple: (any AppleReceiptVerifying)?, storeKit: (any AppStoreServerLooking)? = nil,
+        factsLifetime: Duration = .seconds(1)
     ) {
+        serverFactsMemo = ServerFactsMemo(lifetime: factsLifetime)
         self.verifier = verifier
         self.apple = apple
         self.storeKit = storeKit
