@@ -1197,25 +1197,7 @@ class Run:
         chunks = [b"%x\r\n%s\r\n" % (len(piece), piece)] * (limit // len(piece) + 2) + [b"0\r\n\r\n"]
         c.check(f"{route} chunked body over the limit (413)", c.raw(head, chunks, path=route), 413)
 
-        # 503: a body the memory budget for bodies cannot hold. Connections that announce bodies at the size limit
-        # and send nothing hold the budget (each reservation is made from Content-Length before the body is read).
-        memory = self.args.max_body_memory
-        holders = []
-        try:
-            for _ in range(memory // limit):
-                holder = socket.create_connection((c.host, c.port), timeout=30)
-                holder.sendall((f"POST {route} HTTP/1.1\r\nHost: {c.host}\r\nContent-Type: application/json\r\n"
-                                f"Authorization: Bearer {key}\r\nContent-Length: {limit}\r\n\r\n").encode())
-                holders.append(holder)
-            time.sleep(0.3)
-            head = (f"POST {route} HTTP/1.1\r\nHost: {c.host}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                    f"Authorization: Bearer {key}\r\nContent-Length: {memory % limit + 1}\r\n\r\n").encode()
-            c.check(f"{route} body over the memory budget (503)", c.raw(head, path=route), 503,
-                    extra=lambda a, b: [] if b.get("retryable") is True and b.get("retry_after") == 1 else [
-                        f"retryable/retry_after: {b!r}"])
-        finally:
-            for holder in holders:
-                holder.close()
+        self.memory_budget_spent(route, route, key, limit, "application/json", "application/x-www-form-urlencoded")
 
         # 401, spaced out to stay within the failure budget per address (10 a second).
         def refused(label: str, answer_fn: Callable[[], Answer], nonce: str | None = None):
@@ -1490,6 +1472,31 @@ class Run:
 
     # The verifyReceipt drop-in (docs/verifyreceipt-drop-in.md).
 
+    def memory_budget_spent(self, label: str, path: str, key: str, limit: int, holder_type: str | None,
+                            last_type: str | None) -> None:
+        """503: a body the memory budget for bodies cannot hold. Connections that announce bodies at the size limit
+        and send nothing hold the budget (each reservation is made from Content-Length before the body is read); then
+        one more body is refused, with `retryable` and `retry_after` 1."""
+        c, memory = self.c, self.args.max_body_memory
+
+        def head(length: int, media: str | None) -> bytes:
+            content_type = f"Content-Type: {media}\r\n" if media else ""
+            return (f"POST {path} HTTP/1.1\r\nHost: {c.host}\r\n{content_type}Authorization: Bearer {key}\r\n"
+                    f"Content-Length: {length}\r\n\r\n").encode()
+        holders = []
+        try:
+            for _ in range(memory // limit):
+                holder = socket.create_connection((c.host, c.port), timeout=30)
+                holder.sendall(head(limit, holder_type))
+                holders.append(holder)
+            time.sleep(0.3)
+            c.check(f"{label} body over the memory budget (503)", c.raw(head(memory % limit + 1, last_type), path=path),
+                    503, extra=lambda a, b: [] if b.get("retryable") is True and b.get("retry_after") == 1 else [
+                        f"retryable/retry_after: {b!r}"])
+        finally:
+            for holder in holders:
+                holder.close()
+
     def drop_in(self) -> None:
         print(f"verifyReceipt drop-in ({DROP_IN})")
         c, key, token = self.c, self.cred["key"], self.cred["token"]
@@ -1645,23 +1652,7 @@ class Run:
             c.check(f"{DROP_IN} monthly quota of 0 (429)", send(self.cred["quota_token"], request,
                                                                api_key=self.cred["quota_key"]), 429,
                     extra=lambda a, b: [] if "quota_resets_at" in b else ["no quota_resets_at"])
-        memory = self.args.max_body_memory
-        holders = []
-        try:
-            for _ in range(memory // limit):
-                holder = socket.create_connection((c.host, c.port), timeout=30)
-                holder.sendall((f"POST {path(token)} HTTP/1.1\r\nHost: {c.host}\r\nAuthorization: Bearer {key}\r\n"
-                                f"Content-Length: {limit}\r\n\r\n").encode())
-                holders.append(holder)
-            time.sleep(0.3)
-            head = (f"POST {path(token)} HTTP/1.1\r\nHost: {c.host}\r\nAuthorization: Bearer {key}\r\n"
-                    f"Content-Length: {memory % limit + 1}\r\n\r\n").encode()
-            c.check(f"{DROP_IN} body over the memory budget (503)", c.raw(head, path=path(token)), 503,
-                    extra=lambda a, b: [] if b.get("retryable") is True and b.get("retry_after") == 1 else [
-                        f"retryable/retry_after: {b!r}"])
-        finally:
-            for holder in holders:
-                holder.close()
+        self.memory_budget_spent(DROP_IN, path(token), key, limit, None, None)
         for method in ("GET", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"):
             c.check(f"{method} {DROP_IN}", c.send(method, path(token)), 405,
                     extra=lambda a, b: [] if a.header("allow") == "POST" else [f"Allow {a.header('allow')!r}"])

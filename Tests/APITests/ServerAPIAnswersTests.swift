@@ -13,9 +13,10 @@ import Testing
 @Suite struct ServerAPIAnswersTests {
     static let bundleID = "com.example.app"
 
-    /// Runs `body` against a live service of `kind` whose App Store Server API is a fake Apple.
+    /// Runs `body` against a live service of `kind` whose App Store Server API is a fake Apple that takes JWTs for
+    /// `bundleID`.
     static func withServerAPI(
-        _ kind: StoreKind, serveArguments: [String] = [],
+        _ kind: StoreKind, bundleID: String = bundleID, serveArguments: [String] = [],
         _ body: @Sendable (LiveService, FakeAppStoreServer) async throws -> Void
     ) async throws {
         try await FakeAppStoreServer.run(
@@ -397,13 +398,7 @@ import Testing
             let receipt = try String(
                 contentsOf: fixtures.appendingPathComponent("receipts/revenuecat_sandbox_ios_2020.b64"), encoding: .utf8
             ).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard
-                case .object(let recorded) = try JSONParser.parse(
-                    Array(
-                        try Data(
-                            contentsOf: fixtures.appendingPathComponent(
-                                "apple-responses/revenuecat_status0_unified_sandbox_2020.json"))))
-            else { throw SetupError("the recorded answer is not an object") }
+            let recorded = try RecordedAnswer.revenueCat(fixtures)
             let sandbox = try service.tenant(appArguments: [
                 "--bundle-id", "com.revenuecat.sampleapp", "--environment", "sandbox",
             ])
@@ -429,11 +424,7 @@ import Testing
                 recordedFields[field] = nil
             }
             #expect(receiptFields == recordedFields)
-            let apples = try #require(recorded["latest_receipt_info"]?.arrayValue).map { value -> JSONValue in
-                guard case .object(var object) = value else { return value }
-                object["subscription_group_identifier"] = nil
-                return .object(object)
-            }
+            let apples = try #require(RecordedAnswer.latestReceiptInfoWithoutGroups(recorded))
             #expect(body["latest_receipt_info"]?.arrayValue == apples)
             #expect(body["latest_receipt"] == .string(receipt))
 
@@ -465,99 +456,89 @@ import Testing
         // Apple's own sandbox receipt: its transactions are the sandbox's (test-signed ones are Xcode's, which Apple's
         // servers never saw and which are not finished).
         let bundleID = "com.revenuecat.sampleapp"
-        try await FakeAppStoreServer.run(
-            publicKey: AppStoreServerAPITests.appKey.publicKey, issuerID: AppStoreServerAPITests.issuerID,
-            bundleID: bundleID
-        ) { fake, base in
-            try await withLiveService(
-                kind,
-                serveArguments: [
-                    "--storekit-production-url", base + "/production", "--storekit-sandbox-url", base + "/sandbox",
-                    "--storekit-finish-retry-seconds", "1",
-                ]
-            ) { service in
-                let tenant = try Self.tenant(
-                    service, ["--bundle-id", bundleID, "--environment", "sandbox", "--delivery", "confirm"])
-                let receipt = try String(
-                    contentsOf: fixtures.appendingPathComponent("receipts/revenuecat_sandbox_ios_2020.b64"),
-                    encoding: .utf8)
-                let answer = try await service.post(form: [
-                    ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", receipt),
-                ]).json()
-                #expect(answer["status"] == .integer(0))
-                let (first, second, third) = ("1000000692878476", "1000000692879214", "1000000696553650")
-                #expect(Self.transactions(answer)[first]?["deliver"] == .bool(true))
+        try await Self.withServerAPI(
+            kind, bundleID: bundleID, serveArguments: ["--storekit-finish-retry-seconds", "1"]
+        ) { service, fake in
+            let tenant = try Self.tenant(
+                service, ["--bundle-id", bundleID, "--environment", "sandbox", "--delivery", "confirm"])
+            let receipt = try String(
+                contentsOf: fixtures.appendingPathComponent("receipts/revenuecat_sandbox_ios_2020.b64"),
+                encoding: .utf8)
+            let answer = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", receipt),
+            ]).json()
+            #expect(answer["status"] == .integer(0))
+            let (first, second, third) = ("1000000692878476", "1000000692879214", "1000000696553650")
+            #expect(Self.transactions(answer)[first]?["deliver"] == .bool(true))
 
-                // Apple fails the first one asked (the client's own 4 attempts), takes the second, then the first
-                // on the finisher's retry.
-                fake.script(
-                    "sandbox", .error(503), .error(503), .error(503), .error(503), .json(""), .json(""),
-                    .error(400, appleCode: 4_000_006))
-                let confirmed = try await service.post(
-                    "/api/transactions/delivered",
+            // Apple fails the first one asked (the client's own 4 attempts), takes the second, then the first
+            // on the finisher's retry.
+            fake.script(
+                "sandbox", .error(503), .error(503), .error(503), .error(503), .json(""), .json(""),
+                .error(400, appleCode: 4_000_006))
+            let confirmed = try await service.post(
+                "/api/transactions/delivered",
+                form: [
+                    ("apikey", tenant.apiKey), ("token", tenant.token), ("transaction_ids", "\(first),\(second)"),
+                ]
+            ).json()
+            #expect(
+                confirmed["transactions"]?.arrayValue?.map { $0["apple_finish"]?["state"] } == [
+                    .string("pending"), .string("pending"),
+                ])
+
+            @Sendable func finishes() async throws -> [String: JSONObject] {
+                let rows = try await service.post(
+                    "/api/transactions",
                     form: [
-                        ("apikey", tenant.apiKey), ("token", tenant.token), ("transaction_ids", "\(first),\(second)"),
+                        ("apikey", tenant.apiKey), ("token", tenant.token), ("original_transaction_id", first),
+                        ("limit", "100"),
                     ]
                 ).json()
-                #expect(
-                    confirmed["transactions"]?.arrayValue?.map { $0["apple_finish"]?["state"] } == [
-                        .string("pending"), .string("pending"),
-                    ])
-
-                @Sendable func finishes() async throws -> [String: JSONObject] {
-                    let rows = try await service.post(
-                        "/api/transactions",
-                        form: [
-                            ("apikey", tenant.apiKey), ("token", tenant.token), ("original_transaction_id", first),
-                            ("limit", "100"),
-                        ]
-                    ).json()
-                    var found: [String: JSONObject] = [:]
-                    for case .object(let row) in rows["transactions"]?.arrayValue ?? [] {
-                        if let id = row["transaction_id"]?.stringValue, case .object(let finish)? = row["apple_finish"]
-                        {
-                            found[id] = finish
-                        }
+                var found: [String: JSONObject] = [:]
+                for case .object(let row) in rows["transactions"]?.arrayValue ?? [] {
+                    if let id = row["transaction_id"]?.stringValue, case .object(let finish)? = row["apple_finish"] {
+                        found[id] = finish
                     }
-                    return found
                 }
-                var states: [String: JSONObject] = [:]
-                for _ in 0..<200 {
-                    states = try await finishes()
-                    if states[first]?["state"] == .string("finished"), states[second]?["state"] == .string("finished") {
-                        break
-                    }
-                    try await Task.sleep(for: .milliseconds(100))
-                }
-                #expect(states.count == 2, "only confirmed deliveries are finished")
-                #expect(
-                    states[first]?["state"] == .string("finished") && states[second]?["state"] == .string("finished"))
-                #expect(
-                    Set([states[first]?["attempts"], states[second]?["attempts"]]) == [.integer(1), .integer(2)],
-                    "one finished at once, the other on its retry")
-                #expect(states.values.allSatisfy { $0["finished_at"] != nil && $0["last_error"] == nil })
-
-                // Apple refusing the request itself is final, and says why.
-                _ = try await service.post(
-                    "/api/transactions/delivered",
-                    form: [("apikey", tenant.apiKey), ("token", tenant.token), ("transaction_ids", third)])
-                for _ in 0..<100 {
-                    states = try await finishes()
-                    if states[third]?["state"] != .string("pending") { break }
-                    try await Task.sleep(for: .milliseconds(100))
-                }
-                #expect(states[third]?["state"] == .string("failed"))
-                #expect(states[third]?["last_error"]?.stringValue?.contains("HTTP 400") == true)
-
-                let asked = fake.received
-                #expect(asked.count == 7)
-                #expect(asked.allSatisfy { $0.method == "POST" && $0.environment == "sandbox" })
-                #expect(
-                    Set(asked.map(\.path))
-                        == Set(
-                            [first, second, third].map { "/inApps/v1/transactions/\($0)/finish" }))
-                #expect(fake.badTokens == 0)
+                return found
             }
+            var states: [String: JSONObject] = [:]
+            for _ in 0..<200 {
+                states = try await finishes()
+                if states[first]?["state"] == .string("finished"), states[second]?["state"] == .string("finished") {
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(states.count == 2, "only confirmed deliveries are finished")
+            #expect(
+                states[first]?["state"] == .string("finished") && states[second]?["state"] == .string("finished"))
+            #expect(
+                Set([states[first]?["attempts"], states[second]?["attempts"]]) == [.integer(1), .integer(2)],
+                "one finished at once, the other on its retry")
+            #expect(states.values.allSatisfy { $0["finished_at"] != nil && $0["last_error"] == nil })
+
+            // Apple refusing the request itself is final, and says why.
+            _ = try await service.post(
+                "/api/transactions/delivered",
+                form: [("apikey", tenant.apiKey), ("token", tenant.token), ("transaction_ids", third)])
+            for _ in 0..<100 {
+                states = try await finishes()
+                if states[third]?["state"] != .string("pending") { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(states[third]?["state"] == .string("failed"))
+            #expect(states[third]?["last_error"]?.stringValue?.contains("HTTP 400") == true)
+
+            let asked = fake.received
+            #expect(asked.count == 7)
+            #expect(asked.allSatisfy { $0.method == "POST" && $0.environment == "sandbox" })
+            #expect(
+                Set(asked.map(\.path))
+                    == Set(
+                        [first, second, third].map { "/inApps/v1/transactions/\($0)/finish" }))
+            #expect(fake.badTokens == 0)
         }
     }
 }

@@ -257,16 +257,8 @@ import Testing
             #expect(body["status"] == .integer(0))
             #expect(body["environment"] == .string("Sandbox"))
             // Our latest_receipt_info is Apple's, but for the subscription group Apple alone knows.
-            let recorded = try JSONParser.parse(
-                Array(
-                    try Data(
-                        contentsOf: fixtures.appendingPathComponent(
-                            "apple-responses/revenuecat_status0_unified_sandbox_2020.json"))))
-            let apples = try #require(recorded["latest_receipt_info"]?.arrayValue).map { value -> JSONValue in
-                guard case .object(var object) = value else { return value }
-                object["subscription_group_identifier"] = nil
-                return .object(object)
-            }
+            let apples = try #require(
+                RecordedAnswer.latestReceiptInfoWithoutGroups(try RecordedAnswer.revenueCat(fixtures)))
             #expect(body["latest_receipt_info"]?.arrayValue == apples)
 
             let refused = try await service.post(form: [

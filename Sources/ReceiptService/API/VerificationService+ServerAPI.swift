@@ -59,8 +59,8 @@ extension VerificationService {
         var environment: AppStoreEnvironment
     }
 
-    /// What Apple says of the customer with `id`, kept a second for the app (``ServerFactsMemo``): the app's id and
-    /// last change name its credentials.
+    /// What Apple says of the customer with `id`, kept a moment for the app (``AnswerCache``): the app's id and last
+    /// change name its credentials.
     private func serverFacts(
         of id: String, storeKit: any AppStoreServerLooking, credentials: AppStoreServerAPICredentials,
         excludingOld: Bool, withRenewals: Bool, app: App
@@ -71,7 +71,7 @@ extension VerificationService {
             try await fetchServerFacts(
                 of: id, storeKit: storeKit, credentials: credentials, excludingOld: excludingOld,
                 withRenewals: withRenewals)
-        }
+        }.value
     }
 
     private func fetchServerFacts(

@@ -13,7 +13,7 @@ public struct VerificationService: Sendable {
     /// Apple's App Store Server API, for enriched answers and look-ups by id; nil when the server runs without it.
     public let storeKit: (any AppStoreServerLooking)?
     /// Enriched fields of the last moments, per app and customer.
-    let serverFactsMemo: ServerFactsMemo<ServerFacts>
+    let serverFactsMemo: AnswerCache<ServerFacts>
 
     /// Creates the service.
     ///
@@ -23,7 +23,7 @@ public struct VerificationService: Sendable {
         verifier: ReceiptVerifier?, apple: (any AppleReceiptVerifying)?, storeKit: (any AppStoreServerLooking)? = nil,
         factsLifetime: Duration = .seconds(1)
     ) {
-        serverFactsMemo = ServerFactsMemo(lifetime: factsLifetime)
+        serverFactsMemo = AnswerCache(lifetime: factsLifetime)
         self.verifier = verifier
         self.apple = apple
         self.storeKit = storeKit

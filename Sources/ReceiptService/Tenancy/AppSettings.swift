@@ -126,13 +126,9 @@ public struct AppSettings: Sendable {
                 })
         }
         if let verificationMode {
-            guard let mode = VerificationMode(rawValue: verificationMode) else {
-                throw ServiceError(
-                    .invalidArgument,
-                    "unknown verification mode '\(Validation.printable(verificationMode))': expected "
-                        + VerificationMode.allCases.map(\.rawValue).joined(separator: ", "))
-            }
-            parsed.verificationMode = mode
+            parsed.verificationMode = try Self.choice(
+                verificationMode, "verification mode",
+                expected: VerificationMode.allCases.map(\.rawValue).joined(separator: ", "))
         }
         if let sharedSecret {
             if sharedSecret.isEmpty {
@@ -173,32 +169,16 @@ public struct AppSettings: Sendable {
             parsed.appleCredentials = .some((appleIssuerID.lowercased(), appleKeyID, applePrivateKeyPEM))
         }
         if let resultCipher {
-            guard let cipher = ResultCipher(rawValue: resultCipher) else {
-                throw ServiceError(
-                    .invalidArgument,
-                    "unknown result cipher '\(Validation.printable(resultCipher))': expected aes-256-cbc or aes-256-gcm"
-                )
-            }
-            parsed.resultCipher = cipher
+            parsed.resultCipher = try Self.choice(resultCipher, "result cipher", expected: "aes-256-cbc or aes-256-gcm")
         }
         parsed.allowsTestData = allowsTestData
         parsed.isEnabled = isEnabled
         if let claimsPolicy {
-            guard let policy = ClaimsPolicy(rawValue: claimsPolicy) else {
-                throw ServiceError(
-                    .invalidArgument,
-                    "unknown claims policy '\(Validation.printable(claimsPolicy))': expected off, flag, refuse or transfer"
-                )
-            }
-            parsed.claimsPolicy = policy
+            parsed.claimsPolicy = try Self.choice(
+                claimsPolicy, "claims policy", expected: "off, flag, refuse or transfer")
         }
         if let deliveryMode {
-            guard let mode = DeliveryMode(rawValue: deliveryMode) else {
-                throw ServiceError(
-                    .invalidArgument,
-                    "unknown delivery mode '\(Validation.printable(deliveryMode))': expected once or confirm")
-            }
-            parsed.deliveryMode = mode
+            parsed.deliveryMode = try Self.choice(deliveryMode, "delivery mode", expected: "once or confirm")
         }
         if let productCatalog {
             var seen = Set<String>()
@@ -223,20 +203,22 @@ public struct AppSettings: Sendable {
             parsed.productCatalog = .some(products.isEmpty ? nil : products)
         }
         if let enrichment {
-            guard let value = Enrichment(rawValue: enrichment) else {
-                throw ServiceError(
-                    .invalidArgument, "unknown enrichment '\(Validation.printable(enrichment))': expected off or on")
-            }
-            parsed.enrichment = value
+            parsed.enrichment = try Self.choice(enrichment, "enrichment", expected: "off or on")
         }
         if let idLookups {
-            guard let value = IDLookups(rawValue: idLookups) else {
-                throw ServiceError(
-                    .invalidArgument,
-                    "unknown id look-ups '\(Validation.printable(idLookups))': expected allow or refuse")
-            }
-            parsed.idLookups = value
+            parsed.idLookups = try Self.choice(idLookups, "id look-ups", expected: "allow or refuse")
         }
         return parsed
+    }
+
+    /// `text` as one of a setting's named values; refused as "unknown WHAT 'text': expected EXPECTED".
+    private static func choice<Value: RawRepresentable<String>>(_ text: String, _ what: String, expected: String)
+        throws -> Value
+    {
+        guard let value = Value(rawValue: text) else {
+            throw ServiceError(
+                .invalidArgument, "unknown \(what) '\(Validation.printable(text))': expected \(expected)")
+        }
+        return value
     }
 }

@@ -1,25 +1,30 @@
 import Synchronization
 
-/// Apple's answers for a short time, by request (app, path, query): a burst of calls about one customer's
-/// transactions costs Apple one request. Concurrent asks of one key share one fetch; only answers are kept, never
-/// failures. Bounded: at most `capacity` entries, the expired ones dropped first, then all when it is still full.
-final class AnswerCache<Value: Sendable>: Sendable {
+/// Values made from Apple's answers, kept a short time by key: the App Store Server API client's answers by request
+/// (app, path, query), so a burst of calls about one customer's transactions costs Apple one request, and the
+/// verification service's enriched fields by app and customer. Concurrent asks of one key share one fetch; only values
+/// are kept, never failures; a zero lifetime keeps nothing. Bounded: at most `capacity` entries, the expired ones
+/// dropped first, then all when it is still full.
+public final class AnswerCache<Value: Sendable>: Sendable {
     private struct Entry {
         var task: Task<Value, any Error>
         var expiresAt: ContinuousClock.Instant?
     }
 
-    let lifetime: Duration
-    let capacity: Int
+    /// How long a value is kept.
+    public let lifetime: Duration
+    /// The most entries kept.
+    public let capacity: Int
     private let entries = Mutex([String: Entry]())
 
-    init(lifetime: Duration, capacity: Int = 10_000) {
+    /// Creates a cache.
+    public init(lifetime: Duration, capacity: Int = 10_000) {
         self.lifetime = lifetime
         self.capacity = capacity
     }
 
     /// The cached or in-flight value of `key`, or `fetch`'s; `hit` says whether Apple was spared a request.
-    func value(_ key: String, fetch: @escaping @Sendable () async throws -> Value) async throws -> (
+    public func value(_ key: String, fetch: @escaping @Sendable () async throws -> Value) async throws -> (
         value: Value, hit: Bool
     ) {
         guard lifetime > .zero else { return (try await fetch(), false) }
