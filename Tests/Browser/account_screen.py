@@ -33,7 +33,8 @@ import urllib.parse
 import urllib.request
 
 from selenium import webdriver
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
+from selenium.common.exceptions import (
+    NoSuchElementException, StaleElementReferenceException, TimeoutException, WebDriverException)
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
@@ -243,8 +244,20 @@ class Browser:
         self.wait(lambda d: urllib.parse.urlsplit(d.current_url).path == path, f"the path {path}", timeout)
 
     def gone(self, element, what):
-        """Waits until the page holding element has been replaced (a form submitted, a link followed)."""
-        self.wait(EC.staleness_of(element), what)
+        """Waits until the page holding element has been replaced (a form submitted, a link followed). Chromium may
+        answer a node of the old page, caught between the two documents, with an inspector error rather than a stale
+        reference ("does not belong to the document"): that node is gone too."""
+        def replaced(_driver):
+            try:
+                element.is_enabled()
+                return False
+            except StaleElementReferenceException:
+                return True
+            except WebDriverException as error:
+                if "does not belong to the document" in str(error):
+                    return True
+                raise
+        self.wait(replaced, what)
 
     def type_into(self, css, value):
         field = self.visible(css, f"a visible field {css}")

@@ -34,8 +34,10 @@ struct AppleFinisher: Service {
 
     func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            _ = await runOnce(now: Date())
+            // A pause first: the store is migrated while the server starts, beside this service.
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            guard !Task.isShuttingDownGracefully && !Task.isCancelled else { break }
+            _ = await runOnce(now: Date())
         }
     }
 
