@@ -131,6 +131,15 @@ struct Serve: AsyncParsableCommand {
     )
     var storekitFinishRetrySeconds: String?
 
+    @Option(help: "Seconds for one webhook delivery attempt (1-60). Env: RECEIPTVERIFY_WEBHOOK_TIMEOUT. Default: 10")
+    var webhookTimeout: String?
+
+    @Option(
+        help:
+            "Seconds before a failed webhook delivery is tried again, doubling up to 6 h; dead after 72 h. Env: RECEIPTVERIFY_WEBHOOK_RETRY_SECONDS. Default: 30"
+    )
+    var webhookRetrySeconds: String?
+
     @Option(
         help:
             "Serve /metrics on this port instead of the main one (0: the main port). Env: RECEIPTVERIFY_METRICS_PORT. Default: 0"
@@ -198,7 +207,8 @@ struct Serve: AsyncParsableCommand {
             "storekit-sandbox-url": storekitSandboxURL, "storekit-requests-per-second": storekitRequestsPerSecond,
             "storekit-sandbox-requests-per-second": storekitSandboxRequestsPerSecond,
             "storekit-timeout": storekitTimeout, "storekit-cache-seconds": storekitCacheSeconds,
-            "storekit-finish-retry-seconds": storekitFinishRetrySeconds,
+            "storekit-finish-retry-seconds": storekitFinishRetrySeconds, "webhook-timeout": webhookTimeout,
+            "webhook-retry-seconds": webhookRetrySeconds,
         ]
     }
 

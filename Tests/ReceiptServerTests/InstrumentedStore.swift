@@ -4,7 +4,9 @@ import Synchronization
 
 /// A real store (SQLite, from the caller) seen through a window that counts the reads a request can cause and can
 /// hold them, as a database that stops answering would: the tests of what strangers and outages cost.
-final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionStore, AppleFinishStore {
+final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionStore, AppleFinishStore,
+    NotificationStore, WebhookStore
+{
     let base: any DataStore
 
     private struct State {
@@ -151,6 +153,42 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
         try await base.recordAppleFinish(task, outcome: outcome, at: date)
     }
     func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry] { try await base.ledgerEntries(query) }
+    func recordNotification(_ record: NotificationRecord) async throws -> NotificationRecorded {
+        await enter("recordNotification")
+        return try await base.recordNotification(record)
+    }
+    func subscriptionStatuses(appID: UUID, originalTransactionIDs: [String]) async throws -> [SubscriptionStatus] {
+        try await base.subscriptionStatuses(appID: appID, originalTransactionIDs: originalTransactionIDs)
+    }
+    func expireSubscriptions(dueBy now: Date, limit: Int) async throws -> Int {
+        try await base.expireSubscriptions(dueBy: now, limit: limit)
+    }
+    func knownNotifications(appID: UUID, uuids: [String]) async throws -> Set<String> {
+        try await base.knownNotifications(appID: appID, uuids: uuids)
+    }
+    func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws { try await base.addWebhookEndpoint(endpoint) }
+    func webhookEndpoints(appID: UUID) async throws -> [WebhookEndpoint] {
+        try await base.webhookEndpoints(appID: appID)
+    }
+    func removeWebhookEndpoint(id: UUID, appID: UUID) async throws -> Bool {
+        try await base.removeWebhookEndpoint(id: id, appID: appID)
+    }
+    func recordEvents(_ events: [WebhookEvent]) async throws { try await base.recordEvents(events) }
+    func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int) async throws -> [WebhookDeliveryTask] {
+        try await base.claimWebhookDeliveries(dueBy: now, lease: lease, limit: limit)
+    }
+    func recordWebhookDelivery(_ task: WebhookDeliveryTask, outcome: WebhookDeliveryOutcome, at date: Date)
+        async throws
+    {
+        try await base.recordWebhookDelivery(task, outcome: outcome, at: date)
+    }
+    func webhookEvents(_ query: WebhookEventQuery) async throws -> [WebhookEventRecord] {
+        try await base.webhookEvents(query)
+    }
+    func redeliverWebhookEvents(_ query: WebhookEventQuery, at date: Date) async throws -> Int {
+        try await base.redeliverWebhookEvents(query, at: date)
+    }
+    func webhookBacklog() async throws -> (pending: Int, oldest: Date?) { try await base.webhookBacklog() }
     func setClaim(appID: UUID, originalTransactionID: String, user: String?, at date: Date) async throws -> Bool {
         try await base.setClaim(appID: appID, originalTransactionID: originalTransactionID, user: user, at: date)
     }

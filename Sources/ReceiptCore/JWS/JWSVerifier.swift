@@ -14,7 +14,20 @@ struct JWSVerifier: Sendable {
     let chains: ChainVerifier
     let headers: JWSHeaderCache
 
-    func verify(_ text: [UInt8], allowTestData: Bool, depth: Int = 0) throws -> VerifiedReceipt {
+    func verify(_ text: [UInt8], allowTestData: Bool) throws -> VerifiedReceipt {
+        var nested: [String: VerifiedReceipt] = [:]
+        return try verify(text, allowTestData: allowTestData, depth: 0, nested: &nested)
+    }
+
+    /// The keys of a notification's signed items: under `data` (most types) or `appData` (`RESCIND_CONSENT`).
+    static let nestedKeys = [
+        ("data", "signedTransactionInfo"), ("data", "signedRenewalInfo"), ("appData", "signedAppTransactionInfo"),
+    ]
+
+    /// Verifies `text`; a notification's signed items are verified too and put in `nested` under their keys.
+    func verify(_ text: [UInt8], allowTestData: Bool, depth: Int, nested: inout [String: VerifiedReceipt]) throws
+        -> VerifiedReceipt
+    {
         let jws: SignedJWS
         let header: JWSHeaderCache.Entry
         let headerPart = SignedJWS.headerPart(of: text)
@@ -42,12 +55,19 @@ struct JWSVerifier: Sendable {
         let kind = Self.kind(of: payload)
 
         var signedDate = Self.milliseconds(payload[kind == .appTransaction ? "receiptCreationDate" : "signedDate"])
-        let data = payload["data"]
+        // A notification states its app under `data`, or under `appData` when it has no `data` (RESCIND_CONSENT).
+        let data = payload["data"] ?? payload["appData"]
         if kind == .notification {
             guard depth == 0 else { throw ReceiptError(.malformedJWS, "a notification cannot nest a notification") }
-            for key in ["signedTransactionInfo", "signedRenewalInfo"] {
-                guard let nested = data?[key]?.stringValue else { continue }
-                let verified = try verify(Array(nested.utf8), allowTestData: allowTestData, depth: depth + 1)
+            for (container, key) in Self.nestedKeys {
+                guard let item = payload[container]?[key] else { continue }
+                guard case .string(let text) = item else {
+                    throw ReceiptError(.malformedJWS, "the notification's \(key) is not a string")
+                }
+                var none: [String: VerifiedReceipt] = [:]
+                let verified = try verify(
+                    Array(text.utf8), allowTestData: allowTestData, depth: depth + 1, nested: &none)
+                nested[key] = verified
                 signedDate = signedDate ?? verified.signingDate
             }
         }

@@ -32,3 +32,20 @@ public struct ReceiptVerifier: Sendable {
         }
     }
 }
+
+extension ReceiptVerifier {
+    /// Verifies an App Store Server Notification V2 `signedPayload` and every signed item in it, each at its own
+    /// signing date; throws ``ReceiptError`` naming the failed check (`malformedJWS` for text that is not a
+    /// notification).
+    public func verifyNotification(_ signedPayload: [UInt8], allowTestData: Bool = false) throws
+        -> ServerNotification
+    {
+        let jws = JWSVerifier(chains: chains, headers: headers)
+        var nested: [String: VerifiedReceipt] = [:]
+        let verified = try jws.verify(signedPayload, allowTestData: allowTestData, depth: 0, nested: &nested)
+        guard verified.kind == .notification else {
+            throw ReceiptError(.malformedJWS, "the signed payload is not a notification")
+        }
+        return try ServerNotification(verified: verified, nested: nested)
+    }
+}

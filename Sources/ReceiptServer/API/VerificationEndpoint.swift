@@ -173,6 +173,25 @@ struct VerificationEndpoint: Sendable {
         if request.headers[.authorization] != nil {
             try await checkKey(try bearerOrField(request, nil), from: context)
         }
+        let collected = try await Self.collect(request, limit: maximumBodySize, bodies: bodies, into: &body)
+        do {
+            return try RequestBody.decode(collected.readableBytesView, as: format)
+        } catch {
+            throw HTTPFailure(status: ResponseStatus.badRequest, reason: error.reason)
+        }
+    }
+
+    /// Reads a request's body within `limit` bytes, holding its share of the memory budget in `body` (reserved by
+    /// `Content-Length` at once, else step by step as it arrives).
+    static func collect(
+        _ request: Request, limit maximumBodySize: Int, bodies: BodyBudget, into body: inout BodyReading
+    )
+        async throws -> ByteBuffer
+    {
+        let length = request.headers[.contentLength].flatMap(Int.init)
+        if let length, length > maximumBodySize {
+            throw HTTPFailure(status: ResponseStatus.payloadTooLarge, reason: "Content-Length \(length)")
+        }
         if let length, length > 0 {
             guard bodies.reserve(length) else { throw Self.overloaded }
             body.reserved = length
@@ -201,11 +220,7 @@ struct VerificationEndpoint: Sendable {
                 status: ResponseStatus.badRequest, reason: "the body could not be read: \(type(of: error))")
         }
         body.isComplete = true
-        do {
-            return try RequestBody.decode(collected.readableBytesView, as: format)
-        } catch {
-            throw HTTPFailure(status: ResponseStatus.badRequest, reason: error.reason)
-        }
+        return collected
     }
 
     /// The answer when the memory budget for bodies is spent: come back in a second.

@@ -41,6 +41,15 @@ public func buildApplication(
                 firstRetry: configuration.appleFinishFirstRetry, deadline: components.deadline,
                 metrics: metrics.factory, logger: logger))
     }
+    extraServices.append(
+        WebhookDeliverer(
+            store: tenancy.store, tenancy: tenancy,
+            client: WebhookClient(timeout: configuration.webhookTimeout, logger: logger),
+            policy: configuration.webhookRetry, deadline: components.deadline, metrics: metrics.factory,
+            logger: logger))
+    extraServices.append(
+        SubscriptionExpirer(
+            store: tenancy.store, deadline: components.deadline, metrics: metrics.factory, logger: logger))
     if let port = configuration.metricsPort {
         extraServices.append(
             buildMetricsApplication(
@@ -108,7 +117,7 @@ func buildRouter(
     var routes: [String: [HTTPRequest.Method]] = [
         "/healthz": [.get, .head], "/readyz": [.get, .head], "/openapi.json": [.get], "/api": [.post],
         "/apiencrypted": [.post], "/api/transactions": [.post], "/api/transactions/delivered": [.post],
-        "/verifyReceipt/:token": [.post],
+        "/verifyReceipt/:token": [.post], "/notifications/:token": [.post],
     ]
     if configuration.metricsPort == nil { routes["/metrics"] = [.get] }
     let router = Router(context: ServerContext.self)
@@ -138,16 +147,28 @@ func buildRouter(
     }
 
     // The verification API.
+    let authenticator = Authenticator(
+        tenancy: tenancy, cacheTTL: configuration.authenticationCacheTTL, deadline: components.deadline)
+    let failedAuthentications = FailedAuthentications(perSecond: configuration.failedAuthenticationsPerSecond)
+    let bodies = BodyBudget(limit: configuration.maximumBodyMemory)
     let endpoint = VerificationEndpoint(
-        authenticator: Authenticator(
-            tenancy: tenancy, cacheTTL: configuration.authenticationCacheTTL, deadline: components.deadline),
-        failedAuthentications: FailedAuthentications(perSecond: configuration.failedAuthenticationsPerSecond),
-        gate: components.gate,
+        authenticator: authenticator, failedAuthentications: failedAuthentications, gate: components.gate,
         verification: verification, ledger: components.ledger, maximumBodySize: configuration.maximumBodySize,
-        bodies: BodyBudget(limit: configuration.maximumBodyMemory), logger: logger)
+        bodies: bodies, logger: logger)
     for kind in [VerificationEndpoint.Kind.plain, .encrypted, .transactions, .delivered, .dropIn] {
         router.post(RouterPath(kind.rawValue)) { request, context in
             await endpoint.respond(to: request, context: context, kind: kind)
+        }
+    }
+
+    // App Store Server Notifications (Notifications/), verified with the local verifier's trust anchors.
+    if let verifier = verification.verifier {
+        let notifications = NotificationEndpoint(
+            intake: NotificationIntake(verifier: verifier, store: tenancy.store, deadline: components.deadline),
+            authenticator: authenticator, failedAuthentications: failedAuthentications, bodies: bodies,
+            metrics: components.metrics.factory, logger: logger)
+        router.post("/notifications/:token") { request, context in
+            await notifications.respond(to: request, context: context)
         }
     }
 

@@ -102,7 +102,10 @@ public struct ServeSettings: Sendable {
             publicURL: text("public-url") == nil ? nil : try url("public-url", default: ""),
             openID: try openID(), customers: try customers(),
             storeKit: try storeKit(acceptsTestSignatures: trustAnchorDirectory != nil),
-            appleFinishFirstRetry: .seconds(try number("storekit-finish-retry-seconds", 1...3_600, default: 60)))
+            appleFinishFirstRetry: .seconds(try number("storekit-finish-retry-seconds", 1...3_600, default: 60)),
+            webhookTimeout: .seconds(try number("webhook-timeout", 1...60, default: 10)),
+            webhookRetry: WebhookRetryPolicy(
+                first: .seconds(try number("webhook-retry-seconds", 1...3_600, default: 30))))
     }
 
     /// The App Store Server API client's settings. Signed answers may chain to a `--trust-anchors` root only when

@@ -37,6 +37,8 @@ import ReceiptStore
 /// | `--storekit-timeout` / `RECEIPTVERIFY_STOREKIT_TIMEOUT` | `10` | seconds for one App Store Server API call |
 /// | `--storekit-cache-seconds` / `RECEIPTVERIFY_STOREKIT_CACHE_SECONDS` | `30` | seconds an answer is reused |
 /// | `--storekit-finish-retry-seconds` / `RECEIPTVERIFY_STOREKIT_FINISH_RETRY_SECONDS` | `60` | first wait before a failed Finish Transaction is retried |
+/// | `--webhook-timeout` / `RECEIPTVERIFY_WEBHOOK_TIMEOUT` | `10` | seconds for one webhook delivery attempt |
+/// | `--webhook-retry-seconds` / `RECEIPTVERIFY_WEBHOOK_RETRY_SECONDS` | `30` | first wait before a failed webhook delivery is retried |
 /// | `--metrics-port` / `RECEIPTVERIFY_METRICS_PORT` | none | serve `/metrics` on this port instead of the main one |
 /// | `--metrics-hostname` / `RECEIPTVERIFY_METRICS_HOSTNAME` | `127.0.0.1` | address of the metrics listener |
 /// | `--public-url` / `RECEIPTVERIFY_PUBLIC_URL` | `http://HOSTNAME:PORT` | the address customers reach the account screen at; `https://…` makes its cookies `Secure` |
@@ -97,6 +99,10 @@ public struct ServerConfiguration: Sendable {
     public var storeKit: AppStoreServerAPIConfiguration
     /// The first wait before a failed Finish Transaction is asked again (doubling up to six hours).
     public var appleFinishFirstRetry: Duration
+    /// The deadline of one webhook delivery attempt.
+    public var webhookTimeout: Duration
+    /// When failed webhook deliveries are tried again, and when they are given up.
+    public var webhookRetry: WebhookRetryPolicy
 
     /// Creates a configuration.
     public init(
@@ -110,8 +116,11 @@ public struct ServerConfiguration: Sendable {
         usageFlushInterval: Duration = .seconds(1),
         apple: VerifyReceiptConfiguration = .init(), metricsPort: Int? = nil, metricsHostname: String = "127.0.0.1",
         publicURL: String? = nil, openID: OpenIDConfiguration? = nil, customers: CustomerSettings = .init(),
-        storeKit: AppStoreServerAPIConfiguration = .init(), appleFinishFirstRetry: Duration = .seconds(60)
+        storeKit: AppStoreServerAPIConfiguration = .init(), appleFinishFirstRetry: Duration = .seconds(60),
+        webhookTimeout: Duration = .seconds(10), webhookRetry: WebhookRetryPolicy = .init()
     ) {
+        self.webhookTimeout = webhookTimeout
+        self.webhookRetry = webhookRetry
         self.storeKit = storeKit
         self.appleFinishFirstRetry = appleFinishFirstRetry
         self.hostname = hostname

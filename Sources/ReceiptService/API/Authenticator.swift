@@ -129,6 +129,19 @@ public final class Authenticator: Sendable {
         return entry
     }
 
+    /// The enabled app with `token`, for a route that names its app by token alone (Apple's notifications); every
+    /// failure is the same ``ServiceError/Code/unauthorized``, and an unknown token is remembered, as in
+    /// ``authenticate(apiKey:token:mayQueryStore:logger:)``.
+    public func app(token: String?, mayQueryStore: @Sendable () -> Bool = { true }) async throws -> App {
+        guard let token, !token.isEmpty, token.utf8.count <= VerificationRequest.maximumFieldLength else {
+            throw Self.refusal("token missing")
+        }
+        guard let app = try await app(for: token, mayQueryStore: mayQueryStore), app.isEnabled else {
+            throw Self.refusal("unknown or disabled token")
+        }
+        return app
+    }
+
     /// The app with `token`, or nil when there is none; the answer is remembered either way.
     private func app(for token: String, mayQueryStore: () -> Bool) async throws -> App? {
         let now = ContinuousClock.now

@@ -125,7 +125,7 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
 }
 
 /// ``LedgerWriting`` on the connection of the transaction ``PostgresStore/record(_:)`` holds.
-private struct PostgresLedgerWriter: LedgerWriting {
+struct PostgresLedgerWriter: LedgerWriting {
     let store: PostgresStore
     let connection: PostgresConnection
     let appID: UUID

@@ -226,3 +226,88 @@ ALTER TABLE ledger_transactions ADD COLUMN apple_finish_error TEXT;
 ALTER TABLE ledger_transactions ADD COLUMN apple_finished_at TIMESTAMPTZ;
 CREATE INDEX ledger_transactions_apple_finish_idx ON ledger_transactions (apple_finish_due_at)
     WHERE apple_finish = 'pending';
+
+-- version: 9 Server Notifications V2, subscription statuses, webhook endpoints and the outbox of their events
+-- Every notification once per app (Apple's UUID), with its signed payload (forwarded to endpoints that ask for it).
+CREATE TABLE notifications (
+    app_id UUID NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    notification_uuid TEXT NOT NULL,
+    environment TEXT NOT NULL,
+    notification_type TEXT NOT NULL,
+    subtype TEXT,
+    signed_date BIGINT NOT NULL,
+    original_transaction_id TEXT,
+    transaction_id TEXT,
+    source TEXT NOT NULL CHECK (source IN ('apple', 'history')),
+    signed_payload TEXT NOT NULL,
+    received_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (app_id, notification_uuid)
+);
+CREATE INDEX notifications_received_idx ON notifications (app_id, received_at);
+-- CONSUMPTION_REQUESTs grouped by the transaction they ask about.
+CREATE TABLE consumption_requests (
+    app_id UUID NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    environment TEXT NOT NULL,
+    transaction_id TEXT NOT NULL,
+    first_notification_uuid TEXT NOT NULL,
+    requests INTEGER NOT NULL,
+    first_at TIMESTAMPTZ NOT NULL,
+    last_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (app_id, environment, transaction_id)
+);
+-- Which notification last set a revocation (its signed date): an older one arriving later does not undo it.
+ALTER TABLE ledger_transactions ADD COLUMN revocation_as_of BIGINT;
+-- Each subscription's status; as_of is the signed date of the statement that set it.
+CREATE TABLE subscription_statuses (
+    app_id UUID NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    environment TEXT NOT NULL,
+    original_transaction_id TEXT NOT NULL,
+    product_id TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('active', 'grace_period', 'billing_retry', 'expired', 'revoked')),
+    expires_date BIGINT,
+    grace_period_expires_date BIGINT,
+    auto_renews BOOLEAN,
+    auto_renew_product_id TEXT,
+    as_of BIGINT NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL,
+    -- When the scheduler should look at it: the expiry, or the grace period's end, while the status is entitled.
+    due_at BIGINT,
+    PRIMARY KEY (app_id, environment, original_transaction_id)
+);
+CREATE INDEX subscription_statuses_due_idx ON subscription_statuses (due_at) WHERE due_at IS NOT NULL;
+-- The customers' receivers; the signing secret is sealed with the master key.
+CREATE TABLE webhook_endpoints (
+    id UUID PRIMARY KEY,
+    app_id UUID NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    url TEXT NOT NULL,
+    environments TEXT NOT NULL,
+    event_types TEXT NOT NULL,
+    forwards_signed_payload BOOLEAN NOT NULL,
+    secret BYTEA NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX webhook_endpoints_app_idx ON webhook_endpoints (app_id);
+CREATE TABLE webhook_events (
+    id UUID PRIMARY KEY,
+    app_id UUID NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    environment TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    data TEXT NOT NULL,
+    notification_uuid TEXT,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX webhook_events_app_idx ON webhook_events (app_id, created_at);
+-- The outbox: one row per event and endpoint.
+CREATE TABLE webhook_deliveries (
+    event_id UUID NOT NULL REFERENCES webhook_events (id) ON DELETE CASCADE,
+    endpoint_id UUID NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'dead')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at TIMESTAMPTZ,
+    last_status INTEGER,
+    last_error TEXT,
+    delivered_at TIMESTAMPTZ,
+    PRIMARY KEY (event_id, endpoint_id)
+);
+CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+CREATE INDEX webhook_deliveries_endpoint_idx ON webhook_deliveries (endpoint_id);

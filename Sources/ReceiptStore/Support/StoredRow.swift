@@ -13,6 +13,7 @@ protocol StoredRow {
     func int(_ column: String) throws -> Int
     func optionalInt(_ column: String) throws -> Int?
     func bool(_ column: String) throws -> Bool
+    func optionalBool(_ column: String) throws -> Bool?
     func uuid(_ column: String) throws -> UUID
     func date(_ column: String) throws -> Date
     func optionalDate(_ column: String) throws -> Date?
@@ -104,6 +105,7 @@ extension SQLiteRow: StoredRow {
     func int(_ column: String) throws -> Int { try require(column).requireInt() }
     func optionalInt(_ column: String) throws -> Int? { self.column(column)?.integer.map { Int($0) } }
     func bool(_ column: String) throws -> Bool { try require(column).requireBool() }
+    func optionalBool(_ column: String) throws -> Bool? { self.column(column)?.integer.map { $0 != 0 } }
     func uuid(_ column: String) throws -> UUID { try require(column).requireUUID() }
     func date(_ column: String) throws -> Date { try require(column).requireDate() }
     func optionalDate(_ column: String) throws -> Date? {
@@ -119,6 +121,7 @@ extension PostgresRandomAccessRow: StoredRow {
     func int(_ column: String) throws -> Int { try self[column].decode(Int.self) }
     func optionalInt(_ column: String) throws -> Int? { try self[column].decode(Int?.self) }
     func bool(_ column: String) throws -> Bool { try self[column].decode(Bool.self) }
+    func optionalBool(_ column: String) throws -> Bool? { try self[column].decode(Bool?.self) }
     func uuid(_ column: String) throws -> UUID { try self[column].decode(UUID.self) }
     func date(_ column: String) throws -> Date { try self[column].decode(Date.self).roundedToMilliseconds }
     func optionalDate(_ column: String) throws -> Date? {

@@ -1,0 +1,145 @@
+import AppleClients
+import CoreMetrics
+import Foundation
+import Logging
+import ReceiptCore
+import ReceiptService
+import ServiceLifecycle
+
+/// Delivers the outbox's events to the customers' webhook endpoints (docs/webhooks.md, "Deliveries").
+///
+/// Every ``interval`` (at once again after a full batch) it claims the due deliveries (leased, so that several
+/// servers share them and each is attempted by one), POSTs each signed, at most ``concurrency`` at a time so that a
+/// receiver that hangs holds one slot for at most the client's timeout, and records the outcome: delivered on a 2xx;
+/// otherwise retried by ``policy`` (a 3xx too: redirects are not followed) until the event is 72 hours old, then
+/// dead. A delivery whose outcome cannot be recorded is claimed again when its lease ends: at least once, never lost.
+struct WebhookDeliverer: Service {
+    let store: any DataStore
+    let tenancy: TenancyService
+    let client: WebhookClient
+    let policy: WebhookRetryPolicy
+    var interval: Duration = .seconds(1)
+    /// Deliveries claimed at once.
+    var batch = 64
+    /// Deliveries in flight at once.
+    var concurrency = 16
+    let deadline: StoreDeadline
+    let metrics: any MetricsFactory
+    let logger: Logger
+
+    /// How long a claim holds its deliveries from other servers: longer than an attempt may take.
+    var lease: Duration { client.timeout * 3 + .seconds(30) }
+
+    func run() async throws {
+        var backlogReadAt = ContinuousClock.now - .seconds(60)
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            // A pause first (the store is migrated while the server starts), none after a full batch.
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            guard !Task.isShuttingDownGracefully && !Task.isCancelled else { break }
+            while await runOnce(now: Date()) == batch, !Task.isShuttingDownGracefully, !Task.isCancelled {}
+            if ContinuousClock.now - backlogReadAt >= .seconds(10) {
+                backlogReadAt = ContinuousClock.now
+                await recordBacklog()
+            }
+        }
+        try? await client.shutdown()
+    }
+
+    /// Claims the due deliveries and attempts each; returns how many were claimed.
+    func runOnce(now: Date) async -> Int {
+        let tasks: [WebhookDeliveryTask]
+        do {
+            tasks = try await deadline.run("claiming webhook deliveries") { [store, batch, lease] in
+                try await store.claimWebhookDeliveries(dueBy: now, lease: lease, limit: batch)
+            }
+        } catch {
+            logger.warning("webhook deliveries could not be claimed", metadata: ["error": "\(error)"])
+            return 0
+        }
+        await withTaskGroup(of: Void.self) { group in
+            var running = 0
+            for task in tasks {
+                if running == concurrency {
+                    await group.next()
+                    running -= 1
+                }
+                group.addTask { await deliver(task) }
+                running += 1
+            }
+        }
+        return tasks.count
+    }
+
+    /// One attempt, recorded.
+    func deliver(_ task: WebhookDeliveryTask) async {
+        let started = ContinuousClock.now
+        let outcome = await attempt(task)
+        let result: String
+        switch outcome {
+        case .delivered: result = "delivered"
+        case .retry(_, let status, let error):
+            result = "retry"
+            logger.info(
+                "webhook delivery failed; retried later",
+                metadata: [
+                    "event.id": "\(task.event.idText)", "endpoint.id": "\(task.endpointID)",
+                    "status": "\(status.map(String.init) ?? "-")", "error": "\(error)",
+                ])
+        case .dead(_, let error):
+            result = "dead"
+            logger.warning(
+                "webhook delivery dead: retries ran out",
+                metadata: [
+                    "event.id": "\(task.event.idText)", "endpoint.id": "\(task.endpointID)", "error": "\(error)",
+                ])
+        }
+        Counter(label: "receiptverify_webhook_deliveries_total", dimensions: [("result", result)], factory: metrics)
+            .increment()
+        Timer(label: "receiptverify_webhook_delivery_duration_seconds", factory: metrics)
+            .recordNanoseconds((ContinuousClock.now - started).nanoseconds)
+        do {
+            try await deadline.run("recording a webhook delivery") { [store] in
+                try await store.recordWebhookDelivery(task, outcome: outcome, at: Date())
+            }
+        } catch {
+            logger.warning("a webhook delivery could not be recorded", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Sends the task and judges the answer.
+    func attempt(_ task: WebhookDeliveryTask, now: Date = Date()) async -> WebhookDeliveryOutcome {
+        let secret: [UInt8]
+        do {
+            secret = try tenancy.webhookSecret(task.secret, endpointID: task.endpointID)
+        } catch {
+            return policy.failure(
+                attempts: task.attempts + 1, created: task.event.createdAt, now: now, status: nil,
+                error: "the endpoint's secret does not open with this master key")
+        }
+        let body = task.event.body(signedPayload: task.signedPayload)
+        switch await client.deliver(
+            body, eventID: task.event.idText, eventType: task.event.type, to: task.url, secret: secret, now: now)
+        {
+        case .answered(let status) where (200...299).contains(status):
+            return .delivered(status: status)
+        case .answered(let status):
+            return policy.failure(
+                attempts: task.attempts + 1, created: task.event.createdAt, now: Date(), status: status,
+                error: (300...399).contains(status) ? "redirects are not followed" : "HTTP \(status)")
+        case .failed(let error):
+            return policy.failure(
+                attempts: task.attempts + 1, created: task.event.createdAt, now: Date(), status: nil, error: error)
+        }
+    }
+
+    /// Sets the backlog gauges: deliveries pending, and the age of the oldest event among them.
+    func recordBacklog() async {
+        guard
+            let backlog = try? await deadline.run(
+                "the webhook backlog", { [store] in try await store.webhookBacklog() })
+        else { return }
+        Gauge(label: "receiptverify_webhook_backlog", factory: metrics).record(backlog.pending)
+        Gauge(label: "receiptverify_webhook_backlog_oldest_seconds", factory: metrics)
+            .record(backlog.oldest.map { max(0, Date().timeIntervalSince($0)) } ?? 0)
+    }
+}

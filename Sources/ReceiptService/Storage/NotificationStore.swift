@@ -1,0 +1,48 @@
+import Foundation
+import ReceiptCore
+
+/// App Store Server Notifications and the subscription statuses they keep (docs/notifications.md).
+///
+/// Every method is atomic. A notification is recorded once by its UUID, whatever the number of servers receiving
+/// its retries at once; its effects on the ledger and on its subscription's status, and its events with their
+/// deliveries (``WebhookStore``), are written by the same transaction, so a notification answered 2xx is never
+/// without them. Statuses are ordered by signed date: a statement signed before the stored one changes nothing.
+public protocol NotificationStore: StoreLifecycle {
+    /// Records a notification and its effects; ``NotificationRecorded/duplicate`` when its UUID is known.
+    func recordNotification(_ record: NotificationRecord) async throws -> NotificationRecorded
+    /// The stored statuses of these original transactions of the app (in any environment).
+    func subscriptionStatuses(appID: UUID, originalTransactionIDs: [String]) async throws -> [SubscriptionStatus]
+    /// Moves up to `limit` subscriptions whose expiry (grace period included) passed before `now` with no newer
+    /// statement to `expired`, with their events; returns how many moved.
+    func expireSubscriptions(dueBy now: Date, limit: Int) async throws -> Int
+    /// The UUIDs among `uuids` already recorded for the app (reconciliation skips them).
+    func knownNotifications(appID: UUID, uuids: [String]) async throws -> Set<String>
+}
+
+/// The customers' webhook endpoints and the outbox of events to deliver to them (docs/webhooks.md).
+///
+/// An event is written with one delivery per endpoint that takes it, in the transaction that makes the event. Several
+/// servers on one database share the deliveries: a claim leases the due ones it returns (their next attempt moves past
+/// the lease), and PostgreSQL skips rows another claim holds, so each attempt is made by one server.
+public protocol WebhookStore: StoreLifecycle {
+    /// Adds an endpoint.
+    func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws
+    /// The app's endpoints, oldest first.
+    func webhookEndpoints(appID: UUID) async throws -> [WebhookEndpoint]
+    /// Removes an endpoint of the app with its pending deliveries; false when the app has no such endpoint.
+    func removeWebhookEndpoint(id: UUID, appID: UUID) async throws -> Bool
+    /// Records events made outside a notification (a test, a ledger change), each with its deliveries.
+    func recordEvents(_ events: [WebhookEvent]) async throws
+    /// Up to `limit` pending deliveries due by `now`, oldest due first, each leased until `now + lease`.
+    func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int) async throws -> [WebhookDeliveryTask]
+    /// Records one attempt's outcome.
+    func recordWebhookDelivery(_ task: WebhookDeliveryTask, outcome: WebhookDeliveryOutcome, at date: Date)
+        async throws
+    /// The app's events with their deliveries, newest first.
+    func webhookEvents(_ query: WebhookEventQuery) async throws -> [WebhookEventRecord]
+    /// Makes the deliveries of the query's events (those in the query's state, if it names one; else those not
+    /// delivered) pending and due at `date`, attempts kept; returns how many.
+    func redeliverWebhookEvents(_ query: WebhookEventQuery, at date: Date) async throws -> Int
+    /// The pending deliveries: how many, and when the oldest event among them was made.
+    func webhookBacklog() async throws -> (pending: Int, oldest: Date?)
+}

@@ -1,0 +1,82 @@
+import Foundation
+import ReceiptCore
+
+/// The operator's view of an app's webhook endpoints and events (`receiptverify webhooks …`, `events …`).
+extension TenancyService {
+    /// The most endpoints one app may have: each event is written once per endpoint.
+    public static let maximumWebhookEndpoints = 10
+
+    /// Adds an endpoint to the app; returns it with its signing secret, shown this once.
+    ///
+    /// - Parameters:
+    ///   - environments: the environments whose events it takes; empty: every one.
+    ///   - eventTypes: exact types, `prefix.*`, or `*`.
+    public func addWebhookEndpoint(
+        token: String, url: String, environments: Set<AppStoreEnvironment>, eventTypes: [String],
+        forwardsSignedPayload: Bool
+    ) async throws -> (endpoint: WebhookEndpoint, secret: String) {
+        let app = try await app(token: token)
+        try WebhookEndpoint.validate(url: url)
+        try WebhookEndpoint.validate(eventTypes: eventTypes)
+        guard try await store.webhookEndpoints(appID: app.id).count < Self.maximumWebhookEndpoints else {
+            throw ServiceError(
+                .invalidArgument, "the app has \(Self.maximumWebhookEndpoints) webhook endpoints, the most it may have")
+        }
+        let id = UUID()
+        let secret = WebhookSignature.newSecret()
+        let endpoint = WebhookEndpoint(
+            id: id, appID: app.id, url: url, environments: environments, eventTypes: eventTypes,
+            forwardsSignedPayload: forwardsSignedPayload,
+            secret: try SealedSecret.seal(
+                Array(secret.utf8), context: WebhookEndpoint.secretContext(id), with: masterKey),
+            createdAt: now())
+        try await store.addWebhookEndpoint(endpoint)
+        return (endpoint, secret)
+    }
+
+    /// The app's endpoints, oldest first.
+    public func webhookEndpoints(token: String) async throws -> [WebhookEndpoint] {
+        try await store.webhookEndpoints(appID: try await app(token: token).id)
+    }
+
+    /// Removes an endpoint of the app, with its pending deliveries.
+    public func removeWebhookEndpoint(token: String, id: UUID) async throws {
+        guard try await store.removeWebhookEndpoint(id: id, appID: try await app(token: token).id) else {
+            throw ServiceError(.invalidArgument, "the app has no webhook endpoint \(id.uuidString.lowercased())")
+        }
+    }
+
+    /// The signing secret of an endpoint (sealed under its id).
+    public func webhookSecret(_ sealed: SealedSecret, endpointID: UUID) throws -> [UInt8] {
+        try sealed.open(context: WebhookEndpoint.secretContext(endpointID), with: masterKey)
+    }
+
+    /// The app's events with their deliveries, newest first.
+    public func webhookEvents(
+        token: String, state: WebhookDeliveryState?, since: Date?, eventIDs: [UUID]?, limit: Int
+    ) async throws -> [WebhookEventRecord] {
+        guard (1...10_000).contains(limit) else {
+            throw ServiceError(.invalidArgument, "the limit must be from 1 to 10000")
+        }
+        return try await store.webhookEvents(
+            WebhookEventQuery(
+                appID: try await app(token: token).id, state: state, since: since, eventIDs: eventIDs, limit: limit))
+    }
+
+    /// Makes the deliveries of the app's chosen events due again now (those not delivered, or those in `state`);
+    /// returns how many.
+    public func redeliverWebhookEvents(
+        token: String, state: WebhookDeliveryState?, since: Date?, eventIDs: [UUID]?, limit: Int
+    ) async throws -> Int {
+        guard (1...100_000).contains(limit) else {
+            throw ServiceError(.invalidArgument, "the limit must be from 1 to 100000")
+        }
+        guard eventIDs != nil || state != nil || since != nil else {
+            throw ServiceError(.invalidArgument, "name the events: ids, --state or --since")
+        }
+        return try await store.redeliverWebhookEvents(
+            WebhookEventQuery(
+                appID: try await app(token: token).id, state: state, since: since, eventIDs: eventIDs, limit: limit),
+            at: now())
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import ReceiptCore
+
+/// One event to deliver to one endpoint, as a claim of ``WebhookStore`` hands it to ``WebhookDeliverer``.
+public struct WebhookDeliveryTask: Sendable, Equatable {
+    /// The event.
+    public var event: WebhookEvent
+    /// The endpoint's id.
+    public var endpointID: UUID
+    /// Where to POST.
+    public var url: String
+    /// The endpoint's sealed secret.
+    public var secret: SealedSecret
+    /// Apple's `signedPayload`, when the event came from a notification and the endpoint forwards it.
+    public var signedPayload: String?
+    /// Attempts made so far.
+    public var attempts: Int
+
+    /// Creates a task.
+    public init(
+        event: WebhookEvent, endpointID: UUID, url: String, secret: SealedSecret, signedPayload: String?,
+        attempts: Int
+    ) {
+        self.event = event
+        self.endpointID = endpointID
+        self.url = url
+        self.secret = secret
+        self.signedPayload = signedPayload
+        self.attempts = attempts
+    }
+}
+
+/// What one delivery attempt came to.
+public enum WebhookDeliveryOutcome: Sendable, Equatable {
+    /// The receiver answered 2xx.
+    case delivered(status: Int)
+    /// It failed for now (`status` when the receiver answered); the next attempt is at `next`.
+    case retry(next: Date, status: Int?, error: String)
+    /// Retries ran out: the delivery is dead (a dead letter, redeliverable by the operator).
+    case dead(status: Int?, error: String)
+}
+
+/// A delivery's state.
+public enum WebhookDeliveryState: String, Sendable, CaseIterable {
+    /// Waiting for its next attempt.
+    case pending
+    /// The receiver took it.
+    case delivered
+    /// Retries ran out.
+    case dead
+}
+
+/// When a failed delivery is tried again: `first` after the first failure, doubling up to six hours between
+/// attempts, until `giveUpAfter` has passed since the event (72 hours by default), when it is dead.
+public struct WebhookRetryPolicy: Sendable, Equatable {
+    /// The wait after the first failure.
+    public var first: Duration
+    /// How long after the event deliveries are tried.
+    public var giveUpAfter: Duration
+
+    /// Creates a policy.
+    public init(first: Duration = .seconds(30), giveUpAfter: Duration = .seconds(72 * 3_600)) {
+        self.first = first
+        self.giveUpAfter = giveUpAfter
+    }
+
+    /// The longest wait between two attempts.
+    public static let longestWait: Double = 6 * 3_600
+
+    /// The outcome of a failed attempt, the `attempts`-th (from 1), of an event created at `created`.
+    public func failure(attempts: Int, created: Date, now: Date, status: Int?, error: String)
+        -> WebhookDeliveryOutcome
+    {
+        let firstSeconds = Double(first.components.seconds) + Double(first.components.attoseconds) / 1e18
+        let wait = min(Self.longestWait, firstSeconds * pow(2, Double(max(0, min(attempts - 1, 30)))))
+        let next = now.addingTimeInterval(wait)
+        let giveUp = created.addingTimeInterval(Double(giveUpAfter.components.seconds))
+        return next > giveUp ? .dead(status: status, error: error) : .retry(next: next, status: status, error: error)
+    }
+}
+
+/// An event with its deliveries, as `receiptverify events list` shows it.
+public struct WebhookEventRecord: Sendable, Equatable {
+    /// One delivery of the event.
+    public struct Delivery: Sendable, Equatable {
+        /// The endpoint.
+        public var endpointID: UUID
+        /// Its state.
+        public var state: WebhookDeliveryState
+        /// Attempts made.
+        public var attempts: Int
+        /// The receiver's last HTTP status, when it answered.
+        public var lastStatus: Int?
+        /// The last failure.
+        public var lastError: String?
+        /// The next attempt (pending).
+        public var nextAttemptAt: Date?
+        /// When the receiver took it.
+        public var deliveredAt: Date?
+
+        /// Creates a delivery.
+        public init(
+            endpointID: UUID, state: WebhookDeliveryState, attempts: Int, lastStatus: Int?, lastError: String?,
+            nextAttemptAt: Date?, deliveredAt: Date?
+        ) {
+            self.endpointID = endpointID
+            self.state = state
+            self.attempts = attempts
+            self.lastStatus = lastStatus
+            self.lastError = lastError
+            self.nextAttemptAt = nextAttemptAt
+            self.deliveredAt = deliveredAt
+        }
+    }
+
+    /// The event.
+    public var event: WebhookEvent
+    /// Its deliveries, one per endpoint that takes it.
+    public var deliveries: [Delivery]
+
+    /// Creates a record.
+    public init(event: WebhookEvent, deliveries: [Delivery]) {
+        self.event = event
+        self.deliveries = deliveries
+    }
+}
+
+/// Which events to list or redeliver.
+public struct WebhookEventQuery: Sendable, Equatable {
+    /// The app.
+    public var appID: UUID
+    /// Only events with a delivery in this state.
+    public var state: WebhookDeliveryState?
+    /// Only events created at or after this.
+    public var since: Date?
+    /// Only these events.
+    public var eventIDs: [UUID]?
+    /// At most this many, newest first.
+    public var limit: Int
+
+    /// Creates a query.
+    public init(
+        appID: UUID, state: WebhookDeliveryState? = nil, since: Date? = nil, eventIDs: [UUID]? = nil,
+        limit: Int = 100
+    ) {
+        self.appID = appID
+        self.state = state
+        self.since = since
+        self.eventIDs = eventIDs
+        self.limit = limit
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import ReceiptCore
+import ReceiptService
+import SQLiteNIO
+
+/// Notifications and subscription statuses (``NotificationStore``). A notification is recorded in one transaction
+/// (`BEGIN IMMEDIATE`: the write lock), so its UUID, its ledger effects, its status and its events go together.
+extension SQLiteStore: NotificationStore {
+    public func recordNotification(_ record: NotificationRecord) async throws -> NotificationRecorded {
+        let (recorded, changed) = try await transaction {
+            try await NotificationRecorder.record(
+                record,
+                with: SQLiteLedgerWriter(
+                    store: self, appID: record.appID, environment: record.notification.environment))
+        }
+        if changed { announceLedgerChange() }
+        return recorded
+    }
+
+    public func subscriptionStatuses(appID: UUID, originalTransactionIDs: [String]) async throws
+        -> [SubscriptionStatus]
+    {
+        guard !originalTransactionIDs.isEmpty else { return [] }
+        return try await run {
+            var statuses: [SubscriptionStatus] = []
+            for chunk in originalTransactionIDs.chunked(StoredForm.ledgerChunk) {
+                statuses += try await self.query(
+                    """
+                    SELECT * FROM subscription_statuses
+                    WHERE app_id = ? AND original_transaction_id IN (\(Self.placeholders(chunk.count)))
+                    ORDER BY original_transaction_id, environment
+                    """, [.uuid(appID)] + chunk.map { .text($0) }
+                ).map(StoredForm.subscriptionStatus)
+            }
+            return statuses
+        }
+    }
+
+    public func expireSubscriptions(dueBy now: Date, limit: Int) async throws -> Int {
+        try await transaction {
+            let due = try await self.query(
+                "SELECT * FROM subscription_statuses WHERE due_at <= ? ORDER BY due_at LIMIT ?",
+                [.integer(StoredForm.millis(now)), .integer(limit)]
+            ).map(StoredForm.subscriptionStatus)
+            var expired: [(SubscriptionStatus, previous: SubscriptionStatus.State)] = []
+            for var status in due {
+                let previous = status.state
+                status.state = .expired
+                status.updatedAt = now.roundedToMilliseconds
+                // The signed date stays: a renewal signed before the expiry but arriving after it still counts.
+                try await self.saveSubscriptionStatus(status)
+                expired.append((status, previous))
+            }
+            try await self.insertEvents(NotificationRecorder.expiryEvents(expired, at: now))
+            return expired.count
+        }
+    }
+
+    public func knownNotifications(appID: UUID, uuids: [String]) async throws -> Set<String> {
+        guard !uuids.isEmpty else { return [] }
+        return try await run {
+            var known = Set<String>()
+            for chunk in uuids.chunked(StoredForm.ledgerChunk) {
+                for row in try await self.query(
+                    """
+                    SELECT notification_uuid FROM notifications
+                    WHERE app_id = ? AND notification_uuid IN (\(Self.placeholders(chunk.count)))
+                    """, [.uuid(appID)] + chunk.map { .text($0) })
+                {
+                    known.insert(try row.text("notification_uuid"))
+                }
+            }
+            return known
+        }
+    }
+
+    /// Inserts or replaces a subscription's status, with the time the scheduler should look at it.
+    func saveSubscriptionStatus(_ status: SubscriptionStatus) async throws {
+        let optional: (Int64?) -> SQLiteData = { $0.map { .integer(Int($0)) } ?? .null }
+        _ = try await query(
+            """
+            INSERT INTO subscription_statuses (app_id, environment, original_transaction_id, product_id, status,
+                expires_date, grace_period_expires_date, auto_renews, auto_renew_product_id, as_of, updated_at, due_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (app_id, environment, original_transaction_id) DO UPDATE SET
+                product_id = excluded.product_id, status = excluded.status, expires_date = excluded.expires_date,
+                grace_period_expires_date = excluded.grace_period_expires_date, auto_renews = excluded.auto_renews,
+                auto_renew_product_id = excluded.auto_renew_product_id, as_of = excluded.as_of,
+                updated_at = excluded.updated_at, due_at = excluded.due_at
+            WHERE subscription_statuses.as_of <= excluded.as_of
+            """,
+            [
+                .uuid(status.appID), .text(status.environment.rawValue), .text(status.originalTransactionID),
+                .text(status.productID), .text(status.state.rawValue), optional(status.expiresDate),
+                optional(status.gracePeriodExpiresDate), status.autoRenews.map { .bool($0) } ?? .null,
+                status.autoRenewProductID.map { .text($0) } ?? .null, .integer(Int(status.asOf)),
+                .millis(status.updatedAt), optional(StoredForm.dueAt(status)),
+            ])
+    }
+
+    /// Inserts events, each with one pending delivery (due now) per endpoint of its app that takes it.
+    func insertEvents(_ events: [WebhookEvent]) async throws {
+        guard !events.isEmpty else { return }
+        var endpoints: [UUID: [WebhookEndpoint]] = [:]
+        for event in events {
+            if endpoints[event.appID] == nil {
+                endpoints[event.appID] = try await query(
+                    "SELECT * FROM webhook_endpoints WHERE app_id = ? ORDER BY created_at", [.uuid(event.appID)]
+                ).map(StoredForm.webhookEndpoint)
+            }
+            _ = try await query(
+                """
+                INSERT INTO webhook_events (id, app_id, environment, event_type, data, notification_uuid, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .uuid(event.id), .uuid(event.appID), .text(event.environment.rawValue), .text(event.type),
+                    .text(JSONValue.object(event.data).encodedString),
+                    event.notificationUUID.map { .text($0) } ?? .null, .millis(event.createdAt),
+                ])
+            for endpoint in endpoints[event.appID] ?? []
+            where endpoint.accepts(type: event.type, environment: event.environment) {
+                _ = try await query(
+                    """
+                    INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at)
+                    VALUES (?, ?, 'pending', 0, ?)
+                    """, [.uuid(event.id), .uuid(endpoint.id), .millis(event.createdAt)])
+            }
+        }
+    }
+}
+
+/// A notification's writes, on the ledger writer's connection and inside its transaction.
+extension SQLiteLedgerWriter: NotificationWriting {
+    func insertNotification(_ record: NotificationRecord) async throws -> Bool {
+        let notification = record.notification
+        return
+            !(try await store.query(
+                """
+                INSERT INTO notifications (app_id, notification_uuid, environment, notification_type, subtype, signed_date,
+                    original_transaction_id, transaction_id, source, signed_payload, received_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT DO NOTHING RETURNING notification_uuid
+                """,
+                [
+                    .uuid(appID), .text(notification.uuid), .text(environment.rawValue), .text(notification.type),
+                    notification.subtype.map { .text($0) } ?? .null, .integer(Int(notification.signedDate)),
+                    notification.originalTransactionID.map { .text($0) } ?? .null,
+                    record.transaction.map { .text($0.transactionID) } ?? .null, .text(record.source.rawValue),
+                    .text(record.signedPayload), .millis(record.receivedAt),
+                ]
+            ).isEmpty)
+    }
+
+    func openConsumptionGroup(transactionID: String, uuid: String, at date: Date) async throws -> Bool {
+        let rows = try await store.query(
+            """
+            INSERT INTO consumption_requests (app_id, environment, transaction_id, first_notification_uuid, requests,
+                first_at, last_at)
+            VALUES (?, ?, ?, ?, 1, ?, ?)
+            ON CONFLICT (app_id, environment, transaction_id) DO UPDATE SET
+                requests = requests + 1, last_at = excluded.last_at
+            RETURNING requests
+            """,
+            [
+                .uuid(appID), .text(environment.rawValue), .text(transactionID), .text(uuid), .millis(date),
+                .millis(date),
+            ])
+        return try rows.first?.int("requests") == 1
+    }
+
+    func setRevocation(_ transactionID: String, to transaction: PurchaseTransaction?, asOf: Int64) async throws
+        -> Bool
+    {
+        let optional: (Int64?) -> SQLiteData = { $0.map { .integer(Int($0)) } ?? .null }
+        return
+            !(try await store.query(
+                """
+                UPDATE ledger_transactions SET revocation_date = ?, revocation_reason = ?, revocation_type = ?,
+                    revocation_percentage = ?, revocation_as_of = ?
+                WHERE app_id = ? AND environment = ? AND transaction_id = ?
+                    AND (revocation_as_of IS NULL OR revocation_as_of <= ?)
+                RETURNING transaction_id
+                """,
+                [
+                    optional(transaction?.revocationDate), optional(transaction?.revocationReason.map(Int64.init)),
+                    transaction?.revocationType.map { .text($0) } ?? .null,
+                    optional(transaction?.revocationPercentage.map(Int64.init)), .integer(Int(asOf)), .uuid(appID),
+                    .text(environment.rawValue), .text(transactionID), .integer(Int(asOf)),
+                ]
+            ).isEmpty)
+    }
+
+    func subscriptionStatus(of originalTransactionID: String) async throws -> SubscriptionStatus? {
+        try await store.query(
+            """
+            SELECT * FROM subscription_statuses WHERE app_id = ? AND environment = ? AND original_transaction_id = ?
+            """, [.uuid(appID), .text(environment.rawValue), .text(originalTransactionID)]
+        ).first.map(StoredForm.subscriptionStatus)
+    }
+
+    func saveSubscriptionStatus(_ status: SubscriptionStatus) async throws {
+        try await store.saveSubscriptionStatus(status)
+    }
+
+    func insertEvents(_ events: [WebhookEvent]) async throws {
+        try await store.insertEvents(events)
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import ReceiptCore
+import ReceiptService
+import SQLiteNIO
+
+/// Webhook endpoints and the outbox of their events (``WebhookStore``); the connection is the only writer, so a claim
+/// and its lease are one statement.
+extension SQLiteStore: WebhookStore {
+    public func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws {
+        _ = try await transaction {
+            try await self.query(
+                """
+                INSERT INTO webhook_endpoints (id, app_id, url, environments, event_types, forwards_signed_payload,
+                    secret, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .uuid(endpoint.id), .uuid(endpoint.appID), .text(endpoint.url),
+                    .text(endpoint.environments.map(\.rawValue).sorted().joined(separator: ",")),
+                    .text(endpoint.eventTypes.joined(separator: ",")), .bool(endpoint.forwardsSignedPayload),
+                    .bytes(endpoint.secret.bytes), .millis(endpoint.createdAt),
+                ])
+        }
+    }
+
+    public func webhookEndpoints(appID: UUID) async throws -> [WebhookEndpoint] {
+        try await run {
+            try await self.query(
+                "SELECT * FROM webhook_endpoints WHERE app_id = ? ORDER BY created_at, id", [.uuid(appID)]
+            ).map(StoredForm.webhookEndpoint)
+        }
+    }
+
+    public func removeWebhookEndpoint(id: UUID, appID: UUID) async throws -> Bool {
+        try await transaction {
+            !(try await self.query(
+                "DELETE FROM webhook_endpoints WHERE id = ? AND app_id = ? RETURNING id", [.uuid(id), .uuid(appID)]
+            ).isEmpty)
+        }
+    }
+
+    public func recordEvents(_ events: [WebhookEvent]) async throws {
+        try await transaction { try await self.insertEvents(events) }
+    }
+
+    public func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int) async throws
+        -> [WebhookDeliveryTask]
+    {
+        let leased = now.addingTimeInterval(Double(lease.components.seconds))
+        return try await transaction {
+            let claimed = try await self.query(
+                """
+                UPDATE webhook_deliveries SET next_attempt_at = ?
+                WHERE (event_id, endpoint_id) IN (
+                    SELECT event_id, endpoint_id FROM webhook_deliveries
+                    WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?)
+                RETURNING event_id, endpoint_id
+                """, [.millis(leased), .millis(now), .integer(limit)])
+            var tasks: [WebhookDeliveryTask] = []
+            for row in claimed {
+                tasks += try await self.query(
+                    "\(StoredForm.deliverySelect) WHERE d.event_id = ? AND d.endpoint_id = ?",
+                    [try row.require("event_id"), try row.require("endpoint_id")]
+                ).map(StoredForm.webhookDeliveryTask)
+            }
+            return tasks
+        }
+    }
+
+    public func recordWebhookDelivery(_ task: WebhookDeliveryTask, outcome: WebhookDeliveryOutcome, at date: Date)
+        async throws
+    {
+        let columns = StoredForm.deliveryColumns(outcome, at: date)
+        _ = try await transaction {
+            try await self.query(
+                """
+                UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_attempt_at = ?,
+                    last_status = ?, last_error = ?, delivered_at = ?
+                WHERE event_id = ? AND endpoint_id = ? AND state = 'pending'
+                """,
+                [
+                    .text(columns.state), .millis(columns.next), columns.status.map { .integer($0) } ?? .null,
+                    columns.error.map { .text($0) } ?? .null, .millis(columns.delivered), .uuid(task.event.id),
+                    .uuid(task.endpointID),
+                ])
+        }
+    }
+
+    public func webhookEvents(_ query: WebhookEventQuery) async throws -> [WebhookEventRecord] {
+        let (conditions, binds) = Self.eventConditions(query)
+        return try await run {
+            let events = try await self.query(
+                """
+                SELECT * FROM webhook_events e WHERE \(conditions)
+                ORDER BY e.created_at DESC, e.id LIMIT ?
+                """, binds + [.integer(query.limit)]
+            ).map(StoredForm.webhookEvent)
+            var records: [WebhookEventRecord] = []
+            for event in events {
+                let deliveries = try await self.query(
+                    "SELECT * FROM webhook_deliveries WHERE event_id = ? ORDER BY endpoint_id", [.uuid(event.id)]
+                ).map(StoredForm.webhookDelivery)
+                records.append(WebhookEventRecord(event: event, deliveries: deliveries))
+            }
+            return records
+        }
+    }
+
+    public func redeliverWebhookEvents(_ query: WebhookEventQuery, at date: Date) async throws -> Int {
+        let (conditions, binds) = Self.eventConditions(query)
+        let states = query.state.map { [$0.rawValue] } ?? ["pending", "dead"]
+        return try await transaction {
+            try await self.query(
+                """
+                UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = ?, delivered_at = NULL
+                WHERE state IN (\(Self.placeholders(states.count))) AND event_id IN (
+                    SELECT e.id FROM webhook_events e WHERE \(conditions) ORDER BY e.created_at DESC LIMIT ?)
+                RETURNING event_id
+                """, [.millis(date)] + states.map { .text($0) } + binds + [.integer(query.limit)]
+            ).count
+        }
+    }
+
+    public func webhookBacklog() async throws -> (pending: Int, oldest: Date?) {
+        try await run {
+            let row = try await self.query(
+                """
+                SELECT count(*) AS pending, min(e.created_at) AS oldest FROM webhook_deliveries d
+                JOIN webhook_events e ON e.id = d.event_id WHERE d.state = 'pending'
+                """
+            ).first
+            return (try row?.int("pending") ?? 0, try row?.optionalDate("oldest"))
+        }
+    }
+
+    /// The conditions of an event query over `webhook_events e`, with their binds.
+    private static func eventConditions(_ query: WebhookEventQuery) -> (String, [SQLiteData]) {
+        var conditions = ["e.app_id = ?"]
+        var binds: [SQLiteData] = [.uuid(query.appID)]
+        if let since = query.since {
+            conditions.append("e.created_at >= ?")
+            binds.append(.millis(since))
+        }
+        if let ids = query.eventIDs {
+            conditions.append("e.id IN (\(placeholders(max(1, ids.count))))")
+            binds += ids.isEmpty ? [.null] : ids.map { .uuid($0) }
+        }
+        if let state = query.state {
+            conditions.append("EXISTS (SELECT 1 FROM webhook_deliveries s WHERE s.event_id = e.id AND s.state = ?)")
+            binds.append(.text(state.rawValue))
+        }
+        return (conditions.joined(separator: " AND "), binds)
+    }
+}
