@@ -87,6 +87,16 @@ public struct JWSBuilder: Sendable {
     /// A notification's `notificationType` and `notificationUUID`.
     public var notificationType = "TEST"
     public var notificationUUID = "9d5f7c1e-0000-4000-8000-000000000001"
+    /// A notification's `subtype`.
+    public var notificationSubtype: String?
+    /// A notification's `data.signedTransactionInfo` and `data.signedRenewalInfo` (built JWS).
+    public var signedTransactionInfo: String?
+    public var signedRenewalInfo: String?
+    /// A `RESCIND_CONSENT` notification's `appData.signedAppTransactionInfo`: when set, the notification has
+    /// `appData` and no `data`.
+    public var signedAppTransactionInfo: String?
+    /// Whether a notification leaves out `signedDate` (as early notifications did).
+    public var omitsSignedDate = false
 
     /// Creates a builder with the defaults above.
     public init() {}
@@ -138,10 +148,21 @@ public struct JWSBuilder: Sendable {
             object = [
                 "notificationType": notificationType, "notificationUUID": notificationUUID, "version": "2.0",
                 "signedDate": signedDateMilliseconds,
-                "data": [
-                    "bundleId": bundleID ?? self.bundleID, "environment": environment, "appAppleId": 1_234_567_890,
-                ],
             ]
+            if omitsSignedDate { object["signedDate"] = nil }
+            if let notificationSubtype { object["subtype"] = notificationSubtype }
+            var data: [String: Any] = [
+                "bundleId": bundleID ?? self.bundleID, "environment": environment, "appAppleId": 1_234_567_890,
+            ]
+            if let signedAppTransactionInfo {
+                data["signedAppTransactionInfo"] = signedAppTransactionInfo
+                object["appData"] = data
+            } else {
+                data["bundleVersion"] = "42"
+                if let signedTransactionInfo { data["signedTransactionInfo"] = signedTransactionInfo }
+                if let signedRenewalInfo { data["signedRenewalInfo"] = signedRenewalInfo }
+                object["data"] = data
+            }
         }
         return Array(
             try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))

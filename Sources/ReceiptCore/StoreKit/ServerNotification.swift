@@ -28,6 +28,25 @@ public struct ServerNotification: Sendable, Equatable {
     /// Whether the chain ends at a test root (allowed only because the caller allowed test data).
     public let isTestData: Bool
 
+    /// Creates a notification from its parts (as decoded from a verified `signedPayload`).
+    public init(
+        type: String, subtype: String?, uuid: String, signedDate: Int64, environment: AppStoreEnvironment,
+        bundleID: String, payload: JSONObject, transaction: JSONObject?, renewalInfo: JSONObject?,
+        appTransaction: JSONObject?, isTestData: Bool
+    ) {
+        self.type = type
+        self.subtype = subtype
+        self.uuid = uuid
+        self.signedDate = signedDate
+        self.environment = environment
+        self.bundleID = bundleID
+        self.payload = payload
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+        self.appTransaction = appTransaction
+        self.isTestData = isTestData
+    }
+
     /// Creates a notification from a verified `signedPayload` and its verified nested items.
     init(verified: VerifiedReceipt, nested: [String: VerifiedReceipt]) throws {
         let payload = verified.receipt

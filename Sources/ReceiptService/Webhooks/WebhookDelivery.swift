@@ -150,3 +150,35 @@ public struct WebhookEventQuery: Sendable, Equatable {
         self.limit = limit
     }
 }
+
+extension WebhookEventRecord {
+    /// The event and its deliveries as `events list --json` shows them.
+    public var json: JSONObject {
+        var object = JSONObject(capacity: 7)
+        object.append("id", .string(event.idText))
+        object.append("type", .string(event.type))
+        object.append("environment", .string(event.environment.rawValue))
+        object.append("created_at", .string(LedgerEntry.rfc3339(event.createdAt)))
+        if let uuid = event.notificationUUID { object.append("notification_uuid", .string(uuid)) }
+        object.append("data", .object(event.data))
+        object.append(
+            "deliveries",
+            .array(
+                deliveries.map { delivery in
+                    var item = JSONObject(capacity: 7)
+                    item.append("endpoint_id", .string(delivery.endpointID.uuidString.lowercased()))
+                    item.append("state", .string(delivery.state.rawValue))
+                    item.append("attempts", .integer(Int64(delivery.attempts)))
+                    if let status = delivery.lastStatus { item.append("last_status", .integer(Int64(status))) }
+                    if let error = delivery.lastError { item.append("last_error", .string(error)) }
+                    if let next = delivery.nextAttemptAt, delivery.state == .pending {
+                        item.append("next_attempt_at", .string(LedgerEntry.rfc3339(next)))
+                    }
+                    if let delivered = delivery.deliveredAt {
+                        item.append("delivered_at", .string(LedgerEntry.rfc3339(delivered)))
+                    }
+                    return .object(item)
+                }))
+        return object
+    }
+}

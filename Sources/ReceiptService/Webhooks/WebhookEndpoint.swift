@@ -78,3 +78,18 @@ public struct WebhookEndpoint: Sendable, Equatable {
         }
     }
 }
+
+extension WebhookEndpoint {
+    /// The endpoint as `webhooks list --json` shows it (never its secret).
+    public var json: JSONObject {
+        var object = JSONObject(capacity: 6)
+        object.append("id", .string(id.uuidString.lowercased()))
+        object.append("url", .string(url))
+        object.append(
+            "environments", .array(environments.map(\.configurationName).sorted().map { .string($0) }))
+        object.append("event_types", .array(eventTypes.map { .string($0) }))
+        object.append("forwards_signed_payload", .bool(forwardsSignedPayload))
+        object.append("created_at", .string(LedgerEntry.rfc3339(createdAt)))
+        return object
+    }
+}

@@ -70,10 +70,12 @@ enum NotificationRecorder {
                 var stored = try await writer.entries(transactionIDs: [transaction.transactionID])[
                     transaction.transactionID]
             {
+                // Written whenever this is the newest statement, so that an older one arriving later changes
+                // nothing; an event only when the state changes.
                 let revokes = change == .revoke
-                if stored.isRevoked != revokes,
-                    try await writer.setRevocation(
-                        transaction.transactionID, to: revokes ? transaction : nil, asOf: notification.signedDate)
+                if try await writer.setRevocation(
+                    transaction.transactionID, to: revokes ? transaction : nil, asOf: notification.signedDate),
+                    stored.isRevoked != revokes
                 {
                     changed = true
                     stored.transaction.revocationDate = revokes ? transaction.revocationDate : nil

@@ -1,0 +1,336 @@
+import Foundation
+import ReceiptCore
+import ReceiptService
+import ReceiptStore
+import TestSupport
+import Testing
+
+/// Notifications, subscription statuses, webhook endpoints and the outbox in both stores: each notification once,
+/// its effects ordered by signed date, its events with one delivery per endpoint that takes them, deliveries claimed
+/// once, retried, dead and redelivered.
+@Suite struct NotificationStoreContractTests {
+    static let start = Date(timeIntervalSince1970: 1_790_000_000)
+    static let day: Int64 = 86_400_000
+    static var startMilliseconds: Int64 { start.millisecondsSince1970 }
+
+    /// A subscription transaction's payload, as Apple signs it.
+    static func transaction(
+        _ id: String, original: String = "1000", expires: Int64, revokedAt: Int64? = nil,
+        type: String =
+            "Auto-Renewable Subscription"
+    ) -> JSONObject {
+        var object = JSONObject(capacity: 12)
+        object.append("transactionId", .string(id))
+        object.append("originalTransactionId", .string(original))
+        object.append("productId", .string("com.example.monthly"))
+        object.append("purchaseDate", .integer(expires - 30 * day))
+        object.append("originalPurchaseDate", .integer(startMilliseconds - 90 * day))
+        object.append("expiresDate", .integer(expires))
+        object.append("quantity", .integer(1))
+        object.append("type", .string(type))
+        object.append("inAppOwnershipType", .string("PURCHASED"))
+        if let revokedAt {
+            object.append("revocationDate", .integer(revokedAt))
+            object.append("revocationReason", .integer(1))
+            object.append("revocationType", .string("REFUND_FULL"))
+        }
+        return object
+    }
+
+    /// A verified notification's decoded parts.
+    static func notification(
+        _ type: String, subtype: String? = nil, uuid: String = UUID().uuidString.lowercased(), signedAt: Int64,
+        transaction: JSONObject?, environment: AppStoreEnvironment = .sandbox
+    ) -> ServerNotification {
+        var payload = JSONObject(capacity: 4)
+        payload.append("notificationType", .string(type))
+        payload.append("notificationUUID", .string(uuid))
+        return ServerNotification(
+            type: type, subtype: subtype, uuid: uuid, signedDate: signedAt, environment: environment,
+            bundleID: "com.example.one", payload: payload, transaction: transaction, renewalInfo: nil,
+            appTransaction: nil, isTestData: false)
+    }
+
+    static func record(_ notification: ServerNotification, app: App, at offset: TimeInterval = 0) -> NotificationRecord
+    {
+        NotificationRecord(
+            notification: notification, signedPayload: "h.p.s", appID: app.id, source: .apple,
+            receivedAt: start.addingTimeInterval(offset))
+    }
+
+    static func endpoint(
+        _ app: App, environments: Set<AppStoreEnvironment> = [], types: [String] = ["*"], offset: TimeInterval = 0
+    ) -> WebhookEndpoint {
+        WebhookEndpoint(
+            id: UUID(), appID: app.id, url: "https://hooks.example.com/\(types.joined())", environments: environments,
+            eventTypes: types, forwardsSignedPayload: true, secret: SealedSecret(bytes: Array(repeating: 9, count: 40)),
+            createdAt: start.addingTimeInterval(offset))
+    }
+
+    static func events(_ recorded: NotificationRecorded) -> [String] {
+        guard case .recorded(let events) = recorded else { return [] }
+        return events.map(\.type)
+    }
+
+    @Test(arguments: StoreKind.available)
+    func aNotificationIsRecordedOnceWithItsEffectsAndEvents(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            let everything = Self.endpoint(app)
+            let subscriptions = Self.endpoint(app, types: ["subscription.*"], offset: 1)
+            let productionOnly = Self.endpoint(app, environments: [.production], offset: 2)
+            for endpoint in [everything, subscriptions, productionOnly] { try await store.addWebhookEndpoint(endpoint) }
+            #expect(try await store.webhookEndpoints(appID: app.id) == [everything, subscriptions, productionOnly])
+
+            let renewal = Self.notification(
+                "DID_RENEW", uuid: "uuid-1", signedAt: Self.startMilliseconds - 1_000,
+                transaction: Self.transaction("2001", expires: Self.startMilliseconds + 30 * Self.day))
+            let first = try await store.recordNotification(Self.record(renewal, app: app))
+            #expect(Self.events(first) == ["notification", "transaction.created", "subscription.status_changed"])
+            #expect(try await store.recordNotification(Self.record(renewal, app: app, at: 5)) == .duplicate)
+            #expect(try await store.knownNotifications(appID: app.id, uuids: ["uuid-1", "uuid-2"]) == ["uuid-1"])
+
+            let entries = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
+            #expect(entries.map(\.transaction.transactionID) == ["2001"])
+            #expect(entries.first?.firstRequestID == "notification:uuid-1")
+            #expect(entries.first?.environment == .sandbox)
+            let status = try #require(
+                try await store.subscriptionStatuses(appID: app.id, originalTransactionIDs: ["1000"]).first)
+            #expect(status.state == .active)
+            #expect(status.expiresDate == Self.startMilliseconds + 30 * Self.day)
+            #expect(status.asOf == Self.startMilliseconds - 1_000)
+
+            let records = try await store.webhookEvents(WebhookEventQuery(appID: app.id))
+            #expect(records.count == 3)
+            let deliveries = records.flatMap(\.deliveries)
+            #expect(deliveries.filter { $0.endpointID == everything.id }.count == 3)
+            #expect(deliveries.filter { $0.endpointID == subscriptions.id }.count == 1)
+            #expect(!deliveries.contains { $0.endpointID == productionOnly.id })
+            #expect(deliveries.allSatisfy { $0.state == .pending && $0.attempts == 0 })
+            let backlog = try await store.webhookBacklog()
+            #expect(backlog.pending == 4 && backlog.oldest == Self.start)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func revocationsAndStatusesFollowSignedDatesNotArrival(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            let expires = Self.startMilliseconds + 10 * Self.day
+            let t = Self.startMilliseconds - 100 * 60_000
+            _ = try await store.recordNotification(
+                Self.record(
+                    Self.notification(
+                        "SUBSCRIBED", signedAt: t, transaction: Self.transaction("2001", expires: expires)),
+                    app: app))
+            // The reversal (signed later) arrives before the refund: the refund, older, changes nothing.
+            let reversed = try await store.recordNotification(
+                Self.record(
+                    Self.notification(
+                        "REFUND_REVERSED", signedAt: t + 3_000, transaction: Self.transaction("2001", expires: expires)),
+                    app: app))
+            #expect(!Self.events(reversed).contains("transaction.revocation_reversed"))
+            let refund = try await store.recordNotification(
+                Self.record(
+                    Self.notification(
+                        "REFUND", signedAt: t + 2_000,
+                        transaction: Self.transaction("2001", expires: expires, revokedAt: t + 1_500)),
+                    app: app))
+            #expect(Self.events(refund) == ["notification"])
+            #expect(try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).first?.isRevoked == false)
+
+            // A newer refund revokes, and a newer reversal undoes it; each says so.
+            let laterRefund = try await store.recordNotification(
+                Self.record(
+                    Self.notification(
+                        "REFUND", signedAt: t + 4_000,
+                        transaction: Self.transaction("2001", expires: expires, revokedAt: t + 3_500)),
+                    app: app))
+            #expect(Self.events(laterRefund) == ["notification", "transaction.revoked", "subscription.status_changed"])
+            let revoked = try #require(try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).first)
+            #expect(revoked.transaction.revocationDate == t + 3_500)
+            #expect(revoked.transaction.revocationType == "REFUND_FULL")
+            let laterReversal = try await store.recordNotification(
+                Self.record(
+                    Self.notification(
+                        "REFUND_REVERSED", signedAt: t + 5_000, transaction: Self.transaction("2001", expires: expires)),
+                    app: app))
+            #expect(
+                Self.events(laterReversal) == [
+                    "notification", "transaction.revocation_reversed", "subscription.status_changed",
+                ])
+            #expect(try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).first?.isRevoked == false)
+
+            // EXPIRED, then a renewal signed before it arriving late: still expired; a newer renewal: active.
+            _ = try await store.recordNotification(
+                Self.record(
+                    Self.notification(
+                        "EXPIRED", subtype: "VOLUNTARY", signedAt: t + 8_000,
+                        transaction: Self.transaction("2001", expires: expires)), app: app))
+            _ = try await store.recordNotification(
+                Self.record(
+                    Self.notification(
+                        "DID_RENEW", signedAt: t + 7_000, transaction: Self.transaction("2002", expires: expires)),
+                    app: app))
+            var status = try await store.subscriptionStatuses(appID: app.id, originalTransactionIDs: ["1000"])
+            #expect(status.map(\.state) == [.expired])
+            _ = try await store.recordNotification(
+                Self.record(
+                    Self.notification(
+                        "DID_RENEW", signedAt: t + 9_000,
+                        transaction: Self.transaction("2003", expires: expires + 30 * Self.day)), app: app))
+            status = try await store.subscriptionStatuses(appID: app.id, originalTransactionIDs: ["1000"])
+            #expect(status.map(\.state) == [.active])
+            #expect(status.first?.expiresDate == expires + 30 * Self.day)
+            // The late renewal's transaction is in the ledger all the same.
+            #expect(try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).count == 3)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func consumptionRequestsAreGroupedPerTransaction(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            let coins = Self.transaction(
+                "3001", original: "3001", expires: Self.startMilliseconds, type: "Consumable")
+            let first = try await store.recordNotification(
+                Self.record(Self.notification("CONSUMPTION_REQUEST", signedAt: 1, transaction: coins), app: app))
+            #expect(Self.events(first) == ["notification", "consumption.requested", "transaction.created"])
+            let again = try await store.recordNotification(
+                Self.record(Self.notification("CONSUMPTION_REQUEST", signedAt: 2, transaction: coins), app: app))
+            #expect(again == .recorded(events: []))
+            // A consumable has no subscription status.
+            #expect(try await store.subscriptionStatuses(appID: app.id, originalTransactionIDs: ["3001"]).isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func deliveriesAreClaimedOnceRetriedKilledAndRedelivered(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            let endpoint = Self.endpoint(app)
+            try await store.addWebhookEndpoint(endpoint)
+            let events = (0..<3).map { index in
+                WebhookEvent(
+                    appID: app.id, environment: .production, kind: .test,
+                    createdAt: Self.start.addingTimeInterval(Double(index)), data: JSONObject(capacity: 0))
+            }
+            try await store.recordEvents(events)
+            let now = Self.start.addingTimeInterval(10)
+            // Concurrent claims (as from several servers) take each delivery once.
+            let claims = try await withThrowingTaskGroup(of: [WebhookDeliveryTask].self) { group in
+                for _ in 0..<4 {
+                    group.addTask { try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 2) }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            let claimedIDs = claims.map(\.event.id.uuidString).sorted()
+            #expect(claimedIDs == events.map(\.id.uuidString).sorted())
+            for claim in claims {
+                #expect(claim.url == endpoint.url)
+                #expect(claim.secret == endpoint.secret)
+                #expect(claim.attempts == 0)
+            }
+            #expect(try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 10).isEmpty)
+            // Leases end: claimed again.
+            let again = try await store.claimWebhookDeliveries(
+                dueBy: now.addingTimeInterval(61), lease: .seconds(60), limit: 10)
+            #expect(again.count == 3)
+
+            let byID = Dictionary(uniqueKeysWithValues: again.map { ($0.event.id, $0) })
+            let delivered = try #require(byID[events[0].id])
+            let retried = try #require(byID[events[1].id])
+            let dead = try #require(byID[events[2].id])
+            try await store.recordWebhookDelivery(delivered, outcome: .delivered(status: 204), at: now)
+            try await store.recordWebhookDelivery(
+                retried, outcome: .retry(next: now.addingTimeInterval(30), status: 500, error: "HTTP 500"), at: now)
+            try await store.recordWebhookDelivery(dead, outcome: .dead(status: nil, error: "timed out"), at: now)
+            // Recording twice changes nothing: the first outcome stands.
+            try await store.recordWebhookDelivery(delivered, outcome: .dead(status: nil, error: "late"), at: now)
+
+            let listed = try await store.webhookEvents(WebhookEventQuery(appID: app.id))
+            var states: [UUID: WebhookEventRecord.Delivery] = [:]
+            for record in listed { states[record.event.id] = record.deliveries.first }
+            let first = try #require(states[events[0].id])
+            let second = try #require(states[events[1].id])
+            let third = try #require(states[events[2].id])
+            #expect(first.state == .delivered)
+            #expect(first.lastStatus == 204)
+            #expect(second.state == .pending)
+            #expect(second.attempts == 1)
+            #expect(second.lastError == "HTTP 500")
+            #expect(third.state == .dead)
+            #expect(
+                try await store.webhookEvents(WebhookEventQuery(appID: app.id, state: .dead)).map(\.event.id)
+                    == [events[2].id])
+
+            let retry = try await store.claimWebhookDeliveries(
+                dueBy: now.addingTimeInterval(31), lease: .seconds(60), limit: 10)
+            #expect(retry.map(\.event.id) == [events[1].id] && retry.first?.attempts == 1)
+
+            // Redelivery makes the dead one due now; the delivered one only when asked by id.
+            #expect(
+                try await store.redeliverWebhookEvents(WebhookEventQuery(appID: app.id, state: .dead), at: now) == 1)
+            #expect(
+                try await store.redeliverWebhookEvents(
+                    WebhookEventQuery(appID: app.id, state: .delivered, eventIDs: [events[0].id]), at: now) == 1)
+            let redelivered = try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 10)
+            #expect(Set(redelivered.map(\.event.id)) == [events[0].id, events[2].id])
+
+            // Removing the endpoint removes its deliveries.
+            #expect(try await store.removeWebhookEndpoint(id: endpoint.id, appID: app.id))
+            #expect(!(try await store.removeWebhookEndpoint(id: endpoint.id, appID: app.id)))
+            #expect(try await store.webhookBacklog().pending == 0)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func expiredSubscriptionsMoveOnceWithAnEvent(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            try await store.addWebhookEndpoint(Self.endpoint(app, types: ["subscription.status_changed"]))
+            let expires = Self.startMilliseconds + 60_000
+            _ = try await store.recordNotification(
+                Self.record(
+                    Self.notification(
+                        "SUBSCRIBED", signedAt: Self.startMilliseconds - 5_000,
+                        transaction: Self.transaction("2001", expires: expires)), app: app))
+            #expect(try await store.expireSubscriptions(dueBy: Self.start, limit: 10) == 0)
+            let later = Self.start.addingTimeInterval(120)
+            #expect(try await store.expireSubscriptions(dueBy: later, limit: 10) == 1)
+            #expect(try await store.expireSubscriptions(dueBy: later, limit: 10) == 0)
+            let status = try await store.subscriptionStatuses(appID: app.id, originalTransactionIDs: ["1000"])
+            #expect(status.map(\.state) == [.expired])
+            // Every event is kept; the endpoint takes the two status changes.
+            let changes = try await store.webhookEvents(WebhookEventQuery(appID: app.id)).filter {
+                !$0.deliveries.isEmpty
+            }
+            #expect(changes.map(\.event.type) == ["subscription.status_changed", "subscription.status_changed"])
+            #expect(changes.first?.event.data["status"] == .string("expired"))
+            #expect(changes.first?.event.data["previous_status"] == .string("active"))
+
+            // A renewal signed before the expiry, arriving after it, renews.
+            _ = try await store.recordNotification(
+                Self.record(
+                    Self.notification(
+                        "DID_RENEW", signedAt: Self.startMilliseconds - 1_000,
+                        transaction: Self.transaction("2002", expires: expires + 30 * Self.day)), app: app, at: 130))
+            #expect(
+                try await store.subscriptionStatuses(appID: app.id, originalTransactionIDs: ["1000"]).map(\.state) == [
+                    .active
+                ])
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func concurrentRetriesOfOneNotificationRecordItOnce(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            let notification = Self.notification(
+                "DID_RENEW", uuid: "retried", signedAt: Self.startMilliseconds,
+                transaction: Self.transaction("2001", expires: Self.startMilliseconds + Self.day))
+            let results = try await withThrowingTaskGroup(of: NotificationRecorded.self) { group in
+                for _ in 0..<8 {
+                    group.addTask { try await store.recordNotification(Self.record(notification, app: app)) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(results.filter { $0 != .duplicate }.count == 1)
+            #expect(try await store.webhookEvents(WebhookEventQuery(appID: app.id)).count == 3)
+        }
+    }
+}
