@@ -34,10 +34,14 @@ extension VerificationEndpoint {
             appID: caller.app.id, user: user, originalTransactionID: original, after: after, limit: limit + 1)
         let rows = try await ledger.entries(query)
         let page = rows.prefix(limit)
-        var body = JSONObject(capacity: 4)
+        var body = JSONObject(capacity: 5)
         body.append("status", .integer(0))
         body.append("description", .string(Self.lookUpDescription))
         body.append("transactions", .array(page.map { JSONValue.object($0.json) }))
+        var seen = Set<String>()
+        let originals = page.map(\.transaction.originalTransactionID).filter { seen.insert($0).inserted }
+        let known = try await statuses.statuses(appID: caller.app.id, originals: originals)
+        body.append("subscriptions", .array(known.map { .object($0.json) }))
         if rows.count > limit, let last = page.last {
             body.append("next_cursor", .string(LedgerPosition(of: last).cursor))
         }

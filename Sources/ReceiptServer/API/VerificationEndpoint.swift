@@ -41,6 +41,7 @@ struct VerificationEndpoint: Sendable {
     let gate: UsageGate
     let verification: VerificationService
     let ledger: Ledger
+    let statuses: SubscriptionStatusView
     let maximumBodySize: Int
     let bodies: BodyBudget
     let logger: Logger
@@ -135,6 +136,11 @@ struct VerificationEndpoint: Sendable {
         {
         case .deliver(let entries):
             outcome.transactions = entries
+            var seen = Set<String>()
+            let originals = outcome.purchases.map(\.originalTransactionID).filter { seen.insert($0).inserted }
+            let known = try await statuses.statuses(
+                appID: caller.app.id, originals: originals, environment: environment)
+            if !known.isEmpty { outcome.subscriptions = known.map { .object($0.json) } }
         case .refused:
             var refused = VerificationOutcome.rejected(
                 source: outcome.source, reason: "a purchase is claimed by another user of the app",

@@ -13,7 +13,9 @@ import ReceiptService
 /// The drop-in is stateless, as Apple's endpoint was: it records no delivery in the ledger.
 enum VerifyReceiptDropIn {
     /// Our members of an answer's body, which Apple's shape does not have.
-    static let ourMembers: Set<String> = ["description", "retryable", "retry_after", "enrichment", "kind"]
+    static let ourMembers: Set<String> = [
+        "description", "retryable", "retry_after", "enrichment", "kind", "subscriptions",
+    ]
 
     /// Apple's status for one of ours, and whether it is a verdict (HTTP 200) or a failure of the exchange itself
     /// (the key, the plan, our capacity), which keeps its HTTP status and our JSON.

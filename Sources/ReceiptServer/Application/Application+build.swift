@@ -83,6 +83,7 @@ struct ServerComponents: Sendable {
     let metrics: ServerMetrics
     let flushes: FlushStatus
     let ledger: Ledger
+    let statuses: SubscriptionStatusView
 
     init(configuration: ServerConfiguration, store: any DataStore, metrics: ServerMetrics) {
         deadline = StoreDeadline(configuration.databaseTimeout, metrics: metrics.factory)
@@ -91,6 +92,7 @@ struct ServerComponents: Sendable {
         self.metrics = metrics
         flushes = FlushStatus(metrics: metrics.factory)
         ledger = Ledger(store: store, deadline: deadline, metrics: metrics.factory)
+        statuses = SubscriptionStatusView(store: store, deadline: deadline)
         metrics.setPoolSize(configuration.store.poolSize)
     }
 
@@ -153,8 +155,8 @@ func buildRouter(
     let bodies = BodyBudget(limit: configuration.maximumBodyMemory)
     let endpoint = VerificationEndpoint(
         authenticator: authenticator, failedAuthentications: failedAuthentications, gate: components.gate,
-        verification: verification, ledger: components.ledger, maximumBodySize: configuration.maximumBodySize,
-        bodies: bodies, logger: logger)
+        verification: verification, ledger: components.ledger, statuses: components.statuses,
+        maximumBodySize: configuration.maximumBodySize, bodies: bodies, logger: logger)
     for kind in [VerificationEndpoint.Kind.plain, .encrypted, .transactions, .delivered, .dropIn] {
         router.post(RouterPath(kind.rawValue)) { request, context in
             await endpoint.respond(to: request, context: context, kind: kind)

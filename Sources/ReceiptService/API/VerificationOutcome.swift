@@ -4,7 +4,7 @@ import ReceiptCore
 ///
 /// The body is rendered in one place, ``answer``: Apple's shape as the verdict made it (`status`, `description`,
 /// `environment`, `receipt`, `latest_receipt_info`, … or a failure's `status`, `description`, `retryable`, …), then
-/// our fields in a fixed order: `assurance`, `repairs`, `transactions`, `nonce`, `request_id`.
+/// our fields in a fixed order: `assurance`, `repairs`, `transactions`, `subscriptions`, `nonce`, `request_id`.
 public struct VerificationOutcome: Sendable {
     /// Where the verdict came from.
     public enum Source: String, Sendable {
@@ -30,6 +30,8 @@ public struct VerificationOutcome: Sendable {
     public var repairs: JSONValue?
     /// The delivery decision per transaction (valid answers only).
     public var transactions: [JSONValue]?
+    /// The stored statuses of the input's subscriptions, kept current by Apple's notifications (valid answers only).
+    public var subscriptions: [JSONValue]?
     /// The verdict's transactions, for the ledger (valid answers only).
     public var purchases: [PurchaseTransaction] = []
     /// The verdict's environment, for the ledger (valid answers only).
@@ -83,6 +85,7 @@ public struct VerificationOutcome: Sendable {
         if isValid, let assurance { answer["assurance"] = .string(assurance.rawValue) }
         if let repairs { answer["repairs"] = repairs }
         if let transactions { answer["transactions"] = .array(transactions) }
+        if let subscriptions { answer["subscriptions"] = .array(subscriptions) }
         if let nonce { answer["nonce"] = .string(nonce) }
         if let requestID { answer["request_id"] = .string(requestID) }
         return answer

@@ -67,8 +67,9 @@ public struct SubscriptionStatus: Sendable, Equatable {
 
     /// The status in the shape of the ledger look-up and `/api` answers (`subscription`).
     public var json: JSONObject {
-        var object = JSONObject(capacity: 8)
+        var object = JSONObject(capacity: 10)
         object.append("original_transaction_id", .string(originalTransactionID))
+        object.append("environment", .string(environment.rawValue))
         object.append("product_id", .string(productID))
         object.append("status", .string(state.rawValue))
         object.append("entitled", .bool(state.isEntitled))

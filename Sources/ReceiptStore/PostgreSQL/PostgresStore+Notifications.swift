@@ -51,6 +51,7 @@ extension PostgresStore: NotificationStore {
                 expired.append((status, previous))
             }
             try await self.insertEvents(NotificationRecorder.expiryEvents(expired, at: now), on: connection)
+            if !expired.isEmpty { try await self.announceChange(on: connection) }
             return expired.count
         }
     }

@@ -37,7 +37,7 @@ extension SQLiteStore: NotificationStore {
     }
 
     public func expireSubscriptions(dueBy now: Date, limit: Int) async throws -> Int {
-        try await transaction {
+        let expired = try await transaction {
             let due = try await self.query(
                 "SELECT * FROM subscription_statuses WHERE due_at <= ? ORDER BY due_at LIMIT ?",
                 [.integer(StoredForm.millis(now)), .integer(limit)]
@@ -54,6 +54,8 @@ extension SQLiteStore: NotificationStore {
             try await self.insertEvents(NotificationRecorder.expiryEvents(expired, at: now))
             return expired.count
         }
+        if expired > 0 { announceLedgerChange() }
+        return expired
     }
 
     public func knownNotifications(appID: UUID, uuids: [String]) async throws -> Set<String> {

@@ -25,7 +25,7 @@ protocol NotificationWriting: LedgerWriting {
 /// How a notification is recorded (``NotificationStore/recordNotification(_:)``), whatever the store.
 enum NotificationRecorder {
     /// Records `record` through `writer`, inside one database transaction; `changed` tells whether an existing
-    /// ledger row's revocation changed (to be announced, as the ledger's own changes are).
+    /// ledger row's revocation or a subscription's status changed (to be announced, as the ledger's own changes are).
     static func record(_ record: NotificationRecord, with writer: some NotificationWriting) async throws
         -> (recorded: NotificationRecorded, changed: Bool)
     {
@@ -98,6 +98,8 @@ enum NotificationRecorder {
                     status.autoRenewProductID = status.autoRenewProductID ?? old.autoRenewProductID
                 }
                 try await writer.saveSubscriptionStatus(status)
+                // Statuses are read through an in-memory view (``SubscriptionStatusView``) that the change drops.
+                changed = true
                 if old?.state != status.state {
                     add(.subscriptionStatusChanged, statusEventData(status, previous: old?.state))
                 }

@@ -1,0 +1,355 @@
+import Foundation
+import NIOHTTP1
+import ReceiptCore
+import ReceiptTestKit
+import TestSupport
+import Testing
+
+/// App Store Server Notifications through the real server, to a customer's receiver on loopback: intake, the ledger,
+/// subscription statuses, signed webhooks, retries, redelivery, the expiry scheduler, and bad input
+/// (docs/notifications.md, docs/webhooks.md).
+@Suite struct NotificationAPITests {
+    static let day: TimeInterval = 86_400
+
+    /// A notification of `type` about one subscription's transaction, signed by the service's JWS test PKI.
+    static func notification(
+        _ service: LiveService, _ type: String, subtype: String? = nil, uuid: String = UUID().uuidString,
+        transactionID: String = "2000000000000001", original: String = "2000000000000001", signedAt: Date = Date(),
+        expires: Date = Date().addingTimeInterval(30 * day), revokedAt: Date? = nil,
+        bundleID: String = "com.example.app", productType: String = "Auto-Renewable Subscription"
+    ) throws -> String {
+        var item = JWSBuilder()
+        item.transactionID = transactionID
+        item.originalTransactionID = original
+        item.bundleID = bundleID
+        item.signedDate = signedAt
+        item.purchaseDate = signedAt.addingTimeInterval(-60)
+        item.expiresDate = productType == "Auto-Renewable Subscription" ? expires : nil
+        item.type = productType
+        if let revokedAt { item.revocation = (revokedAt, 1, "REFUND_FULL", nil) }
+        var builder = JWSBuilder()
+        builder.payload = .notification
+        builder.bundleID = bundleID
+        builder.notificationType = type
+        builder.notificationSubtype = subtype
+        builder.notificationUUID = uuid
+        builder.signedDate = signedAt
+        builder.signedTransactionInfo = try item.build(signedBy: service.jwsPKI)
+        return try builder.build(signedBy: service.jwsPKI)
+    }
+
+    static func send(_ service: LiveService, _ token: String, _ signedPayload: String) async throws
+        -> LiveService.Answer
+    {
+        var body = JSONObject(capacity: 1)
+        body.append("signedPayload", .string(signedPayload))
+        return try await service.post("/notifications/\(token)", json: body)
+    }
+
+    /// Adds a webhook endpoint through the CLI; returns its id and secret.
+    static func addEndpoint(_ service: LiveService, _ token: String, url: String, _ extra: [String] = []) throws
+        -> (id: String, secret: String)
+    {
+        let added = try service.cli.expectSuccess(
+            ["webhooks", "add", "--app", token, "--url", url, "--json"] + extra
+        ).jsonObject()
+        return (try #require(added["id"]?.stringValue), try #require(added["secret"]?.stringValue))
+    }
+
+    static func lookUp(_ service: LiveService, _ tenant: LiveService.Tenant, original: String) async throws
+        -> JSONObject
+    {
+        try await service.post(
+            "/api/transactions",
+            form: [("apikey", tenant.apiKey), ("token", tenant.token), ("original_transaction_id", original)]
+        ).json()
+    }
+
+    @Test("a notification reaches the ledger, the status and a signed webhook", arguments: StoreKind.available)
+    func notificationToLedgerToWebhook(kind: StoreKind) async throws {
+        try await FakeWebhookReceiver.run { receiver, receiverURL in
+            try await withLiveService(kind) { service in
+                let tenant = try service.tenant(appArguments: ["--allow-test-data"])
+                let hook = try Self.addEndpoint(service, tenant.token, url: receiverURL + "/hook")
+                receiver.expect(secret: hook.secret, on: "/hook")
+                let statuses = try Self.addEndpoint(
+                    service, tenant.token, url: receiverURL + "/statuses", ["--event", "subscription.*"])
+                receiver.expect(secret: statuses.secret, on: "/statuses")
+
+                let subscribed = try Self.notification(service, "SUBSCRIBED", subtype: "INITIAL_BUY", uuid: "n-1")
+                let answer = try await Self.send(service, tenant.token, subscribed)
+                #expect(answer.httpStatus == 200)
+                let json = try answer.json()
+                #expect(json["status"] == .integer(0) && json["duplicate"] == .bool(false))
+                #expect(json["events"] == .integer(3))
+                // Apple's retry of the same notification changes nothing.
+                let retry = try await Self.send(service, tenant.token, subscribed).json()
+                #expect(retry["duplicate"] == .bool(true))
+
+                #expect(try await receiver.wait { $0.filter { $0.path == "/hook" }.count >= 3 })
+                let hooked = receiver.accepted(on: "/hook")
+                #expect(
+                    Set(hooked.map(\.type)) == ["notification", "transaction.created", "subscription.status_changed"])
+                #expect(hooked.allSatisfy { $0.isSigned })
+                for delivery in hooked {
+                    #expect(delivery.body["id"] == .string(delivery.eventID))
+                    #expect(delivery.body["type"] == .string(delivery.type))
+                    #expect(delivery.body["environment"] == .string("Xcode"))
+                }
+                let forwarded = try #require(hooked.first { $0.type == "notification" })
+                #expect(forwarded.body["data"]?["notification_type"] == .string("SUBSCRIBED"))
+                #expect(forwarded.body["data"]?["subtype"] == .string("INITIAL_BUY"))
+                #expect(forwarded.body["data"]?["transaction"]?["transactionId"] == .string("2000000000000001"))
+                #expect(forwarded.body["signed_payload"] == nil)
+                #expect(try await receiver.wait { $0.contains { $0.path == "/statuses" } })
+                #expect(receiver.accepted(on: "/statuses").map(\.type) == ["subscription.status_changed"])
+                #expect(
+                    receiver.accepted(on: "/statuses").first?.body["data"]?["status"] == .string("active"))
+
+                // The ledger look-up shows the transaction and its subscription's status.
+                let looked = try await Self.lookUp(service, tenant, original: "2000000000000001")
+                #expect(looked["transactions"]?.arrayValue?.count == 1)
+                let status = try #require(looked["subscriptions"]?.arrayValue?.first)
+                #expect(status["status"] == .string("active") && status["entitled"] == .bool(true))
+
+                // /api on the signed transaction shows the status too.
+                var item = JWSBuilder()
+                item.transactionID = "2000000000000001"
+                item.originalTransactionID = "2000000000000001"
+                let verified = try await service.post(
+                    form: [
+                        ("apikey", tenant.apiKey), ("token", tenant.token),
+                        ("receipt", try item.build(signedBy: service.jwsPKI)),
+                    ]
+                ).json()
+                #expect(verified["status"] == .integer(0))
+                #expect(verified["subscriptions"]?.arrayValue?.first?["status"] == .string("active"))
+
+                // Apple refunds it: the ledger says so, the backend hears it, the status is revoked.
+                let refund = try Self.notification(
+                    service, "REFUND", uuid: "n-2", signedAt: Date().addingTimeInterval(1),
+                    revokedAt: Date())
+                #expect(try await Self.send(service, tenant.token, refund).httpStatus == 200)
+                #expect(try await receiver.wait { $0.contains { $0.type == "transaction.revoked" } })
+                let revoked = try await Self.lookUp(service, tenant, original: "2000000000000001")
+                #expect(revoked["transactions"]?.arrayValue?.first?["refund_type"] == .string("REFUND_FULL"))
+                #expect(revoked["subscriptions"]?.arrayValue?.first?["status"] == .string("revoked"))
+
+                // The CLI lists the events and their deliveries.
+                let events = try service.cli.expectSuccess(
+                    ["events", "list", "--app", tenant.token, "--json"])
+                let listed = try #require(try JSONParser.parse(Array(events.stdout.utf8)).arrayValue)
+                #expect(listed.count == 6)
+                #expect(
+                    try await receiver.wait {
+                        $0.filter { $0.path == "/hook" && (200...299).contains($0.answered) }.count == 6
+                    })
+
+                let metrics = String(
+                    decoding: try await service.post("/metrics", body: "", method: .GET).body, as: UTF8.self)
+                #expect(
+                    metrics.contains(#"receiptverify_notifications_total{outcome="recorded",type="SUBSCRIBED"} 1"#)
+                        || metrics.contains(
+                            #"receiptverify_notifications_total{type="SUBSCRIBED",outcome="recorded"} 1"#)
+                )
+                #expect(metrics.contains("receiptverify_webhook_deliveries_total"))
+            }
+        }
+    }
+
+    @Test("a receiver that was down gets exactly the missed events later", arguments: StoreKind.available)
+    func missedEventsAreRedelivered(kind: StoreKind) async throws {
+        try await FakeWebhookReceiver.run { receiver, receiverURL in
+            try await withLiveService(kind, serveArguments: ["--webhook-retry-seconds", "1"]) { service in
+                let tenant = try service.tenant(appArguments: ["--allow-test-data"])
+                let hook = try Self.addEndpoint(service, tenant.token, url: receiverURL + "/down")
+                receiver.expect(secret: hook.secret, on: "/down")
+                receiver.set("/down", .fail(503))
+                for index in 0..<2 {
+                    let payload = try Self.notification(
+                        service, "DID_RENEW", uuid: "renew-\(index)", transactionID: "200000000000001\(index)")
+                    #expect(try await Self.send(service, tenant.token, payload).httpStatus == 200)
+                }
+                // Every event was tried and refused at least once.
+                #expect(try await receiver.wait { deliveries in Set(deliveries.map(\.eventID)).count >= 5 })
+                let failing = try service.cli.expectSuccess(
+                    ["events", "list", "--app", tenant.token, "--state", "pending", "--json"])
+                #expect(failing.stdout.contains("\"last_status\":503"))
+
+                receiver.set("/down", .accept)
+                let events = Set(receiver.deliveries.map(\.eventID))
+                #expect(
+                    try await receiver.wait(for: .seconds(30)) { _ in
+                        Set(receiver.accepted(on: "/down").map(\.eventID)) == events
+                    })
+                // Exactly once each after the receiver came back: no event accepted twice.
+                try await Task.sleep(for: .seconds(3))
+                let accepted = receiver.accepted(on: "/down").map(\.eventID)
+                #expect(accepted.count == Set(accepted).count)
+                #expect(receiver.accepted(on: "/down").allSatisfy { $0.isSigned })
+
+                // A dead letter comes back on redelivery: here the operator asks for a delivered one by id.
+                let again = try #require(accepted.first)
+                try service.cli.expectSuccess(
+                    ["events", "redeliver", "--app", tenant.token, "--state", "delivered", "--id", again])
+                #expect(
+                    try await receiver.wait { _ in
+                        receiver.accepted(on: "/down").filter { $0.eventID == again }.count == 2
+                    })
+            }
+        }
+    }
+
+    @Test("hanging, failing and redirecting receivers do not hold the others", arguments: StoreKind.available)
+    func badReceiversDoNotBlockOthers(kind: StoreKind) async throws {
+        try await FakeWebhookReceiver.run { receiver, receiverURL in
+            try await withLiveService(
+                kind, serveArguments: ["--webhook-timeout", "1", "--webhook-retry-seconds", "60"]
+            ) { service in
+                let tenant = try service.tenant(appArguments: ["--allow-test-data"])
+                for (path, mode) in [
+                    ("/hang", FakeWebhookReceiver.Mode.hang(.seconds(5))), ("/redirect", .redirect),
+                    ("/fail", .fail(500)),
+                ] {
+                    _ = try Self.addEndpoint(
+                        service, tenant.token, url: receiverURL + path, ["--event", "notification"])
+                    receiver.set(path, mode)
+                }
+                let good = try Self.addEndpoint(
+                    service, tenant.token, url: receiverURL + "/good", ["--event", "notification"])
+                receiver.expect(secret: good.secret, on: "/good")
+                let started = ContinuousClock.now
+                for index in 0..<5 {
+                    let payload = try Self.notification(service, "TEST", uuid: "test-\(index)")
+                    #expect(try await Self.send(service, tenant.token, payload).httpStatus == 200)
+                }
+                #expect(try await receiver.wait { _ in receiver.accepted(on: "/good").count == 5 })
+                #expect(ContinuousClock.now - started < .seconds(15))
+                // The redirect was not followed, and each failure waits for its retry.
+                let redirected = receiver.deliveries.filter { $0.path == "/redirect" }
+                #expect(redirected.count == 5)
+                var pending = ""
+                for _ in 0..<50 where !pending.contains("timed out") {
+                    try await Task.sleep(for: .milliseconds(200))
+                    pending = try service.cli.expectSuccess(
+                        ["events", "list", "--app", tenant.token, "--state", "pending", "--json"]
+                    ).stdout
+                }
+                #expect(pending.contains("redirects are not followed"))
+                #expect(pending.contains("timed out"))
+            }
+        }
+    }
+
+    @Test("bad notifications are refused and store nothing", arguments: StoreKind.available)
+    func badNotificationsAreRefused(kind: StoreKind) async throws {
+        try await withLiveService(kind) { service in
+            let tenant = try service.tenant(appArguments: ["--allow-test-data"])
+            let path = "/notifications/\(tenant.token)"
+            #expect(try await service.post(path, body: "not json", contentType: "application/json").httpStatus == 400)
+            #expect(try await service.post(path, body: #"{"x":1}"#, contentType: "application/json").httpStatus == 400)
+            let transaction = try JWSBuilder().build(signedBy: service.jwsPKI)
+            #expect(try await Self.send(service, tenant.token, transaction).httpStatus == 400)
+            var tampered = try Self.notification(service, "DID_RENEW")
+            tampered.removeLast(3)
+            tampered += "AAA"
+            let inauthentic = try await Self.send(service, tenant.token, tampered)
+            #expect(inauthentic.httpStatus == 403)
+            #expect(try inauthentic.json()["description"] == .string("The notification is not authentic"))
+            let otherApp = try await Self.send(
+                service, tenant.token, try Self.notification(service, "DID_RENEW", bundleID: "com.example.other"))
+            #expect(otherApp.httpStatus == 403)
+            // Test-signed data is refused by an app that does not allow it.
+            let strict = try service.tenant()
+            #expect(
+                try await Self.send(service, strict.token, try Self.notification(service, "TEST")).httpStatus == 403)
+            #expect(
+                try await Self.send(service, "app_unknown", try Self.notification(service, "TEST")).httpStatus == 401)
+            let huge = #"{"signedPayload":""# + String(repeating: "a", count: 70_000) + #""}"#
+            #expect(try await service.post(path, body: huge, contentType: "application/json").httpStatus == 413)
+            for token in [tenant.token, strict.token] {
+                let events = try service.cli.expectSuccess(["events", "list", "--app", token, "--json"])
+                #expect(events.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+            }
+            // An unknown future type, and RESCIND_CONSENT without data, are recorded, not refused.
+            #expect(
+                try await Self.send(service, tenant.token, try Self.notification(service, "SOMETHING_NEW")).httpStatus
+                    == 200)
+            var appTransaction = JWSBuilder()
+            appTransaction.payload = .appTransaction
+            var rescind = JWSBuilder()
+            rescind.payload = .notification
+            rescind.notificationType = "RESCIND_CONSENT"
+            rescind.signedDate = Date()
+            rescind.signedAppTransactionInfo = try appTransaction.build(signedBy: service.jwsPKI)
+            let rescinded = try await Self.send(service, tenant.token, try rescind.build(signedBy: service.jwsPKI))
+            #expect(rescinded.httpStatus == 200)
+        }
+    }
+
+    @Test("a subscription whose expiry passes without renewal is expired, and told", arguments: StoreKind.available)
+    func expiryScheduler(kind: StoreKind) async throws {
+        try await FakeWebhookReceiver.run { receiver, receiverURL in
+            try await withLiveService(kind) { service in
+                let tenant = try service.tenant(appArguments: ["--allow-test-data"])
+                let hook = try Self.addEndpoint(
+                    service, tenant.token, url: receiverURL + "/status", ["--event", "subscription.status_changed"])
+                receiver.expect(secret: hook.secret, on: "/status")
+                let payload = try Self.notification(
+                    service, "SUBSCRIBED", signedAt: Date(), expires: Date().addingTimeInterval(2))
+                #expect(try await Self.send(service, tenant.token, payload).httpStatus == 200)
+                #expect(
+                    try await receiver.wait {
+                        $0.contains { $0.body["data"]?["status"] == .string("expired") }
+                    })
+                let states = receiver.accepted(on: "/status").map { $0.body["data"]?["status"]?.stringValue ?? "" }
+                #expect(states == ["active", "expired"])
+                let looked = try await Self.lookUp(service, tenant, original: "2000000000000001")
+                #expect(looked["subscriptions"]?.arrayValue?.first?["status"] == .string("expired"))
+
+                // A renewal signed before the expiry, arriving late, renews all the same.
+                let renewal = try Self.notification(
+                    service, "DID_RENEW", transactionID: "2000000000000002", signedAt: Date().addingTimeInterval(-1),
+                    expires: Date().addingTimeInterval(30 * Self.day))
+                #expect(try await Self.send(service, tenant.token, renewal).httpStatus == 200)
+                let renewed = try await Self.lookUp(service, tenant, original: "2000000000000001")
+                #expect(renewed["subscriptions"]?.arrayValue?.first?["status"] == .string("active"))
+            }
+        }
+    }
+
+    @Test("two servers on one PostgreSQL deliver each event once")
+    func twoServersDeliverEachEventOnce() async throws {
+        guard StoreKind.available.contains(.postgres) else { return }
+        try await FakeWebhookReceiver.run { receiver, receiverURL in
+            try await withLiveService(.postgres) { service in
+                let second = try await service.startServer(logName: "second.log")
+                defer { _ = second.stop() }
+                let tenant = try service.tenant(appArguments: ["--allow-test-data"])
+                let hook = try Self.addEndpoint(service, tenant.token, url: receiverURL + "/once")
+                receiver.expect(secret: hook.secret, on: "/once")
+                var expected = 0
+                for index in 0..<20 {
+                    var body = JSONObject(capacity: 1)
+                    body.append(
+                        "signedPayload",
+                        .string(try Self.notification(service, "TEST", uuid: "two-\(index)")))
+                    let base = index.isMultiple(of: 2) ? service.baseURL : second.baseURL
+                    let answer = try await service.post(
+                        "/notifications/\(tenant.token)", body: JSONValue.object(body).encodedString,
+                        contentType: "application/json", baseURL: base)
+                    #expect(answer.httpStatus == 200)
+                }
+                // Each notification's event, and the first one's transaction and status events.
+                let listed = try service.cli.expectSuccess(["events", "list", "--app", tenant.token, "--json"])
+                expected = try #require(try JSONParser.parse(Array(listed.stdout.utf8)).arrayValue).count
+                #expect(expected == 22)
+                #expect(try await receiver.wait { _ in receiver.accepted(on: "/once").count >= expected })
+                try await Task.sleep(for: .seconds(3))
+                let ids = receiver.accepted(on: "/once").map(\.eventID)
+                #expect(ids.count == expected)
+                #expect(Set(ids).count == expected)
+            }
+        }
+    }
+}
