@@ -18,27 +18,11 @@ struct AppleCommand: AsyncParsableCommand {
         )
         @Option(help: "The app's token.") var app: String
         @Argument(help: "The transaction id.") var transactionID: String
-        @Option(
-            help: "App Store Server API production URL. Env: RECEIPTVERIFY_STOREKIT_PRODUCTION_URL. Default: Apple's")
-        var productionURL: String?
-        @Option(help: "App Store Server API sandbox URL. Env: RECEIPTVERIFY_STOREKIT_SANDBOX_URL. Default: Apple's")
-        var sandboxURL: String?
-        @OptionGroup var trust: TrustOptions
-        @Flag(help: "Accept values signed by a non-Apple root in the anchor directory (a fake Apple in tests).")
-        var allowTestData = false
+        @OptionGroup var storeKit: StoreKitOptions
         @OptionGroup var options: GlobalOptions
 
         func run() async throws {
-            let environment = ProcessInfo.processInfo.environment
-            var configuration = AppStoreServerAPIConfiguration()
-            if let url = productionURL ?? environment["RECEIPTVERIFY_STOREKIT_PRODUCTION_URL"] {
-                configuration.productionURL = url
-            }
-            if let url = sandboxURL ?? environment["RECEIPTVERIFY_STOREKIT_SANDBOX_URL"] {
-                configuration.sandboxURL = url
-            }
-            configuration.acceptsTestSignatures = allowTestData
-            let verifier = try await reportingErrors { ReceiptVerifier(anchors: try trust.anchors()) }
+            let verifier = try await storeKit.verifier()
             let (found, credentials) = try await options.withTenancy { [app] tenancy in
                 let found = try await tenancy.app(token: app)
                 return (found, try tenancy.appleCredentials(of: found))
@@ -47,20 +31,14 @@ struct AppleCommand: AsyncParsableCommand {
                 throw CommandFailure(
                     "app \(found.token) has no App Store Server API credentials (app update --apple-…)")
             }
-            let client = AppStoreServerAPIClient(
-                configuration: configuration, verifier: verifier, logger: Logger(label: "receiptverify.apple"))
-            do {
-                let signed = try await client.transactionInfo(
+            let signed = try await storeKit.withClient(verifier: verifier) { client in
+                try await client.transactionInfo(
                     transactionID,
                     credentials: AppStoreServerAPICredentials(
                         issuerID: credentials.issuerID, keyID: credentials.keyID,
                         privateKeyPEM: credentials.privateKeyPEM, bundleID: found.bundleIDs[0].value))
-                try await client.shutdown()
-                print(JSONValue.object(signed.verified.receipt).encodedString)
-            } catch let error as AppStoreServerAPIError {
-                try? await client.shutdown()
-                throw CommandFailure("\(error.code.rawValue): \(error.reason)")
             }
+            print(JSONValue.object(signed.verified.receipt).encodedString)
         }
     }
 }

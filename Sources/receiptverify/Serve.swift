@@ -142,6 +142,12 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "Hours between reconciliations of apps with App Store Server API credentials with Apple's Notification History (0: never). Env: RECEIPTVERIFY_NOTIFICATION_RECONCILE_HOURS. Default: 6"
+    )
+    var notificationReconcileHours: String?
+
+    @Option(
+        help:
             "Serve /metrics on this port instead of the main one (0: the main port). Env: RECEIPTVERIFY_METRICS_PORT. Default: 0"
     )
     var metricsPort: String?
@@ -209,6 +215,7 @@ struct Serve: AsyncParsableCommand {
             "storekit-timeout": storekitTimeout, "storekit-cache-seconds": storekitCacheSeconds,
             "storekit-finish-retry-seconds": storekitFinishRetrySeconds, "webhook-timeout": webhookTimeout,
             "webhook-retry-seconds": webhookRetrySeconds,
+            "notification-reconcile-hours": notificationReconcileHours,
         ]
     }
 

@@ -50,6 +50,9 @@ final class FakeAppStoreServer: Sendable {
     }
 
     var received: [Received] { state.withLock { $0.received } }
+    /// Where it listens (`BASE`, with `/production` and `/sandbox` under it), once it runs.
+    var baseURL: String { base.withLock { $0 } }
+    private let base = Mutex("")
     /// Requests refused for their JWT.
     var badTokens: Int { state.withLock { $0.badTokens } }
 
@@ -117,7 +120,9 @@ final class FakeAppStoreServer: Sendable {
             router.get("/\(environment)/**") { request, _ in await fake.respond(request, environment: environment) }
             router.post("/\(environment)/**") { request, _ in await fake.respond(request, environment: environment) }
         }
-        return try await withLoopbackServer(router, label: "fake-app-store-server") { base in try await body(fake, base)
+        return try await withLoopbackServer(router, label: "fake-app-store-server") { base in
+            fake.base.withLock { $0 = base }
+            return try await body(fake, base)
         }
     }
 }

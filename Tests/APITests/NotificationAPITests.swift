@@ -352,4 +352,98 @@ import Testing
             }
         }
     }
+
+    @Test("reconciliation records what Apple could not deliver, once", arguments: StoreKind.available)
+    func reconciliationRecordsMissedNotifications(kind: StoreKind) async throws {
+        try await ServerAPIAnswersTests.withServerAPI(kind, bundleID: "com.example.app") { service, fake in
+            let tenant = try ServerAPIAnswersTests.tenant(service)
+            let delivered = try Self.notification(service, "DID_RENEW", uuid: "delivered")
+            #expect(try await Self.send(service, tenant.token, delivered).httpStatus == 200)
+            let missed = try Self.notification(
+                service, "DID_RENEW", uuid: "missed", transactionID: "2000000000000002")
+            let refund = try Self.notification(
+                service, "REFUND", uuid: "missed-refund", transactionID: "2000000000000002",
+                signedAt: Date().addingTimeInterval(1), revokedAt: Date())
+            let item = { (payload: String) in #"{"signedPayload":"\#(payload)","sendAttempts":[]}"# }
+            fake.script(
+                "production",
+                .json(
+                    #"{"notificationHistory":[\#(item(delivered)),\#(item(missed))],"hasMore":true,"paginationToken":"p2"}"#
+                ),
+                .json(#"{"notificationHistory":[\#(item(refund))],"hasMore":false}"#))
+            fake.script("sandbox", .json(#"{"notificationHistory":[],"hasMore":false}"#))
+            let storeKit = [
+                "--production-url", fake.baseURL + "/production", "--sandbox-url", fake.baseURL + "/sandbox",
+                "--trust-anchors", service.anchors.path, "--allow-test-data",
+            ]
+            let day = String(RFC3339.string(Date().addingTimeInterval(-86_400)).prefix(10))
+            let report = try service.cli.expectSuccess(
+                ["notifications", "reconcile", "--app", tenant.token, "--since", day, "--json"] + storeKit
+            ).jsonObject()
+            #expect(report["found"] == .integer(3))
+            #expect(report["recorded"] == .integer(2))
+            #expect(report["duplicates"] == .integer(1))
+            let asked = fake.received.filter { $0.path == "/inApps/v1/notifications/history" }
+            #expect(asked.map(\.environment) == ["production", "production", "sandbox"])
+            #expect(asked.allSatisfy { $0.body.contains(#""onlyFailures":true"#) })
+
+            // What was missed is in the ledger now, refund included, marked as found in the history.
+            let looked = try await Self.lookUp(service, tenant, original: "2000000000000001")
+            let rows = looked["transactions"]?.arrayValue ?? []
+            #expect(rows.count == 2)
+            #expect(rows.contains { $0["transaction_id"] == .string("2000000000000002") && $0["refunded_at"] != nil })
+            let events = try service.cli.expectSuccess(["events", "list", "--app", tenant.token, "--json"])
+            #expect(events.stdout.contains(#""source":"history""#))
+            // A second run finds nothing new.
+            fake.script(
+                "production", .json(#"{"notificationHistory":[\#(item(missed))],"hasMore":false}"#))
+            fake.script("sandbox", .json(#"{"notificationHistory":[],"hasMore":false}"#))
+            let again = try service.cli.expectSuccess(
+                ["notifications", "reconcile", "--app", tenant.token, "--since", day, "--json"] + storeKit
+            ).jsonObject()
+            #expect(again["recorded"] == .integer(0) && again["duplicates"] == .integer(1))
+
+            // A TEST notification is asked of Apple.
+            fake.script("sandbox", .json(#"{"testNotificationToken":"ce3af791-365e-4c60-841b-1674b43c1609"}"#))
+            let test = try service.cli.expectSuccess(
+                ["notifications", "request-test", "--app", tenant.token] + storeKit)
+            #expect(
+                test.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ce3af791-365e-4c60-841b-1674b43c1609")
+            #expect(fake.received.last?.path == "/inApps/v1/notifications/test" && fake.received.last?.method == "POST")
+        }
+    }
+
+    @Test("ledger changes made by /api become events for the endpoints that take them", arguments: StoreKind.available)
+    func ledgerChangesBecomeEvents(kind: StoreKind) async throws {
+        try await FakeWebhookReceiver.run { receiver, receiverURL in
+            try await withLiveService(kind) { service in
+                let tenant = try service.tenant(appArguments: ["--allow-test-data", "--claims", "transfer"])
+                let hook = try Self.addEndpoint(
+                    service, tenant.token, url: receiverURL + "/ledger",
+                    ["--event", "transaction.*", "--event", "claim.*"])
+                receiver.expect(secret: hook.secret, on: "/ledger")
+                let receipt = try LedgerAPITests.receipt(service, count: 2)
+                _ = try await LedgerAPITests.call(service, tenant, receipt: receipt, user: "alice")
+                _ = try await LedgerAPITests.call(service, tenant, receipt: receipt, user: "bob")
+                #expect(try await receiver.wait { _ in receiver.accepted(on: "/ledger").count >= 4 })
+                try await Task.sleep(for: .seconds(2))
+                // Two purchases of two original transactions: each new once, each claim moved once.
+                let received = receiver.accepted(on: "/ledger")
+                #expect(
+                    received.map(\.type).sorted() == [
+                        "claim.transferred", "claim.transferred", "transaction.created", "transaction.created",
+                    ])
+                let transfer = try #require(received.first { $0.type == "claim.transferred" })
+                #expect(transfer.body["data"]?["previous_user"] == .string("alice"))
+                #expect(transfer.body["data"]?["app_user_id"] == .string("bob"))
+                #expect(received.allSatisfy { $0.isSigned })
+
+                // An app without endpoints keeps no events of its ledger.
+                let quiet = try service.tenant(appArguments: ["--allow-test-data"])
+                _ = try await LedgerAPITests.call(service, quiet, receipt: receipt)
+                let events = try service.cli.expectSuccess(["events", "list", "--app", quiet.token, "--json"])
+                #expect(events.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+            }
+        }
+    }
 }

@@ -45,6 +45,41 @@ extension AppStoreServerAPIClient: AppStoreServerLooking {
             credentials: credentials)
     }
 
+    /// The most pages of Get Notification History read for one reconciliation (20 notifications each).
+    public static let maximumNotificationPages = 100
+
+    public func notificationHistory(
+        from start: Date, to end: Date, onlyFailures: Bool, environment: AppStoreEnvironment,
+        credentials: AppStoreServerAPICredentials
+    ) async throws -> [String] {
+        var payloads: [String] = []
+        var token: String?
+        for _ in 0..<Self.maximumNotificationPages {
+            let page = try await notificationHistory(
+                from: start, to: end, onlyFailures: onlyFailures, paginationToken: token,
+                environment: environment == .production ? .production : .sandbox, credentials: credentials)
+            payloads += page.notifications.map(\.signed.jws)
+            guard page.hasMore, let next = page.paginationToken, next != token else { break }
+            token = next
+        }
+        return payloads
+    }
+
+    public func requestTestNotification(environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials)
+        async throws -> String
+    {
+        let object = try await fetch(
+            Call(
+                method: .POST, path: "/inApps/v1/notifications/test", endpoint: "test_notification",
+                environment: environment == .production ? .production : .sandbox),
+            credentials: credentials
+        ).object
+        guard case .string(let token)? = object["testNotificationToken"] else {
+            throw AppStoreServerAPIError(.invalidResponse, "Request a Test Notification answered no token")
+        }
+        return token
+    }
+
     /// One page of Get Notification History.
     public struct NotificationPage: Sendable {
         /// Each notification: its signed payload, verified, and Apple's send attempts (`attemptDate`,

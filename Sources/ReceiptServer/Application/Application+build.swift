@@ -34,6 +34,17 @@ public func buildApplication(
             interval: configuration.usageFlushInterval, deadline: components.deadline, status: components.flushes,
             logger: logger)
     ]
+    if let storeKit = verification.storeKit, let verifier = verification.verifier,
+        let interval = configuration.notificationReconcileInterval
+    {
+        extraServices.append(
+            NotificationReconciliation(
+                store: tenancy.store,
+                reconciler: NotificationReconciler(
+                    intake: NotificationIntake(verifier: verifier, store: tenancy.store, deadline: components.deadline),
+                    storeKit: storeKit, tenancy: tenancy),
+                interval: interval, metrics: metrics.factory, logger: logger))
+    }
     if let storeKit = verification.storeKit {
         extraServices.append(
             AppleFinisher(

@@ -105,7 +105,10 @@ public struct ServeSettings: Sendable {
             appleFinishFirstRetry: .seconds(try number("storekit-finish-retry-seconds", 1...3_600, default: 60)),
             webhookTimeout: .seconds(try number("webhook-timeout", 1...60, default: 10)),
             webhookRetry: WebhookRetryPolicy(
-                first: .seconds(try number("webhook-retry-seconds", 1...3_600, default: 30))))
+                first: .seconds(try number("webhook-retry-seconds", 1...3_600, default: 30))),
+            notificationReconcileInterval: try number("notification-reconcile-hours", 0...168, default: 6).nonZero.map {
+                .seconds($0 * 3_600)
+            })
     }
 
     /// The App Store Server API client's settings. Signed answers may chain to a `--trust-anchors` root only when

@@ -39,6 +39,7 @@ import ReceiptStore
 /// | `--storekit-finish-retry-seconds` / `RECEIPTVERIFY_STOREKIT_FINISH_RETRY_SECONDS` | `60` | first wait before a failed Finish Transaction is retried |
 /// | `--webhook-timeout` / `RECEIPTVERIFY_WEBHOOK_TIMEOUT` | `10` | seconds for one webhook delivery attempt |
 /// | `--webhook-retry-seconds` / `RECEIPTVERIFY_WEBHOOK_RETRY_SECONDS` | `30` | first wait before a failed webhook delivery is retried |
+/// | `--notification-reconcile-hours` / `RECEIPTVERIFY_NOTIFICATION_RECONCILE_HOURS` | `6` | how often apps with credentials are reconciled with Apple's Notification History (0: never) |
 /// | `--metrics-port` / `RECEIPTVERIFY_METRICS_PORT` | none | serve `/metrics` on this port instead of the main one |
 /// | `--metrics-hostname` / `RECEIPTVERIFY_METRICS_HOSTNAME` | `127.0.0.1` | address of the metrics listener |
 /// | `--public-url` / `RECEIPTVERIFY_PUBLIC_URL` | `http://HOSTNAME:PORT` | the address customers reach the account screen at; `https://…` makes its cookies `Secure` |
@@ -103,6 +104,8 @@ public struct ServerConfiguration: Sendable {
     public var webhookTimeout: Duration
     /// When failed webhook deliveries are tried again, and when they are given up.
     public var webhookRetry: WebhookRetryPolicy
+    /// How often apps with credentials are reconciled with Apple's Notification History; nil: never.
+    public var notificationReconcileInterval: Duration?
 
     /// Creates a configuration.
     public init(
@@ -117,8 +120,10 @@ public struct ServerConfiguration: Sendable {
         apple: VerifyReceiptConfiguration = .init(), metricsPort: Int? = nil, metricsHostname: String = "127.0.0.1",
         publicURL: String? = nil, openID: OpenIDConfiguration? = nil, customers: CustomerSettings = .init(),
         storeKit: AppStoreServerAPIConfiguration = .init(), appleFinishFirstRetry: Duration = .seconds(60),
-        webhookTimeout: Duration = .seconds(10), webhookRetry: WebhookRetryPolicy = .init()
+        webhookTimeout: Duration = .seconds(10), webhookRetry: WebhookRetryPolicy = .init(),
+        notificationReconcileInterval: Duration? = .seconds(6 * 3_600)
     ) {
+        self.notificationReconcileInterval = notificationReconcileInterval
         self.webhookTimeout = webhookTimeout
         self.webhookRetry = webhookRetry
         self.storeKit = storeKit

@@ -1,3 +1,4 @@
+import Foundation
 import ReceiptCore
 
 /// What the verification service and the ledger ask of Apple's App Store Server API; `AppleClients` implements it
@@ -20,6 +21,19 @@ public protocol AppStoreServerLooking: Sendable {
     /// Get All Subscription Statuses: the signed renewal info of each of the customer's subscriptions, in Apple's
     /// order.
     func renewals(of id: String, credentials: AppStoreServerAPICredentials) async throws -> [VerifiedReceipt]
+
+    /// Get Notification History, page after page up to a bound: the `signedPayload` of each notification Apple sent
+    /// the app in `environment` between two dates (only those that never reached the app's URL when
+    /// `onlyFailures`), in Apple's order.
+    func notificationHistory(
+        from start: Date, to end: Date, onlyFailures: Bool, environment: AppStoreEnvironment,
+        credentials: AppStoreServerAPICredentials
+    ) async throws -> [String]
+
+    /// Request a Test Notification: Apple sends a `TEST` notification to the app's URL for `environment`; returns
+    /// Apple's `testNotificationToken`.
+    func requestTestNotification(environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials)
+        async throws -> String
 
     /// Finish Transaction: tells Apple the transaction's content was delivered, in the environment it was made in.
     func finish(

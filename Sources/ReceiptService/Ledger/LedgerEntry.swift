@@ -128,13 +128,18 @@ public struct LedgerRecorded: Sendable, Equatable {
     public var transferredFrom: String?
     /// Whether this recording marked it delivered (``DeliveryMode/once``): the answer says `deliver: true`.
     public var deliveredNow: Bool
+    /// Whether this recording recorded its revocation (the ledger knew it unrevoked).
+    public var revokedNow: Bool
 
     /// Creates a result.
-    public init(entry: LedgerEntry, isNew: Bool, transferredFrom: String?, deliveredNow: Bool = false) {
+    public init(
+        entry: LedgerEntry, isNew: Bool, transferredFrom: String?, deliveredNow: Bool = false, revokedNow: Bool = false
+    ) {
         self.entry = entry
         self.isNew = isNew
         self.transferredFrom = transferredFrom
         self.deliveredNow = deliveredNow
+        self.revokedNow = revokedNow
     }
 }
 

@@ -90,7 +90,9 @@ extension PostgresStore: NotificationStore {
     }
 
     /// Inserts events, each with one pending delivery (due now) per endpoint of its app that takes it.
-    func insertEvents(_ events: [WebhookEvent], on connection: PostgresConnection) async throws {
+    func insertEvents(_ events: [WebhookEvent], onlyTaken: Bool = false, on connection: PostgresConnection)
+        async throws
+    {
         guard !events.isEmpty else { return }
         var endpoints: [UUID: [WebhookEndpoint]] = [:]
         for event in events {
@@ -100,15 +102,16 @@ extension PostgresStore: NotificationStore {
                     on: connection
                 ).map(StoredForm.webhookEndpoint)
             }
+            let takers = (endpoints[event.appID] ?? []).filter {
+                $0.accepts(type: event.type, environment: event.environment)
+            }.map(\.id)
+            if onlyTaken && takers.isEmpty { continue }
             try await rows(
                 """
                 INSERT INTO webhook_events (id, app_id, environment, event_type, data, notification_uuid, created_at)
                 VALUES (\(event.id), \(event.appID), \(event.environment.rawValue), \(event.type),
                     \(JSONValue.object(event.data).encodedString), \(event.notificationUUID), \(event.createdAt))
                 """, on: connection)
-            let takers = (endpoints[event.appID] ?? []).filter {
-                $0.accepts(type: event.type, environment: event.environment)
-            }.map(\.id)
             guard !takers.isEmpty else { continue }
             try await rows(
                 """
@@ -180,5 +183,9 @@ extension PostgresLedgerWriter: NotificationWriting {
 
     func insertEvents(_ events: [WebhookEvent]) async throws {
         try await store.insertEvents(events, on: connection)
+    }
+
+    func insertLedgerEvents(_ events: [WebhookEvent]) async throws {
+        try await store.insertEvents(events, onlyTaken: true, on: connection)
     }
 }

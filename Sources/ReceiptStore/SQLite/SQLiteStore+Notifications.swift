@@ -101,7 +101,7 @@ extension SQLiteStore: NotificationStore {
     }
 
     /// Inserts events, each with one pending delivery (due now) per endpoint of its app that takes it.
-    func insertEvents(_ events: [WebhookEvent]) async throws {
+    func insertEvents(_ events: [WebhookEvent], onlyTaken: Bool = false) async throws {
         guard !events.isEmpty else { return }
         var endpoints: [UUID: [WebhookEndpoint]] = [:]
         for event in events {
@@ -110,6 +110,10 @@ extension SQLiteStore: NotificationStore {
                     "SELECT * FROM webhook_endpoints WHERE app_id = ? ORDER BY created_at", [.uuid(event.appID)]
                 ).map(StoredForm.webhookEndpoint)
             }
+            let takers = (endpoints[event.appID] ?? []).filter {
+                $0.accepts(type: event.type, environment: event.environment)
+            }
+            if onlyTaken && takers.isEmpty { continue }
             _ = try await query(
                 """
                 INSERT INTO webhook_events (id, app_id, environment, event_type, data, notification_uuid, created_at)
@@ -120,8 +124,7 @@ extension SQLiteStore: NotificationStore {
                     .text(JSONValue.object(event.data).encodedString),
                     event.notificationUUID.map { .text($0) } ?? .null, .millis(event.createdAt),
                 ])
-            for endpoint in endpoints[event.appID] ?? []
-            where endpoint.accepts(type: event.type, environment: event.environment) {
+            for endpoint in takers {
                 _ = try await query(
                     """
                     INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at)
@@ -207,5 +210,9 @@ extension SQLiteLedgerWriter: NotificationWriting {
 
     func insertEvents(_ events: [WebhookEvent]) async throws {
         try await store.insertEvents(events)
+    }
+
+    func insertLedgerEvents(_ events: [WebhookEvent]) async throws {
+        try await store.insertEvents(events, onlyTaken: true)
     }
 }

@@ -125,7 +125,10 @@ extension LedgerRecorder {
         for key in byLedger.keys.sorted() {
             let indexes = byLedger[key] ?? []
             let members = indexes.map { recordings[$0] }
-            let together = try await recordGroup(members, with: writer(members[0]))
+            let ledgerWriter = writer(members[0])
+            let together = try await recordGroup(members, with: ledgerWriter)
+            try await ledgerWriter.insertLedgerEvents(
+                zip(members, together).flatMap { recording, outcome in events(of: recording, outcome.results) })
             for (index, outcome) in zip(indexes, together) { outcomes[index] = outcome }
         }
         return outcomes.map { $0 ?? ([], false) }

@@ -23,6 +23,9 @@ protocol LedgerWriting {
     func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool
     /// Sets `last_seen_at`, and the revocation of `revocation` when given.
     func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws
+    /// Inserts the events of ledger changes that some endpoint of their app takes, each with its deliveries (the
+    /// others are not kept: without a receiver, the ledger itself is the record).
+    func insertLedgerEvents(_ events: [WebhookEvent]) async throws
 }
 
 extension LedgerWriting {
@@ -84,7 +87,38 @@ enum LedgerRecorder {
         let (updated, revoked) = try await recordExisting(
             existing, of: recording, claimants: claimants, transferredFrom: transferredFrom, with: writer)
         recorded.merge(updated) { new, _ in new }
-        return (recording.transactions.compactMap { recorded[$0.transactionID] }, changed || revoked)
+        let results = recording.transactions.compactMap { recorded[$0.transactionID] }
+        try await writer.insertLedgerEvents(events(of: recording, results))
+        return (results, changed || revoked)
+    }
+
+    /// The events of a recording's changes (docs/webhooks.md, "Events"): each new transaction, each revocation
+    /// recorded now, and once per original transaction a claim moved to the recording's user or held by another.
+    static func events(of recording: LedgerRecording, _ results: [LedgerRecorded]) -> [WebhookEvent] {
+        var events: [WebhookEvent] = []
+        var claimEvents = Set<String>()
+        func add(_ kind: WebhookEvent.Kind, _ data: JSONObject) {
+            events.append(
+                WebhookEvent(
+                    appID: recording.appID, environment: recording.environment, kind: kind, createdAt: recording.now,
+                    data: data))
+        }
+        for result in results {
+            let entry = result.entry
+            if result.isNew { add(.transactionCreated, entry.json) }
+            if result.revokedNow { add(.transactionRevoked, entry.json) }
+            guard claimEvents.insert(entry.transaction.originalTransactionID).inserted else { continue }
+            if let previous = result.transferredFrom {
+                var data = entry.json
+                data.append("previous_user", .string(previous))
+                add(.claimTransferred, data)
+            } else if let user = recording.user, let holder = entry.claimant, holder != user {
+                var data = entry.json
+                data.append("presented_by", .string(user))
+                add(.claimConflict, data)
+            }
+        }
+        return events
     }
 
     /// The transactions of `recording` already in the ledger: their stored rows with `claimants`, a revocation the
@@ -129,7 +163,7 @@ enum LedgerRecorder {
             }
             recorded[transaction.transactionID] = LedgerRecorded(
                 entry: entry, isNew: false, transferredFrom: transferredFrom[transaction.originalTransactionID],
-                deliveredNow: deliveredNow)
+                deliveredNow: deliveredNow, revokedNow: revokes)
         }
         return (recorded, changed)
     }
