@@ -32,6 +32,10 @@ struct ReceiptBench {
             try writeLoadFixture(to: directory, count: Int(arguments.dropFirst(2).first ?? "") ?? 8)
             return
         }
+        if arguments.first == "write-notification-fixture", let directory = arguments.dropFirst().first {
+            try writeNotificationFixture(to: directory, count: Int(arguments.dropFirst(2).first ?? "") ?? 1_000)
+            return
+        }
         if arguments.first == "write-storekit-fixture", let directory = arguments.dropFirst().first {
             try writeStoreKitFixture(to: directory)
             return
@@ -216,6 +220,45 @@ extension ReceiptBench {
         ]
         try Data(JSONValue.object(history).encoded).write(to: folder.appendingPathComponent("storekit-history.json"))
         try Data(JSONValue.object(statuses).encoded).write(to: folder.appendingPathComponent("storekit-statuses.json"))
+    }
+}
+
+extension ReceiptBench {
+    /// What scripts/notifications-bench.sh posts to `/notifications/{token}`: a P-256 test root
+    /// (`anchors/test-root-notifications.cer`) and `count` distinct notifications it signed
+    /// (`notifications.jsonl`, one `{"signedPayload": …}` body per line), each a `DID_RENEW` of its own UUID and
+    /// transaction (a renewal of one of `count / 12` subscriptions) carrying a signed transaction and renewal info:
+    /// three signatures, as Apple's.
+    static func writeNotificationFixture(to directory: String, count: Int) throws {
+        let folder = URL(fileURLWithPath: directory)
+        let pki = try TestPKI(TestPKI.Options(keyType: .p256, name: "ReceiptBench notifications"))
+        let anchors = folder.appendingPathComponent("anchors")
+        try FileManager.default.createDirectory(at: anchors, withIntermediateDirectories: true)
+        try Data(pki.rootDER).write(to: anchors.appendingPathComponent("test-root-notifications.cer"))
+        let start = Date()
+        var lines: [UInt8] = []
+        for index in 0..<count {
+            var transaction = JWSBuilder()
+            transaction.transactionID = String(3_000_000_000 + index)
+            transaction.originalTransactionID = String(3_000_000_000 + index % max(1, count / 12))
+            transaction.signedDate = start.addingTimeInterval(Double(index) / 1_000)
+            transaction.purchaseDate = transaction.signedDate
+            transaction.expiresDate = start.addingTimeInterval(30 * 86_400)
+            var renewal = transaction
+            renewal.payload = .renewalInfo
+            renewal.expiresDate = nil
+            var notification = JWSBuilder()
+            notification.payload = .notification
+            notification.notificationType = "DID_RENEW"
+            notification.notificationUUID = UUID().uuidString.lowercased()
+            notification.signedDate = transaction.signedDate
+            notification.signedTransactionInfo = try transaction.build(signedBy: pki)
+            notification.signedRenewalInfo = try renewal.build(signedBy: pki)
+            let body: JSONObject = ["signedPayload": .string(try notification.build(signedBy: pki))]
+            lines += JSONValue.object(body).encoded
+            lines.append(0x0A)
+        }
+        try Data(lines).write(to: folder.appendingPathComponent("notifications.jsonl"))
     }
 }
 
