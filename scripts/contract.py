@@ -38,6 +38,9 @@ any of these entries (a check whose entry is missing fails the coverage check, n
   enriched_token            an app like --token with the same credentials and `--enrichment on`, whose customer the
                             fake does not know: enrichment `unavailable`
   refusing_token            an app like jws_token with the same credentials and `--id-lookups refuse` (403)
+  notification_token        an app of the fixtures' Server Notification (com.audaos.audarecorder), allowing sandbox;
+                            used by nothing else, so that the notification is new to it (200, then a duplicate)
+  notification_disabled_token  an app like notification_token, disabled (`app update --disable`) (401)
 """
 
 from __future__ import annotations
@@ -78,9 +81,12 @@ HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "tra
 NOT_PRODUCIBLE = {
     ("GET", "/readyz", 503): "needs a database outage, which a client cannot cause",
     ("HEAD", "/readyz", 503): "needs a database outage, which a client cannot cause",
+    ("POST", "/notifications/{token}", 500): "our own failure, which a client cannot cause",
 }
 # The verifyReceipt drop-in's route template.
 DROP_IN = "/verifyReceipt/{token}"
+# The App Store Server Notifications route template.
+NOTIFICATIONS = "/notifications/{token}"
 # Pseudo-routes for answers outside the operations.
 UNKNOWN_PATH = "<unknown path>"
 OTHER_METHODS = "<other methods>"
@@ -270,7 +276,8 @@ class Document:
         schemas = self.doc["components"]["schemas"]
         return {name: set(schemas[name]["properties"])
                 for name in ("VerifyAnswer", "ErrorAnswer", "HealthStatus", "LedgerPage", "DeliveriesConfirmed",
-                             "DeliveryDecision", "VerifyReceiptValid", "VerifyReceiptRefusal")}
+                             "DeliveryDecision", "VerifyReceiptValid", "VerifyReceiptRefusal",
+                             "NotificationRecorded")}
 
 
 class Contract:
@@ -436,6 +443,8 @@ class Contract:
             return
         if self.document.template(answer.path) == DROP_IN and answer.status == 200:
             self.fields["VerifyReceiptValid" if value.get("status") == 0 else "VerifyReceiptRefusal"] |= set(value)
+        elif self.document.template(answer.path) == NOTIFICATIONS and answer.status == 200:
+            self.fields["NotificationRecorded"] |= set(value)
         elif answer.path in ("/healthz", "/readyz") and answer.status == 200:
             self.fields["HealthStatus"] |= set(value)
         elif answer.status >= 400 and "receipt" not in value:
@@ -460,6 +469,8 @@ class Contract:
         """Whether the documented request schema agrees with what the server did with `body`."""
         if route == DROP_IN:
             name = "VerifyReceiptRequest"
+        elif route == NOTIFICATIONS:
+            name = "NotificationRequest"
         else:
             name = self.REQUEST_SCHEMAS[route] + ("JSON" if media == "application/json" else "Form")
         errors = self.document.errors(self.document.schema(name), body)
@@ -756,6 +767,8 @@ class Run:
         self.doc = contract.document
         # Whether the App Store Server API is faked (--fake-storekit-port and the apps that use it).
         self.storekit_faked = False
+        # Whether Apple's notification was recorded (its metric is then checked).
+        self.notified = False
 
     def need(self, *names: str) -> bool:
         missing = [name for name in names if not self.cred.get(name)]
@@ -958,6 +971,10 @@ class Run:
                                 r'receiptverify_apple_finishes_total\{result="finished"\}'):
                     if not re.search(pattern, body, re.M):
                         problems.append(f"no sample matching {pattern!r} after the App Store Server API requests")
+            if after and self.notified and not re.search(
+                    r'^receiptverify_notifications_total\{(?=[^}]*type="DID_RENEW")(?=[^}]*outcome="recorded")',
+                    body, re.M):
+                problems.append("no receiptverify_notifications_total sample for the recorded DID_RENEW")
             return problems[:5]
 
         c.check(name, answer, 200, content_type=METRICS_CONTENT_TYPE, extra=exposition)
@@ -1453,7 +1470,7 @@ class Run:
         return json.loads(base64.urlsafe_b64decode(jws.split(".")[1] + "==="))["bundleId"]
 
     # The members a valid answer's schema lists, in the order the answer gives them.
-    OUR_ORDER = ("enrichment", "retryable", "assurance", "repairs", "transactions", "nonce", "request_id")
+    OUR_ORDER = ("enrichment", "retryable", "assurance", "repairs", "transactions", "subscriptions", "nonce", "request_id")
 
     def order_problems(self, body: dict) -> list[str]:
         """A valid answer lists Apple's members, then `enrichment`, `assurance`, `repairs`, `transactions`, `nonce`,
@@ -1473,15 +1490,16 @@ class Run:
     # The verifyReceipt drop-in (docs/verifyreceipt-drop-in.md).
 
     def memory_budget_spent(self, label: str, path: str, key: str, limit: int, holder_type: str | None,
-                            last_type: str | None) -> None:
+                            last_type: str | None, target: str | None = None) -> None:
         """503: a body the memory budget for bodies cannot hold. Connections that announce bodies at the size limit
         and send nothing hold the budget (each reservation is made from Content-Length before the body is read); then
-        one more body is refused, with `retryable` and `retry_after` 1."""
+        one more body is refused, with `retryable` and `retry_after` 1. The holders go to `path` with its `limit`, the
+        last body to `target` (default: `path`), whose own size limit may be smaller: the budget is shared."""
         c, memory = self.c, self.args.max_body_memory
 
-        def head(length: int, media: str | None) -> bytes:
+        def head(length: int, media: str | None, route: str = path) -> bytes:
             content_type = f"Content-Type: {media}\r\n" if media else ""
-            return (f"POST {path} HTTP/1.1\r\nHost: {c.host}\r\n{content_type}Authorization: Bearer {key}\r\n"
+            return (f"POST {route} HTTP/1.1\r\nHost: {c.host}\r\n{content_type}Authorization: Bearer {key}\r\n"
                     f"Content-Length: {length}\r\n\r\n").encode()
         holders = []
         try:
@@ -1490,7 +1508,9 @@ class Run:
                 holder.sendall(head(limit, holder_type))
                 holders.append(holder)
             time.sleep(0.3)
-            c.check(f"{label} body over the memory budget (503)", c.raw(head(memory % limit + 1, last_type), path=path),
+            last = target or path
+            answer = c.raw(head(memory % limit + 1, last_type, last), path=last)
+            c.check(f"{label} body over the memory budget (503)", answer,
                     503, extra=lambda a, b: [] if b.get("retryable") is True and b.get("retry_after") == 1 else [
                         f"retryable/retry_after: {b!r}"])
         finally:
@@ -1659,6 +1679,167 @@ class Run:
         c.check(f"POST /verifyReceipt without a token (404)", c.send("POST", "/verifyReceipt", data=b"{}",
                                                                      headers=self.bearer()), 404)
 
+    # App Store Server Notifications V2 (docs/notifications.md).
+
+    # The largest body the route reads: a signedPayload at its limit (64 KiB) and 1 KiB for Apple's JSON around it.
+    NOTIFICATION_BODY_LIMIT = 65_536 + 1_024
+
+    def notifications(self) -> None:
+        print(f"App Store Server Notifications ({NOTIFICATIONS})")
+        c = self.c
+        if not self.need("notification_token"):
+            return
+        token = self.cred["notification_token"]
+
+        def path(app: str) -> str:
+            return f"/notifications/{app}"
+
+        def send(app: str, body: Any = None, *, raw: bytes | None = None,
+                 content_type: str | None = "application/json") -> Answer:
+            # No API key: the path's token is the only credential. Apple sends application/json; the route reads
+            # JSON whatever the Content-Type says.
+            data = raw if raw is not None else json.dumps(body).encode()
+            return c.send("POST", path(app), data=data,
+                          headers={"Content-Type": content_type} if content_type else {})
+
+        def described(description: str):
+            def check(a: Answer, b: Any) -> list[str]:
+                return [] if b.get("description") == description else [
+                    f"description {b.get('description')!r}, expected {description!r}"]
+            return check
+        malformed = "The body is not an App Store Server Notification"
+        inauthentic = "The notification is not authentic"
+        not_the_apps = "The notification is not for this app or one of its environments"
+
+        fixture = self.fixtures / "jws/apple_notification_did_renew_2022.jws" if self.fixtures else None
+        if fixture is not None and fixture.is_file():
+            signed = fixture.read_text().strip()
+            uuid = json.loads(base64.urlsafe_b64decode(signed.split(".")[1] + "==="))["notificationUUID"]
+            body = {"signedPayload": signed}
+
+            def recorded(duplicate: bool):
+                def check(a: Answer, b: Any) -> list[str]:
+                    keys = ["status", "description", "notification_uuid", "duplicate"] + ([] if duplicate else
+                                                                                           ["events"])
+                    problems = [] if list(b) == keys else [f"members {list(b)}, expected {keys}"]
+                    if b.get("notification_uuid") != uuid:
+                        problems.append(f"notification_uuid {b.get('notification_uuid')!r}, expected {uuid!r}")
+                    if b.get("duplicate") is not duplicate:
+                        problems.append(f"duplicate {b.get('duplicate')!r}, expected {duplicate}")
+                    if not duplicate and not (isinstance(b.get("events"), int) and b["events"] >= 1):
+                        problems.append(f"events {b.get('events')!r}, expected at least 1 (the notification's own)")
+                    return problems
+                return check
+            # Apple's notification, then Apple's retry of it: recorded once.
+            self.valid_request("notification", "application/json", body, route=NOTIFICATIONS)
+            answer = send(token, body)
+            c.check(f"{NOTIFICATIONS} Apple's notification", answer, 200, content_type="application/json",
+                    extra=recorded(False))
+            self.notified = answer.status == 200
+            c.check(f"{NOTIFICATIONS} the same notification again, no Content-Type (duplicate)",
+                    send(token, body, content_type=None), 200, extra=recorded(True))
+            # /api on the notified transaction (Apple's signed transaction from the notification) answers with its
+            # subscription's status, and the ledger look-up shows it.
+            nested = self.fixtures / "jws/apple_notification_did_renew_2022__signedTransactionInfo.jws"
+            if nested.is_file():
+                def expired(a: Answer, b: Any) -> list[str]:
+                    statuses = b.get("subscriptions") or []
+                    return [] if [s.get("status") for s in statuses] == ["expired"] else [
+                        f"subscriptions {statuses!r}, expected one expired"]
+                c.check("/api on a notified subscription's transaction (subscriptions)",
+                        self.post("/api", {"token": token, "receipt": nested.read_text().strip()}), 200,
+                        extra=expired)
+                c.check("POST /api/transactions of a notified subscription (subscriptions)",
+                        self.post("/api/transactions", {"token": token, "original_transaction_id": "2000000000842607"}),
+                        200, extra=expired)
+            # The most the route reads: a body of exactly the limit, 16 members, a value 3 levels deep (members the
+            # route ignores).
+            padded = {**body, **{f"member{i}": i for i in range(13)}, "deep": [[1]], "padding": ""}
+            padded["padding"] = "x" * (self.NOTIFICATION_BODY_LIMIT - len(json.dumps(padded).encode()))
+            data = json.dumps(padded).encode()
+            self.valid_request("the most the route reads", "application/json", padded, route=NOTIFICATIONS)
+            c.check(f"{NOTIFICATIONS} {len(data)} bytes (the limit), 16 members, a value 3 levels deep",
+                    send(token, raw=data), 200, extra=recorded(True))
+
+            # 400: what is not Apple's body, with the real signedPayload where the shape alone is wrong.
+            refusals: list[tuple[str, Any, bytes | None, bool]] = [  # (label, body, raw, the schema refuses it)
+                ("no signedPayload", {"x": 1}, None, True),
+                ("a body that is not JSON", None, b"{not json", True),
+                ("JSON that is not an object", [signed], None, True),
+                ("signedPayload of the wrong type", {"signedPayload": 1}, None, True),
+                ("a signedPayload that is not a JWS", {"signedPayload": "not a jws"}, None, True),
+                ("17 members", {**body, **{f"member{i}": i for i in range(16)}}, None, True),
+                ("signedPayload given twice", None,
+                 b'{"signedPayload":"' + signed.encode() + b'","signedPayload":"' + signed.encode() + b'"}', True),
+                ("a value 4 levels deep", {**body, "deep": [[[1]]]}, None, False),
+            ]
+            transaction = self.fixtures / "jws/apple_transaction_voicerec_sub_2022.jws"
+            if transaction.is_file():
+                # Authentic and the app's, but a transaction, not a notification.
+                refusals.append(("a signed transaction", {"signedPayload": transaction.read_text().strip()}, None,
+                                 False))
+            for label, refused_body, raw, schema_refuses in refusals:
+                if raw is None and schema_refuses:
+                    self.valid_request(label, "application/json", refused_body, valid=False, route=NOTIFICATIONS)
+                c.check(f"{NOTIFICATIONS} {label} (400)", send(token, refused_body, raw=raw), 400,
+                        extra=described(malformed))
+
+            # 403: one character of the signature changed; a notification of another app.
+            header, payload, signature = signed.split(".")
+            middle = len(signature) // 2
+            changed = signature[:middle] + ("B" if signature[middle] == "A" else "A") + signature[middle + 1:]
+            c.check(f"{NOTIFICATIONS} signature changed (403)",
+                    send(token, {"signedPayload": ".".join([header, payload, changed])}), 403,
+                    extra=described(inauthentic))
+            if self.need("other_bundle_token"):
+                c.check(f"{NOTIFICATIONS} another bundle ID (403)", send(self.cred["other_bundle_token"], body), 403,
+                        extra=described(not_the_apps))
+        else:
+            body = {"signedPayload": "a.b.c"}
+            c.fail(NOTIFICATIONS, "no Server Notification in the fixtures (jws/apple_notification_did_renew_2022.jws):"
+                                  " 200, 400 and 403 not exercised")
+
+        # 401, spaced out to stay within the failure budget per address (10 a second).
+        def unauthorized(label: str, answer_fn: Callable[[], Answer]):
+            time.sleep(0.25)
+            c.check(f"{NOTIFICATIONS} {label} (401)", answer_fn(), 401,
+                    extra=described("The API key or app token is not valid"))
+        unauthorized("unknown token", lambda: send("app_" + "0" * 32, body))
+        if self.need("notification_disabled_token"):
+            unauthorized("a disabled app's token", lambda: send(self.cred["notification_disabled_token"], body))
+
+        # 413: by Content-Length, and a chunked body that passes the limit.
+        limit = self.NOTIFICATION_BODY_LIMIT
+        head = (f"POST {path(token)} HTTP/1.1\r\nHost: {c.host}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {limit + 1}\r\n\r\n").encode()
+        c.check(f"{NOTIFICATIONS} Content-Length over the limit (413)", c.raw(head, path=path(token)), 413,
+                extra=lambda a, b: [] if a.header("connection") == "close" else ["no Connection: close"])
+        head = (f"POST {path(token)} HTTP/1.1\r\nHost: {c.host}\r\nContent-Type: application/json\r\n"
+                f"Transfer-Encoding: chunked\r\n\r\n").encode()
+        piece = b"a" * 65536
+        chunks = [b"%x\r\n%s\r\n" % (len(piece), piece)] * (limit // len(piece) + 2) + [b"0\r\n\r\n"]
+        c.check(f"{NOTIFICATIONS} chunked body over the limit (413)", c.raw(head, chunks, path=path(token)), 413)
+
+        # 503: the memory budget for bodies is shared with /api, whose bodies hold it.
+        self.memory_budget_spent(NOTIFICATIONS, "/api", self.cred["key"], self.args.max_body_size,
+                                 "application/json", "application/json", target=path(token))
+
+        for method in ("GET", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"):
+            c.check(f"{method} {NOTIFICATIONS}", c.send(method, path(token)), 405,
+                    extra=lambda a, b: [] if a.header("allow") == "POST" else [f"Allow {a.header('allow')!r}"])
+        c.check("POST /notifications without a token (404)", c.send("POST", "/notifications", data=b"{}"), 404)
+
+        # 429: past the failure budget of the address, unknown tokens get 429 instead of a lookup.
+        time.sleep(1.1)
+        answers = [send("app_" + secrets.token_hex(16), {"signedPayload": "a.b.c"}) for _ in range(25)]
+        if not any(a.status == 429 for a in answers):
+            c.fail(f"{NOTIFICATIONS} failure budget",
+                   f"25 unknown tokens in a row got no 429 ({sorted({a.status for a in answers})})")
+        for a in answers:
+            c.check(f"{NOTIFICATIONS} unknown tokens in a row", a, {401, 429}, extra=lambda a, b: [] if a.status == 401
+                    or "failed authentications" in b.get("description", "") else [f"429 body {b!r}"])
+        time.sleep(2.5)
+
     # Coverage.
 
     def coverage(self) -> None:
@@ -1781,6 +1962,7 @@ def main() -> int:
             if storekit is not None:
                 run.storekit(route)
         run.drop_in()
+        run.notifications()
         run.ledger()
         for route in LEDGER_ROUTES:
             run.refusals(route)

@@ -126,6 +126,13 @@ ENRICHED_TOKEN=$(app main --name enriched --bundle-id "$BUNDLE" --environment sa
     --enrichment on | field token)
 REFUSING_TOKEN=$(app main --name refusing --bundle-id Com.VoiceRecording.Telephone --environment sandbox \
     --mode local "${CREDENTIALS[@]}" --id-lookups refuse | field token)
+# App Store Server Notifications: an app of the fixtures' notification (DID_RENEW, sandbox) that nothing else uses, so
+# that the notification is new to it; the same app disabled (401). other_bundle_token's app refuses it (403).
+NOTIFICATION_TOKEN=$(app main --name notifications --bundle-id com.audaos.audarecorder --environment sandbox \
+    --mode local | field token)
+NOTIFICATION_DISABLED_TOKEN=$(app main --name notifications-disabled --bundle-id com.audaos.audarecorder \
+    --environment sandbox --mode local | field token)
+rv app update "$NOTIFICATION_DISABLED_TOKEN" --disable >/dev/null
 key other >/dev/null
 OTHER_ACCOUNT_TOKEN=$(app other --bundle-id "$BUNDLE" --environment sandbox | field token)
 PLAIN_KEY=$(key plain)
@@ -155,7 +162,8 @@ cat >"$WORK/credentials.json" <<EOF
   "storekit_token": "$STOREKIT_TOKEN", "storekit_result_key": "$STOREKIT_RESULT_KEY",
   "storekit_issuer_id": "$ISSUER_ID", "storekit_key_id": "$APPLE_KEY_ID",
   "storekit_public_key_file": "$WORK/apple-key.pub",
-  "enriched_token": "$ENRICHED_TOKEN", "refusing_token": "$REFUSING_TOKEN"
+  "enriched_token": "$ENRICHED_TOKEN", "refusing_token": "$REFUSING_TOKEN",
+  "notification_token": "$NOTIFICATION_TOKEN", "notification_disabled_token": "$NOTIFICATION_DISABLED_TOKEN"
 }
 EOF
 
@@ -213,6 +221,10 @@ if [ "${SKIP_SCHEMATHESIS:-0}" != 1 ]; then
     # The verifyReceipt drop-in's path is pinned to the same app. It answers a body Apple would not read (not JSON, a
     # field of the wrong type, ...) as Apple did: HTTP 200 with status 21002, never a 400 (the document says so, and
     # contract.py checks those answers one by one): its negative-data check also accepts a 200.
+    # The notifications route's path is pinned to the notification app (a random token is a 401, and a run of them
+    # spends the address's failure budget: 429s for everything after). Only what Apple signed for the app is taken, so
+    # a body the schema accepts (an object with a JWS-shaped `signedPayload`) is still refused, 400 or 403 (contract.py
+    # checks Apple's notification is taken): its positive-data check also accepts a 400.
     cursor=$(printf '0|Production|0' | base64 | tr '+/' '-_' | tr -d '=')
     cat >"$WORK/schemathesis.toml" <<TOML
 [parameters]
@@ -228,6 +240,11 @@ checks = { positive_data_acceptance = { expected-statuses = ["2xx", "400", "401"
 include-operation-id = "verifyReceiptDropIn"
 parameters = { "path.token" = "$TOKEN" }
 checks = { negative_data_rejection = { expected-statuses = ["200", "400", "401", "403", "404", "405", "406", "409", "415", "422", "428", "429", "5xx"] } }
+
+[[operations]]
+include-operation-id = "receiveNotification"
+parameters = { "path.token" = "$NOTIFICATION_TOKEN" }
+checks = { positive_data_acceptance = { expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "5xx"] } }
 
 [[operations]]
 include-operation-id = "confirmDeliveries"

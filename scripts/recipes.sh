@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every client recipe in docs/recipes/ against a live server: a throwaway database with a plan that includes
-# /apiencrypted, an account, an API key and two apps (aes-256-cbc and aes-256-gcm) for a real Apple receipt.
+# /apiencrypted, an account, an API key and two apps (aes-256-cbc and aes-256-gcm) for a real Apple receipt. Then
+# the webhook verifiers of docs/recipes/webhooks/: `webhooks test` signs an event to a loopback receiver, and each
+# verifier must accept that delivery and refuse its body with one byte changed.
 #
 # Usage: scripts/recipes.sh [BIN_DIR]    BIN_DIR holds the receiptverify binary (default: `swift build
 # --show-bin-path`; nothing is built). Environment: RECEIPTVERIFY_FIXTURES (Apple fixtures folder, default
@@ -37,11 +39,15 @@ WHAT="all recipes"
 
 TMP=$(mktemp -d /tmp/receiptverify-recipes.XXXXXX)
 SERVER_PID=
+HOOK_PID=
 cleanup() {
-    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-    fi
+    local pid
+    for pid in "$SERVER_PID" "$HOOK_PID"; do
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -224,6 +230,151 @@ run dropin verifyreceipt python3 migrate.py
 kill "$SERVER_PID" 2>/dev/null || true
 wait "$SERVER_PID" 2>/dev/null || true
 SERVER_PID=
+
+# --- webhooks -----------------------------------------------------------------------------------------------
+# The CLI signs and sends the test event itself, so no server is needed (none runs: no other delivery can arrive).
+
+# A receiver on a free loopback port: saves the headers (`Name: value` lines, as received) and the raw body of the
+# first POST to $TMP/hook.headers and $TMP/hook.body, answers 200 to every POST, and writes its port to $TMP/hook.port.
+cat >"$TMP/receiver.py" <<'EOF'
+import http.server, os, sys
+
+folder = sys.argv[1]
+
+
+def save(name, data):
+    with open(os.path.join(folder, name + ".part"), "wb") as file:
+        file.write(data)
+    os.replace(os.path.join(folder, name + ".part"), os.path.join(folder, name))
+
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                chunk = self.rfile.read(size + 2)[:size]
+                if size == 0:
+                    break
+                body += chunk
+        else:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if not os.path.exists(os.path.join(folder, "hook.headers")):  # the first POST only; headers last
+            save("hook.body", body)
+            save("hook.headers", "".join(f"{name}: {value}\n" for name, value in self.headers.items()).encode())
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+server = http.server.HTTPServer(("127.0.0.1", 0), Hook)
+save("hook.port", str(server.server_port).encode())
+server.serve_forever()
+EOF
+
+# need_webhook_NAME: as need_NAME, for the verifier (standard library only, so lighter needs than the recipe's).
+need_webhook_python() { return 0; }
+have_webhook_node() { command -v node >/dev/null 2>&1; }
+need_webhook_node() {
+    have_webhook_node && return 0
+    apt_install nodejs && have_webhook_node && return 0
+    REASON="node not found"; install_hint nodejs; return 1
+}
+need_webhook_java() { need_java; }
+need_webhook_go() { need_go; }
+have_webhook_php() { command -v php >/dev/null 2>&1 && php -r 'exit(function_exists("hash_hmac") && function_exists("hash_equals") ? 0 : 1);' 2>/dev/null; }
+need_webhook_php() {
+    have_webhook_php && return 0
+    apt_install php-cli && have_webhook_php && return 0
+    REASON="php with hash_hmac not found"; install_hint php-cli; return 1
+}
+
+# webhook_setup: starts the receiver, adds an endpoint to an app, and has `webhooks test` deliver to it; sets
+# HOOK_SECRET and writes $TMP/hook.tampered (the body with one byte changed).
+HOOK_SECRET=
+webhook_setup() {
+    local added id
+    python3 "$TMP/receiver.py" "$TMP" >"$TMP/receiver.log" 2>&1 &
+    HOOK_PID=$!
+    for _ in $(seq 1 50); do
+        [ -f "$TMP/hook.port" ] && break
+        kill -0 "$HOOK_PID" 2>/dev/null || break
+        sleep 0.2
+    done
+    if [ ! -f "$TMP/hook.port" ]; then
+        err "the webhook receiver did not start:"; cat "$TMP/receiver.log" >&2; return 1
+    fi
+    log "webhook receiver on http://127.0.0.1:$(cat "$TMP/hook.port")/hook"
+    added=$(rv webhooks add --app "$RV_TOKEN_CBC" --url "http://127.0.0.1:$(cat "$TMP/hook.port")/hook" --json) || return 1
+    if ! id=$(printf %s "$added" | json id 2>/dev/null) || ! HOOK_SECRET=$(printf %s "$added" | json secret 2>/dev/null); then
+        err "webhooks add --json printed no id or secret: $added"; return 1
+    fi
+    rv webhooks test --app "$RV_TOKEN_CBC" --id "$id" | sed 's/^/    [webhooks test] /'
+    [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+    if [ ! -f "$TMP/hook.headers" ]; then
+        err "webhooks test succeeded but the receiver saved no delivery"; return 1
+    fi
+    python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[len(b) // 2] ^= 1; open(sys.argv[2], "wb").write(b)' \
+        "$TMP/hook.body" "$TMP/hook.tampered"
+}
+
+# check_webhook NAME COMMAND...: runs one verifier on the saved delivery (it must print `valid …` and exit 0), then on
+# the body with one byte changed (it must exit 1 and not print `valid`).
+check_webhook() {
+    local name=$1 dir=$ROOT/docs/recipes/webhooks rc=0
+    shift
+    log "running webhooks-$name: $* SECRET HEADERS_FILE BODY_FILE"
+    RAN+=("webhooks-$name")
+    (cd "$dir" && timeout 120 "$@" "$HOOK_SECRET" "$TMP/hook.headers" "$TMP/hook.body") >"$TMP/wh-$name.out" 2>&1 || rc=$?
+    sed "s/^/    [webhooks-$name] /" "$TMP/wh-$name.out"
+    if [ "$rc" -ne 0 ] || ! grep -q '^valid ' "$TMP/wh-$name.out"; then
+        FAILED+=("webhooks-$name (exit $rc on the delivery)")
+        return 0
+    fi
+    rc=0
+    (cd "$dir" && timeout 120 "$@" "$HOOK_SECRET" "$TMP/hook.headers" "$TMP/hook.tampered") >"$TMP/wh-$name.out" 2>&1 || rc=$?
+    sed "s/^/    [webhooks-$name, one byte changed] /" "$TMP/wh-$name.out"
+    if [ "$rc" -ne 1 ] || grep -q '^valid ' "$TMP/wh-$name.out"; then
+        FAILED+=("webhooks-$name (exit $rc on a changed body; 1 expected)")
+    fi
+}
+
+# Runtimes first (installing one can take minutes): the delivery's timestamp must be under 5 minutes old when checked.
+WEBHOOK_VERIFIERS=()
+for name in python node java go php; do
+    REASON=
+    if "need_webhook_$name"; then
+        WEBHOOK_VERIFIERS+=("$name")
+    else
+        log "skipping webhooks-$name: $REASON"
+        SKIPPED+=("webhooks-$name ($REASON)")
+    fi
+done
+if [ ${#WEBHOOK_VERIFIERS[@]} -gt 0 ]; then
+    log "webhooks: an endpoint for $RV_TOKEN_CBC and a signed test delivery"
+    if webhook_setup; then
+        for name in "${WEBHOOK_VERIFIERS[@]}"; do
+            case $name in
+                python) check_webhook python python3 verify_webhook.py ;;
+                node) check_webhook node node verify_webhook.js ;;
+                java) check_webhook java java VerifyWebhook.java ;;
+                go) check_webhook go go run verify_webhook.go ;;
+                php) check_webhook php php verify_webhook.php ;;
+            esac
+        done
+    else
+        FAILED+=("webhooks (setup: see above)")
+    fi
+fi
+if [ -n "$HOOK_PID" ]; then
+    kill "$HOOK_PID" 2>/dev/null || true
+    wait "$HOOK_PID" 2>/dev/null || true
+    HOOK_PID=
+fi
 
 # join ITEM...: "a, b, c", or "none".
 join() { local out="" item; for item in "$@"; do out+="${out:+, }$item"; done; echo "${out:-none}"; }

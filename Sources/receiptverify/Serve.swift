@@ -142,6 +142,12 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "Webhook delivery attempts a second, at most, per server (1-10000). Env: RECEIPTVERIFY_WEBHOOK_DELIVERIES_PER_SECOND. Default: 100"
+    )
+    var webhookDeliveriesPerSecond: String?
+
+    @Option(
+        help:
             "Hours between reconciliations of apps with App Store Server API credentials with Apple's Notification History (0: never). Env: RECEIPTVERIFY_NOTIFICATION_RECONCILE_HOURS. Default: 6"
     )
     var notificationReconcileHours: String?
@@ -216,6 +222,7 @@ struct Serve: AsyncParsableCommand {
             "storekit-finish-retry-seconds": storekitFinishRetrySeconds, "webhook-timeout": webhookTimeout,
             "webhook-retry-seconds": webhookRetrySeconds,
             "notification-reconcile-hours": notificationReconcileHours,
+            "webhook-deliveries-per-second": webhookDeliveriesPerSecond,
         ]
     }
 

@@ -446,4 +446,32 @@ import Testing
             }
         }
     }
+
+    @Test("Apple's real notification is recorded at its nested items' date", arguments: StoreKind.available)
+    func applesRealNotification(kind: StoreKind) async throws {
+        guard let fixtures = SharedFixtures.directory else {
+            if SharedFixtures.isCI { Issue.record("no fixtures at \(SharedFixtures.path)") }
+            return
+        }
+        let text = try String(
+            contentsOf: fixtures.appendingPathComponent("jws/apple_notification_did_renew_2022.jws"), encoding: .utf8
+        ).trimmingCharacters(in: .whitespacesAndNewlines)
+        try await withLiveService(kind) { service in
+            let tenant = try service.tenant(
+                appArguments: ["--bundle-id", "com.audaos.audarecorder", "--environment", "sandbox"])
+            let answer = try await Self.send(service, tenant.token, text)
+            #expect(answer.httpStatus == 200)
+            #expect(try answer.json()["notification_uuid"] == .string("469bf30e-7715-4f9f-aae3-a7bfc12aea77"))
+            let looked = try await Self.lookUp(service, tenant, original: "2000000000842607")
+            let row = try #require(looked["transactions"]?.arrayValue?.first)
+            #expect(row["transaction_id"] == .string("2000000004047119"))
+            #expect(row["environment"] == .string("Sandbox"))
+            // Its subscription expired in 2022: the status says so.
+            #expect(looked["subscriptions"]?.arrayValue?.first?["status"] == .string("expired"))
+            // A production-only app refuses it.
+            let production = try service.tenant(
+                appArguments: ["--bundle-id", "com.audaos.audarecorder", "--environment", "production"])
+            #expect(try await Self.send(service, production.token, text).httpStatus == 403)
+        }
+    }
 }

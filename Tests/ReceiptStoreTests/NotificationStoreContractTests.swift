@@ -159,6 +159,25 @@ import Testing
                 ])
             #expect(try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).first?.isRevoked == false)
 
+            // A reversal of a transaction the ledger did not know, then the refund it reversed, signed earlier: the
+            // transaction stays unrevoked.
+            _ = try await store.recordNotification(
+                Self.record(
+                    Self.notification(
+                        "REFUND_REVERSED", signedAt: t + 6_000,
+                        transaction: Self.transaction("2009", original: "1009", expires: expires)), app: app))
+            let lateRefund = try await store.recordNotification(
+                Self.record(
+                    Self.notification(
+                        "REFUND", signedAt: t + 5_500,
+                        transaction: Self.transaction(
+                            "2009", original: "1009", expires: expires, revokedAt: t + 5_000)), app: app))
+            #expect(Self.events(lateRefund) == ["notification"])
+            let unknownBefore = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).first {
+                $0.transaction.transactionID == "2009"
+            }
+            #expect(unknownBefore?.isRevoked == false)
+
             // EXPIRED, then a renewal signed before it arriving late: still expired; a newer renewal: active.
             _ = try await store.recordNotification(
                 Self.record(
@@ -181,7 +200,7 @@ import Testing
             #expect(status.map(\.state) == [.active])
             #expect(status.first?.expiresDate == expires + 30 * Self.day)
             // The late renewal's transaction is in the ledger all the same.
-            #expect(try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).count == 3)
+            #expect(try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).count == 4)
         }
     }
 

@@ -56,8 +56,8 @@ public func buildApplication(
         WebhookDeliverer(
             store: tenancy.store, tenancy: tenancy,
             client: WebhookClient(timeout: configuration.webhookTimeout, logger: logger),
-            policy: configuration.webhookRetry, deadline: components.deadline, metrics: metrics.factory,
-            logger: logger))
+            policy: configuration.webhookRetry, perSecond: configuration.webhookDeliveriesPerSecond,
+            deadline: components.deadline, metrics: metrics.factory, logger: logger))
     extraServices.append(
         SubscriptionExpirer(
             store: tenancy.store, deadline: components.deadline, metrics: metrics.factory, logger: logger))

@@ -39,6 +39,7 @@ import ReceiptStore
 /// | `--storekit-finish-retry-seconds` / `RECEIPTVERIFY_STOREKIT_FINISH_RETRY_SECONDS` | `60` | first wait before a failed Finish Transaction is retried |
 /// | `--webhook-timeout` / `RECEIPTVERIFY_WEBHOOK_TIMEOUT` | `10` | seconds for one webhook delivery attempt |
 /// | `--webhook-retry-seconds` / `RECEIPTVERIFY_WEBHOOK_RETRY_SECONDS` | `30` | first wait before a failed webhook delivery is retried |
+/// | `--webhook-deliveries-per-second` / `RECEIPTVERIFY_WEBHOOK_DELIVERIES_PER_SECOND` | `100` | webhook delivery attempts a second, at most, per server |
 /// | `--notification-reconcile-hours` / `RECEIPTVERIFY_NOTIFICATION_RECONCILE_HOURS` | `6` | how often apps with credentials are reconciled with Apple's Notification History (0: never) |
 /// | `--metrics-port` / `RECEIPTVERIFY_METRICS_PORT` | none | serve `/metrics` on this port instead of the main one |
 /// | `--metrics-hostname` / `RECEIPTVERIFY_METRICS_HOSTNAME` | `127.0.0.1` | address of the metrics listener |
@@ -104,6 +105,8 @@ public struct ServerConfiguration: Sendable {
     public var webhookTimeout: Duration
     /// When failed webhook deliveries are tried again, and when they are given up.
     public var webhookRetry: WebhookRetryPolicy
+    /// Webhook delivery attempts a second, at most, per server.
+    public var webhookDeliveriesPerSecond: Int
     /// How often apps with credentials are reconciled with Apple's Notification History; nil: never.
     public var notificationReconcileInterval: Duration?
 
@@ -121,8 +124,9 @@ public struct ServerConfiguration: Sendable {
         publicURL: String? = nil, openID: OpenIDConfiguration? = nil, customers: CustomerSettings = .init(),
         storeKit: AppStoreServerAPIConfiguration = .init(), appleFinishFirstRetry: Duration = .seconds(60),
         webhookTimeout: Duration = .seconds(10), webhookRetry: WebhookRetryPolicy = .init(),
-        notificationReconcileInterval: Duration? = .seconds(6 * 3_600)
+        webhookDeliveriesPerSecond: Int = 100, notificationReconcileInterval: Duration? = .seconds(6 * 3_600)
     ) {
+        self.webhookDeliveriesPerSecond = webhookDeliveriesPerSecond
         self.notificationReconcileInterval = notificationReconcileInterval
         self.webhookTimeout = webhookTimeout
         self.webhookRetry = webhookRetry

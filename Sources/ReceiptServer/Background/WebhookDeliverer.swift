@@ -8,9 +8,10 @@ import ServiceLifecycle
 
 /// Delivers the outbox's events to the customers' webhook endpoints (docs/webhooks.md, "Deliveries").
 ///
-/// Every ``interval`` (at once again after a full batch) it claims the due deliveries (leased, so that several
-/// servers share them and each is attempted by one), POSTs each signed, at most ``concurrency`` at a time so that a
-/// receiver that hangs holds one slot for at most the client's timeout, and records the outcome: delivered on a 2xx;
+/// Every ``interval`` it claims the due deliveries, at most ``perSecond`` a second (leased, so that several servers
+/// share them and each is attempted by one: a backlog drains beside the requests, not instead of them), POSTs each
+/// signed, at most ``concurrency`` at a time so that a receiver that hangs holds one slot for at most the client's
+/// timeout, and records the outcome: delivered on a 2xx;
 /// otherwise retried by ``policy`` (a 3xx too: redirects are not followed) until the event is 72 hours old, then
 /// dead. A delivery whose outcome cannot be recorded is claimed again when its lease ends: at least once, never lost.
 struct WebhookDeliverer: Service {
@@ -19,8 +20,8 @@ struct WebhookDeliverer: Service {
     let client: WebhookClient
     let policy: WebhookRetryPolicy
     var interval: Duration = .seconds(1)
-    /// Deliveries claimed at once.
-    var batch = 64
+    /// Deliveries attempted a second, at most (`--webhook-deliveries-per-second`).
+    var perSecond = 100
     /// Deliveries in flight at once.
     var concurrency = 16
     let deadline: StoreDeadline
@@ -36,7 +37,7 @@ struct WebhookDeliverer: Service {
             // A pause first (the store is migrated while the server starts), none after a full batch.
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
             guard !Task.isShuttingDownGracefully && !Task.isCancelled else { break }
-            while await runOnce(now: Date()) == batch, !Task.isShuttingDownGracefully, !Task.isCancelled {}
+            _ = await runOnce(now: Date())
             if ContinuousClock.now - backlogReadAt >= .seconds(10) {
                 backlogReadAt = ContinuousClock.now
                 await recordBacklog()
@@ -49,8 +50,9 @@ struct WebhookDeliverer: Service {
     func runOnce(now: Date) async -> Int {
         let tasks: [WebhookDeliveryTask]
         do {
-            tasks = try await deadline.run("claiming webhook deliveries") { [store, batch, lease] in
-                try await store.claimWebhookDeliveries(dueBy: now, lease: lease, limit: batch)
+            let limit = max(1, Int(Double(perSecond) * Double(interval.components.seconds)))
+            tasks = try await deadline.run("claiming webhook deliveries") { [store, lease] in
+                try await store.claimWebhookDeliveries(dueBy: now, lease: lease, limit: limit)
             }
         } catch {
             logger.warning("webhook deliveries could not be claimed", metadata: ["error": "\(error)"])

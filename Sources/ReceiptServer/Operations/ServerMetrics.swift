@@ -33,6 +33,13 @@ import Synchronization
 /// | `receiptverify_storekit_rate_limit_wait_seconds` | | waits for the app's request budget or Apple's `Retry-After` |
 /// | `receiptverify_storekit_cache_total` | result | answers reused (`hit`) or asked of Apple (`miss`) |
 /// | `receiptverify_apple_finishes_total` | result | Finish Transaction attempts: `finished`, `retry`, `failed` |
+/// | `receiptverify_notifications_total` | type, outcome | App Store Server Notifications received, by Apple's type (`other` for an unknown one, `none` when unread) and outcome |
+/// | `receiptverify_notifications_reconciled_total` | | notifications recorded from Apple's Notification History |
+/// | `receiptverify_subscriptions_expired_total` | | subscriptions the scheduler moved to `expired` |
+/// | `receiptverify_webhook_deliveries_total` | result | webhook delivery attempts: `delivered`, `retry`, `dead` |
+/// | `receiptverify_webhook_delivery_duration_seconds` | | their duration, histogram |
+/// | `receiptverify_webhook_backlog` | | pending deliveries (read every 10 s) |
+/// | `receiptverify_webhook_backlog_oldest_seconds` | | age of the oldest event with a pending delivery |
 public final class ServerMetrics: Sendable {
     /// Where the figures are kept.
     public let registry: PrometheusCollectorRegistry

@@ -85,6 +85,8 @@ public struct NotificationIntake: Sendable {
         do {
             notification = try verifier.verifyNotification(
                 Array(signedPayload.utf8), allowTestData: app.allowsTestData)
+        } catch let error as ReceiptError where error.code == .testDataNotAllowed {
+            throw Refusal(.notTheApps, "test-signed data, which the app does not allow: \(error)")
         } catch let error as ReceiptError {
             throw Refusal(error.isMalformed ? .malformed : .inauthentic, "\(error)")
         }

@@ -61,11 +61,14 @@ enum NotificationRecorder {
                 firstRequestID: "notification:\(notification.uuid)", deliveredAt: nil)
             if try await writer.insertIfAbsent([entry]).contains(transaction.transactionID) {
                 add(.transactionCreated, entry.json)
-                if transaction.revocationDate != nil {
+                // A new row's revocation (or its reversal: none) is stamped with the notification's date, so that an
+                // older notification arriving later changes nothing.
+                if record.revocation != nil || transaction.revocationDate != nil {
                     _ = try await writer.setRevocation(
-                        transaction.transactionID, to: transaction, asOf: notification.signedDate)
-                    add(.transactionRevoked, entry.json)
+                        transaction.transactionID, to: transaction.revocationDate != nil ? transaction : nil,
+                        asOf: notification.signedDate)
                 }
+                if transaction.revocationDate != nil { add(.transactionRevoked, entry.json) }
             } else if let change = record.revocation,
                 var stored = try await writer.entries(transactionIDs: [transaction.transactionID])[
                     transaction.transactionID]
