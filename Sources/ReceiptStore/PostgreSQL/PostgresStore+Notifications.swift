@@ -95,6 +95,8 @@ extension PostgresStore: NotificationStore {
     {
         guard !events.isEmpty else { return }
         var endpoints: [UUID: [WebhookEndpoint]] = [:]
+        var kept: [WebhookEvent] = []
+        var deliveries: [(event: UUID, endpoint: UUID, at: Date)] = []
         for event in events {
             if endpoints[event.appID] == nil {
                 endpoints[event.appID] = try await rows(
@@ -104,21 +106,32 @@ extension PostgresStore: NotificationStore {
             }
             let takers = (endpoints[event.appID] ?? []).filter {
                 $0.accepts(type: event.type, environment: event.environment)
-            }.map(\.id)
+            }
             if onlyTaken && takers.isEmpty { continue }
-            try await rows(
-                """
-                INSERT INTO webhook_events (id, app_id, environment, event_type, data, notification_uuid, created_at)
-                VALUES (\(event.id), \(event.appID), \(event.environment.rawValue), \(event.type),
-                    \(JSONValue.object(event.data).encodedString), \(event.notificationUUID), \(event.createdAt))
-                """, on: connection)
-            guard !takers.isEmpty else { continue }
-            try await rows(
-                """
-                INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at)
-                SELECT \(event.id), endpoint, 'pending', 0, \(event.createdAt) FROM UNNEST(\(takers)::uuid[]) AS endpoint
-                """, on: connection)
+            kept.append(event)
+            deliveries += takers.map { (event.id, $0.id, event.createdAt) }
         }
+        guard !kept.isEmpty else { return }
+        // One statement for the events and one for their deliveries: the values travel as arrays, one per column
+        // (absent notification UUIDs as an empty text, which no UUID is).
+        try await rows(
+            """
+            INSERT INTO webhook_events (id, app_id, environment, event_type, data, notification_uuid, created_at)
+            SELECT e.id, e.app_id, e.environment, e.event_type, e.data, NULLIF(e.notification_uuid, ''), e.created_at
+            FROM UNNEST(\(kept.map(\.id))::uuid[], \(kept.map(\.appID))::uuid[],
+                \(kept.map(\.environment.rawValue))::text[], \(kept.map(\.type))::text[],
+                \(kept.map { JSONValue.object($0.data).encodedString })::text[],
+                \(kept.map { $0.notificationUUID ?? "" })::text[], \(kept.map(\.createdAt))::timestamptz[])
+                AS e(id, app_id, environment, event_type, data, notification_uuid, created_at)
+            """, on: connection)
+        guard !deliveries.isEmpty else { return }
+        try await rows(
+            """
+            INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at)
+            SELECT d.event_id, d.endpoint_id, 'pending', 0, d.due
+            FROM UNNEST(\(deliveries.map(\.event))::uuid[], \(deliveries.map(\.endpoint))::uuid[],
+                \(deliveries.map(\.at))::timestamptz[]) AS d(event_id, endpoint_id, due)
+            """, on: connection)
     }
 }
 

@@ -104,6 +104,8 @@ extension SQLiteStore: NotificationStore {
     func insertEvents(_ events: [WebhookEvent], onlyTaken: Bool = false) async throws {
         guard !events.isEmpty else { return }
         var endpoints: [UUID: [WebhookEndpoint]] = [:]
+        var kept: [WebhookEvent] = []
+        var deliveries: [(event: WebhookEvent, endpoint: UUID)] = []
         for event in events {
             if endpoints[event.appID] == nil {
                 endpoints[event.appID] = try await query(
@@ -114,23 +116,30 @@ extension SQLiteStore: NotificationStore {
                 $0.accepts(type: event.type, environment: event.environment)
             }
             if onlyTaken && takers.isEmpty { continue }
+            kept.append(event)
+            deliveries += takers.map { (event, $0.id) }
+        }
+        // One statement for the events and one for their deliveries (per chunk): each is a hop to the connection.
+        for chunk in kept.chunked(StoredForm.ledgerChunk / 8) {
             _ = try await query(
                 """
                 INSERT INTO webhook_events (id, app_id, environment, event_type, data, notification_uuid, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", "))
                 """,
-                [
-                    .uuid(event.id), .uuid(event.appID), .text(event.environment.rawValue), .text(event.type),
-                    .text(JSONValue.object(event.data).encodedString),
-                    event.notificationUUID.map { .text($0) } ?? .null, .millis(event.createdAt),
-                ])
-            for endpoint in takers {
-                _ = try await query(
-                    """
-                    INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at)
-                    VALUES (?, ?, 'pending', 0, ?)
-                    """, [.uuid(event.id), .uuid(endpoint.id), .millis(event.createdAt)])
-            }
+                chunk.flatMap { event -> [SQLiteData] in
+                    [
+                        .uuid(event.id), .uuid(event.appID), .text(event.environment.rawValue), .text(event.type),
+                        .text(JSONValue.object(event.data).encodedString),
+                        event.notificationUUID.map { .text($0) } ?? .null, .millis(event.createdAt),
+                    ]
+                })
+        }
+        for chunk in deliveries.chunked(StoredForm.ledgerChunk / 4) {
+            _ = try await query(
+                """
+                INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at)
+                VALUES \(Array(repeating: "(?, ?, 'pending', 0, ?)", count: chunk.count).joined(separator: ", "))
+                """, chunk.flatMap { [.uuid($0.event.id), .uuid($0.endpoint), .millis($0.event.createdAt)] })
         }
     }
 }
