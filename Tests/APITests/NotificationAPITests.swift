@@ -204,11 +204,11 @@ import Testing
     func badReceiversDoNotBlockOthers(kind: StoreKind) async throws {
         try await FakeWebhookReceiver.run { receiver, receiverURL in
             try await withLiveService(
-                kind, serveArguments: ["--webhook-timeout", "1", "--webhook-retry-seconds", "60"]
+                kind, serveArguments: ["--webhook-timeout", "2", "--webhook-retry-seconds", "60"]
             ) { service in
                 let tenant = try service.tenant(appArguments: ["--allow-test-data"])
                 for (path, mode) in [
-                    ("/hang", FakeWebhookReceiver.Mode.hang(.seconds(5))), ("/redirect", .redirect),
+                    ("/hang", FakeWebhookReceiver.Mode.hang(.seconds(8))), ("/redirect", .redirect),
                     ("/fail", .fail(500)),
                 ] {
                     _ = try Self.addEndpoint(
@@ -224,7 +224,8 @@ import Testing
                     #expect(try await Self.send(service, tenant.token, payload).httpStatus == 200)
                 }
                 #expect(try await receiver.wait { _ in receiver.accepted(on: "/good").count == 5 })
-                #expect(ContinuousClock.now - started < .seconds(15))
+                // Well before the hanging receiver's 8 s for each of the five events, were deliveries made in turn.
+                #expect(ContinuousClock.now - started < .seconds(20))
                 // The redirect was not followed, and each failure waits for its retry.
                 let redirected = receiver.deliveries.filter { $0.path == "/redirect" }
                 #expect(redirected.count == 5)
