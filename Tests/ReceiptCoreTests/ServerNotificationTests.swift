@@ -90,6 +90,20 @@ import Testing
         #expect(notification.transaction == nil && notification.purchase == nil)
     }
 
+    @Test(arguments: ["summary", "externalPurchaseToken"])
+    func notificationsWithoutDataStateTheirAppElsewhere(container: String) throws {
+        var builder = JWSBuilder()
+        builder.payload = .notification
+        builder.notificationType = container == "summary" ? "RENEWAL_EXTENSION" : "EXTERNAL_PURCHASE_TOKEN"
+        builder.notificationSubtype = container == "summary" ? "SUMMARY" : "UNREPORTED"
+        builder.notificationContainer = container
+        let notification = try Self.verifier().verifyNotification(
+            Array(try builder.build(signedBy: Self.pki).utf8), allowTestData: true)
+        #expect(notification.payload["data"] == nil)
+        #expect(notification.bundleID == "com.example.app")
+        #expect(notification.transaction == nil && notification.originalTransactionID == nil)
+    }
+
     @Test func aNestedItemThatDoesNotVerifyRefusesTheNotification() throws {
         #expect(throws: ReceiptError(.untrustedRoot)) {
             try Self.verifier().verifyNotification(

@@ -95,6 +95,9 @@ public struct JWSBuilder: Sendable {
     /// A `RESCIND_CONSENT` notification's `appData.signedAppTransactionInfo`: when set, the notification has
     /// `appData` and no `data`.
     public var signedAppTransactionInfo: String?
+    /// Where a notification without signed items states its app, instead of `data`: `summary` (RENEWAL_EXTENSION's
+    /// SUMMARY) or `externalPurchaseToken` (EXTERNAL_PURCHASE_TOKEN).
+    public var notificationContainer: String?
     /// Whether a notification leaves out `signedDate` (as early notifications did).
     public var omitsSignedDate = false
 
@@ -157,6 +160,9 @@ public struct JWSBuilder: Sendable {
             if let signedAppTransactionInfo {
                 data["signedAppTransactionInfo"] = signedAppTransactionInfo
                 object["appData"] = data
+            } else if let notificationContainer {
+                data["requestIdentifier"] = "e5a6b0c2-0000-4000-8000-000000000001"
+                object[notificationContainer] = data
             } else {
                 data["bundleVersion"] = "42"
                 if let signedTransactionInfo { data["signedTransactionInfo"] = signedTransactionInfo }

@@ -55,8 +55,9 @@ struct JWSVerifier: Sendable {
         let kind = Self.kind(of: payload)
 
         var signedDate = Self.milliseconds(payload[kind == .appTransaction ? "receiptCreationDate" : "signedDate"])
-        // A notification states its app under `data`, or under `appData` when it has no `data` (RESCIND_CONSENT).
-        let data = payload["data"] ?? payload["appData"]
+        // A notification states its app under `data`; under `appData` (RESCIND_CONSENT), `summary` (RENEWAL_EXTENSION's
+        // SUMMARY) or `externalPurchaseToken` (EXTERNAL_PURCHASE_TOKEN) when it has no `data`.
+        let data = payload["data"] ?? payload["appData"] ?? payload["summary"] ?? payload["externalPurchaseToken"]
         if kind == .notification {
             guard depth == 0 else { throw ReceiptError(.malformedJWS, "a notification cannot nest a notification") }
             for (container, key) in Self.nestedKeys {

@@ -136,11 +136,19 @@ struct VerificationEndpoint: Sendable {
         {
         case .deliver(let entries):
             outcome.transactions = entries
+            // Best effort: the ledger has committed (and may have marked a delivery made by this answer), so a
+            // status that cannot be read leaves `subscriptions` out rather than turn the answer into a 503.
             var seen = Set<String>()
             let originals = outcome.purchases.map(\.originalTransactionID).filter { seen.insert($0).inserted }
-            let known = try await statuses.statuses(
-                appID: caller.app.id, originals: originals, environment: environment)
-            if !known.isEmpty { outcome.subscriptions = known.map { .object($0.json) } }
+            do {
+                let known = try await statuses.statuses(
+                    appID: caller.app.id, originals: originals, environment: environment)
+                if !known.isEmpty { outcome.subscriptions = known.map { .object($0.json) } }
+            } catch {
+                logger.warning(
+                    "subscription statuses could not be read; answered without them",
+                    metadata: ["request_id": "\(requestID)", "error": "\(error)"])
+            }
         case .refused:
             var refused = VerificationOutcome.rejected(
                 source: outcome.source, reason: "a purchase is claimed by another user of the app",

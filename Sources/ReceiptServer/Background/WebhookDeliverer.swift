@@ -28,8 +28,11 @@ struct WebhookDeliverer: Service {
     let metrics: any MetricsFactory
     let logger: Logger
 
-    /// How long a claim holds its deliveries from other servers: longer than an attempt may take.
-    var lease: Duration { client.timeout * 3 + .seconds(30) }
+    /// How long a claim holds its deliveries from other servers: longer than its whole batch may take, every
+    /// attempt waiting for the client's timeout, `concurrency` at a time.
+    func lease(for claimed: Int) -> Duration {
+        client.timeout * max(1, (claimed + concurrency - 1) / concurrency) + .seconds(30)
+    }
 
     func run() async throws {
         var backlogReadAt = ContinuousClock.now - .seconds(60)
@@ -51,7 +54,8 @@ struct WebhookDeliverer: Service {
         let tasks: [WebhookDeliveryTask]
         do {
             let limit = max(1, Int(Double(perSecond) * Double(interval.components.seconds)))
-            tasks = try await deadline.run("claiming webhook deliveries") { [store, lease] in
+            let lease = lease(for: limit)
+            tasks = try await deadline.run("claiming webhook deliveries") { [store] in
                 try await store.claimWebhookDeliveries(dueBy: now, lease: lease, limit: limit)
             }
         } catch {
