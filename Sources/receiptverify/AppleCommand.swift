@@ -23,20 +23,9 @@ struct AppleCommand: AsyncParsableCommand {
 
         func run() async throws {
             let verifier = try await storeKit.verifier()
-            let (found, credentials) = try await options.withTenancy { [app] tenancy in
-                let found = try await tenancy.app(token: app)
-                return (found, try tenancy.appleCredentials(of: found))
-            }
-            guard let credentials else {
-                throw CommandFailure(
-                    "app \(found.token) has no App Store Server API credentials (app update --apple-…)")
-            }
+            let credentials = try await storeKit.credentials(ofApp: app, options: options)
             let signed = try await storeKit.withClient(verifier: verifier) { client in
-                try await client.transactionInfo(
-                    transactionID,
-                    credentials: AppStoreServerAPICredentials(
-                        issuerID: credentials.issuerID, keyID: credentials.keyID,
-                        privateKeyPEM: credentials.privateKeyPEM, bundleID: found.bundleIDs[0].value))
+                try await client.transactionInfo(transactionID, credentials: credentials)
             }
             print(JSONValue.object(signed.verified.receipt).encodedString)
         }

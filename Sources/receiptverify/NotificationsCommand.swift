@@ -23,8 +23,8 @@ struct NotificationsCommand: AsyncParsableCommand {
         @OptionGroup var options: GlobalOptions
 
         func run() async throws {
-            let start = try Day.start(since)
-            let end = try until.map { try Day.start($0).addingTimeInterval(86_400) } ?? Date()
+            let start = try Day.start(since, option: "--since")
+            let end = try until.map { try Day.start($0, option: "--until").addingTimeInterval(86_400) } ?? Date()
             let verifier = try await storeKit.verifier()
             let report = try await storeKit.withClient(verifier: verifier) { client in
                 try await options.withTenancy { [app] tenancy in
@@ -65,16 +65,7 @@ struct NotificationsCommand: AsyncParsableCommand {
             guard let chosen = AppStoreEnvironment(configurationName: environment), chosen != .xcode else {
                 throw CommandFailure("--environment must be production or sandbox")
             }
-            let (found, key) = try await options.withTenancy { [app] tenancy in
-                let found = try await tenancy.app(token: app)
-                return (found, try tenancy.appleCredentials(of: found))
-            }
-            guard let key, let bundleID = found.bundleIDs.first?.value else {
-                throw CommandFailure(
-                    "app \(found.token) has no App Store Server API credentials (app update --apple-…)")
-            }
-            let credentials = AppStoreServerAPICredentials(
-                issuerID: key.issuerID, keyID: key.keyID, privateKeyPEM: key.privateKeyPEM, bundleID: bundleID)
+            let credentials = try await storeKit.credentials(ofApp: app, options: options)
             let token = try await storeKit.withClient(verifier: try await storeKit.verifier()) { client in
                 try await client.requestTestNotification(environment: chosen, credentials: credentials)
             }

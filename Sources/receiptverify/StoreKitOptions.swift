@@ -35,6 +35,17 @@ struct StoreKitOptions: ParsableArguments {
             configuration: configuration, verifier: verifier, logger: Logger(label: "receiptverify.apple"))
     }
 
+    /// The App Store Server API credentials of the app with `token`; a one-line error when it has none.
+    func credentials(ofApp token: String, options: GlobalOptions) async throws -> AppStoreServerAPICredentials {
+        let credentials = try await options.withTenancy { tenancy in
+            try tenancy.serverAPICredentials(of: try await tenancy.app(token: token))
+        }
+        guard let credentials else {
+            throw CommandFailure("app \(token) has no App Store Server API credentials (app update --apple-…)")
+        }
+        return credentials
+    }
+
     /// Runs `body` with a client, shut down afterwards whatever happens; Apple's refusals become one-line errors.
     func withClient<T>(verifier: ReceiptVerifier, _ body: (AppStoreServerAPIClient) async throws -> T) async throws
         -> T

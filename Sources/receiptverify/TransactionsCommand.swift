@@ -20,15 +20,7 @@ struct TransactionsCommand: AsyncParsableCommand {
         @OptionGroup var options: GlobalOptions
 
         func run() async throws {
-            var sinceDate: Date?
-            if let since {
-                guard UsageDay(since) != nil,
-                    let milliseconds = AppleDate.milliseconds(rfc3339: Array("\(since)T00:00:00Z".utf8))
-                else {
-                    throw CommandFailure("--since must be a day, YYYY-MM-DD")
-                }
-                sinceDate = Date(millisecondsSince1970: milliseconds)
-            }
+            let sinceDate = try since.map { try Day.start($0, option: "--since") }
             let entries = try await options.withTenancy { [app, user, originalTransactionID, limit, sinceDate] in
                 try await $0.ledgerEntries(
                     token: app, user: user, originalTransactionID: originalTransactionID, since: sinceDate,

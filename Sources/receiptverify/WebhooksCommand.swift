@@ -149,7 +149,7 @@ struct EventsCommand: AsyncParsableCommand {
                 }
                 return value
             }
-            return (parsedState, try since.map(Day.start))
+            return (parsedState, try since.map { try Day.start($0, option: "--since") })
         }
     }
 
@@ -214,11 +214,11 @@ struct EventsCommand: AsyncParsableCommand {
 
 /// A UTC day on the command line.
 enum Day {
-    /// The start of `text`, a UTC day `YYYY-MM-DD`.
-    static func start(_ text: String) throws -> Date {
+    /// The start of `text`, a UTC day `YYYY-MM-DD`, given as `option`.
+    static func start(_ text: String, option: String) throws -> Date {
         guard UsageDay(text) != nil, let milliseconds = AppleDate.milliseconds(rfc3339: Array("\(text)T00:00:00Z".utf8))
         else {
-            throw CommandFailure("a day is YYYY-MM-DD")
+            throw CommandFailure("\(option) must be a day, YYYY-MM-DD")
         }
         return Date(millisecondsSince1970: milliseconds)
     }

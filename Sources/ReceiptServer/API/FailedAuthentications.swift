@@ -29,4 +29,19 @@ struct FailedAuthentications: Sendable {
         guard let perSecond else { return .zero }
         return buckets.wait(for: address, rate: perSecond, now: .now) ?? .zero
     }
+
+    /// Runs an authentication step for `address` under its budget: a refusal counts against it, and an address over
+    /// it is answered from the authentication caches only (``Throttled`` for what they cannot answer).
+    func guarding<T>(
+        _ address: String, _ step: (_ mayQueryStore: @escaping @Sendable () -> Bool) async throws -> T
+    ) async throws -> T {
+        do {
+            return try await step { !isThrottled(address) }
+        } catch let error as ServiceError where error.code == .unauthorized {
+            record(address)
+            throw error
+        } catch let error as ServiceError where error.code == .throttled {
+            throw Throttled(wait: wait(for: address))
+        }
+    }
 }

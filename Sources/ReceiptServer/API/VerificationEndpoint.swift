@@ -267,20 +267,12 @@ struct VerificationEndpoint: Sendable {
         }
     }
 
-    /// Runs an authentication step under the client address's budget of failures: a refusal counts against it, and
-    /// an address over it is answered from the authentication caches only (429 for what they cannot answer).
+    /// Runs an authentication step under the client address's budget of failures
+    /// (``FailedAuthentications/guarding(_:_:)``).
     private func withFailureBudget<T>(
         of context: ServerContext, _ step: (_ mayQueryStore: @escaping @Sendable () -> Bool) async throws -> T
     ) async throws -> T {
-        let failures = failedAuthentications
-        do {
-            return try await step { !failures.isThrottled(context.clientAddress) }
-        } catch let error as ServiceError where error.code == .unauthorized {
-            failures.record(context.clientAddress)
-            throw error
-        } catch let error as ServiceError where error.code == .throttled {
-            throw Throttled(wait: failures.wait(for: context.clientAddress))
-        }
+        try await failedAuthentications.guarding(context.clientAddress, step)
     }
 
     /// The API key from `Authorization: Bearer …` (or HTTP Basic with the key as the user, for libraries that can

@@ -49,7 +49,7 @@ public func buildApplication(
         extraServices.append(
             AppleFinisher(
                 store: tenancy.store, tenancy: tenancy, storeKit: storeKit,
-                firstRetry: configuration.appleFinishFirstRetry, deadline: components.deadline,
+                policy: RetryPolicy(first: configuration.appleFinishFirstRetry), deadline: components.deadline,
                 metrics: metrics.factory, logger: logger))
     }
     extraServices.append(

@@ -104,7 +104,7 @@ public struct ServeSettings: Sendable {
             storeKit: try storeKit(acceptsTestSignatures: trustAnchorDirectory != nil),
             appleFinishFirstRetry: .seconds(try number("storekit-finish-retry-seconds", 1...3_600, default: 60)),
             webhookTimeout: .seconds(try number("webhook-timeout", 1...60, default: 10)),
-            webhookRetry: WebhookRetryPolicy(
+            webhookRetry: RetryPolicy(
                 first: .seconds(try number("webhook-retry-seconds", 1...3_600, default: 30))),
             webhookDeliveriesPerSecond: try number("webhook-deliveries-per-second", 1...10_000, default: 100),
             notificationReconcileInterval: try number("notification-reconcile-hours", 0...168, default: 6).nonZero.map {

@@ -104,7 +104,7 @@ public struct ServerConfiguration: Sendable {
     /// The deadline of one webhook delivery attempt.
     public var webhookTimeout: Duration
     /// When failed webhook deliveries are tried again, and when they are given up.
-    public var webhookRetry: WebhookRetryPolicy
+    public var webhookRetry: RetryPolicy
     /// Webhook delivery attempts a second, at most, per server.
     public var webhookDeliveriesPerSecond: Int
     /// How often apps with credentials are reconciled with Apple's Notification History; nil: never.
@@ -123,7 +123,7 @@ public struct ServerConfiguration: Sendable {
         apple: VerifyReceiptConfiguration = .init(), metricsPort: Int? = nil, metricsHostname: String = "127.0.0.1",
         publicURL: String? = nil, openID: OpenIDConfiguration? = nil, customers: CustomerSettings = .init(),
         storeKit: AppStoreServerAPIConfiguration = .init(), appleFinishFirstRetry: Duration = .seconds(60),
-        webhookTimeout: Duration = .seconds(10), webhookRetry: WebhookRetryPolicy = .init(),
+        webhookTimeout: Duration = .seconds(10), webhookRetry: RetryPolicy = RetryPolicy(first: .seconds(30)),
         webhookDeliveriesPerSecond: Int = 100, notificationReconcileInterval: Duration? = .seconds(6 * 3_600)
     ) {
         self.webhookDeliveriesPerSecond = webhookDeliveriesPerSecond

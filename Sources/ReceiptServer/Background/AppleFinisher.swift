@@ -10,17 +10,17 @@ import ServiceLifecycle
 ///
 /// The confirmation made the row's finish pending in the same statement, so none is lost; every ``interval`` this
 /// service claims the due ones (leased, so that several servers share them), asks Apple, and records the outcome on
-/// the row: finished; retried after a backoff that doubles from ``firstRetry`` up to six hours; or failed for good
+/// the row: finished; retried after the ``policy``'s backoff, doubling up to six hours; or failed for good
 /// when Apple refuses the request itself (a 4xx other than 401, 404 and 429), the app lost its credentials, or
-/// ``giveUpAfter`` has passed since the confirmation. The ledger look-up shows each row's state, attempts and last
+/// the policy's 72 hours have passed since the confirmation. The ledger look-up shows each row's state, attempts and last
 /// error; `receiptverify_apple_finishes_total{result}` counts the outcomes.
 struct AppleFinisher: Service {
     let store: any DataStore
     let tenancy: TenancyService
     let storeKit: any AppStoreServerLooking
     var interval: Duration = .seconds(1)
-    var firstRetry: Duration = .seconds(60)
-    var giveUpAfter: TimeInterval = 72 * 3_600
+    /// When a failed finish is asked again, and when it is given up (72 hours after the confirmation).
+    var policy = RetryPolicy(first: .seconds(60))
     /// Finishes claimed at once.
     var batch = 20
     let deadline: StoreDeadline
@@ -29,8 +29,6 @@ struct AppleFinisher: Service {
 
     /// How long a claim holds its rows from other servers: longer than one call to Apple may take.
     static let lease = Duration.seconds(120)
-    /// The longest wait between two attempts.
-    static let maximumDelay: TimeInterval = 6 * 3_600
 
     func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
@@ -88,20 +86,16 @@ struct AppleFinisher: Service {
 
     /// One attempt at Finish Transaction, and what it came to.
     func attempt(_ task: AppleFinishTask) async -> AppleFinishOutcome {
-        let app: App?
-        let key: (issuerID: String, keyID: String, privateKeyPEM: String)?
+        let credentials: AppStoreServerAPICredentials?
         do {
-            app = try await deadline.run("the app of an Apple finish") { [store] in try await store.app(id: task.appID)
+            let app = try await deadline.run("the app of an Apple finish") { [store] in
+                try await store.app(id: task.appID)
             }
-            key = try app.flatMap { try tenancy.appleCredentials(of: $0) }
+            credentials = try app.flatMap { try tenancy.serverAPICredentials(of: $0) }
         } catch {
             return retry(task, after: "the app could not be read: \(error)")
         }
-        guard let app, let key, let bundleID = app.bundleIDs.first?.value else {
-            return .failed(error: "the app has no App Store Server API credentials")
-        }
-        let credentials = AppStoreServerAPICredentials(
-            issuerID: key.issuerID, keyID: key.keyID, privateKeyPEM: key.privateKeyPEM, bundleID: bundleID)
+        guard let credentials else { return .failed(error: "the app has no App Store Server API credentials") }
         do {
             try await storeKit.finish(task.transactionID, environment: task.environment, credentials: credentials)
             return .finished
@@ -112,12 +106,9 @@ struct AppleFinisher: Service {
         }
     }
 
-    /// A retry after a backoff doubling from ``firstRetry``, or a failure once ``giveUpAfter`` has passed.
+    /// A retry after the policy's backoff, or a failure once it gives up.
     func retry(_ task: AppleFinishTask, after error: String, now: Date = Date()) -> AppleFinishOutcome {
-        let first = Double(firstRetry.components.seconds) + Double(firstRetry.components.attoseconds) / 1e18
-        let delay = min(Self.maximumDelay, first * pow(2, Double(min(task.attempts, 30))))
-        let next = now.addingTimeInterval(delay)
-        guard next.timeIntervalSince(task.confirmedAt) <= giveUpAfter else {
+        guard let next = policy.nextAttempt(afterFailures: task.attempts + 1, since: task.confirmedAt, now: now) else {
             return .failed(error: "gave up after \(task.attempts + 1) attempts: \(error)")
         }
         return .retry(next: next, error: error)

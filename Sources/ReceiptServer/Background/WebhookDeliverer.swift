@@ -18,7 +18,7 @@ struct WebhookDeliverer: Service {
     let store: any DataStore
     let tenancy: TenancyService
     let client: WebhookClient
-    let policy: WebhookRetryPolicy
+    let policy: RetryPolicy
     var interval: Duration = .seconds(1)
     /// Deliveries attempted a second, at most (`--webhook-deliveries-per-second`).
     var perSecond = 100

@@ -97,14 +97,8 @@ struct NotificationEndpoint: Sendable {
 
     /// The enabled app of the path's token, under the address's budget of failed authentications.
     private func appOf(_ token: String?, from context: ServerContext) async throws -> App {
-        let failures = failedAuthentications
-        do {
-            return try await authenticator.app(token: token) { !failures.isThrottled(context.clientAddress) }
-        } catch let error as ServiceError where error.code == .unauthorized {
-            failures.record(context.clientAddress)
-            throw error
-        } catch let error as ServiceError where error.code == .throttled {
-            throw Throttled(wait: failures.wait(for: context.clientAddress))
+        try await failedAuthentications.guarding(context.clientAddress) { mayQueryStore in
+            try await authenticator.app(token: token, mayQueryStore: mayQueryStore)
         }
     }
 

@@ -35,12 +35,10 @@ public struct NotificationReconciler: Sendable {
     /// Reconciles `app` between `since` and `until`; throws ``ServiceError/Code/notConfigured`` for an app without
     /// credentials and ``AppStoreServerAPIError`` when Apple cannot be asked.
     public func reconcile(_ app: App, since: Date, until: Date, now: Date = Date()) async throws -> Report {
-        guard let key = try tenancy.appleCredentials(of: app), let bundleID = app.bundleIDs.first?.value else {
+        guard let credentials = try tenancy.serverAPICredentials(of: app) else {
             throw ServiceError(.notConfigured, "app \(app.token) has no App Store Server API credentials")
         }
         guard since < until else { throw ServiceError(.invalidArgument, "the start must be before the end") }
-        let credentials = AppStoreServerAPICredentials(
-            issuerID: key.issuerID, keyID: key.keyID, privateKeyPEM: key.privateKeyPEM, bundleID: bundleID)
         var report = Report()
         for environment in [AppStoreEnvironment.production, .sandbox]
         where app.allowedEnvironments.contains(environment) {

@@ -345,6 +345,14 @@ public struct TenancyService: Sendable {
         }
     }
 
+    /// The app's App Store Server API credentials for its first bundle ID (the JWT's `bid`), opened; nil when it has
+    /// none.
+    public func serverAPICredentials(of app: App) throws -> AppStoreServerAPICredentials? {
+        guard let key = try appleCredentials(of: app), let bundleID = app.bundleIDs.first?.value else { return nil }
+        return AppStoreServerAPICredentials(
+            issuerID: key.issuerID, keyID: key.keyID, privateKeyPEM: key.privateKeyPEM, bundleID: bundleID)
+    }
+
     private func apply(secretsOf parsed: AppSettings.Parsed, to app: inout App) throws {
         if let sharedSecret = parsed.sharedSecret {
             app.sharedSecret = try sharedSecret.map {

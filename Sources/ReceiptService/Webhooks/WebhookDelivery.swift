@@ -50,32 +50,16 @@ public enum WebhookDeliveryState: String, Sendable, CaseIterable {
     case dead
 }
 
-/// When a failed delivery is tried again: `first` after the first failure, doubling up to six hours between
-/// attempts, until `giveUpAfter` has passed since the event (72 hours by default), when it is dead.
-public struct WebhookRetryPolicy: Sendable, Equatable {
-    /// The wait after the first failure.
-    public var first: Duration
-    /// How long after the event deliveries are tried.
-    public var giveUpAfter: Duration
-
-    /// Creates a policy.
-    public init(first: Duration = .seconds(30), giveUpAfter: Duration = .seconds(72 * 3_600)) {
-        self.first = first
-        self.giveUpAfter = giveUpAfter
-    }
-
-    /// The longest wait between two attempts.
-    public static let longestWait: Double = 6 * 3_600
-
-    /// The outcome of a failed attempt, the `attempts`-th (from 1), of an event created at `created`.
+extension RetryPolicy {
+    /// The outcome of a failed delivery attempt, the `attempts`-th (from 1), of an event created at `created`: a retry,
+    /// or dead once the policy gives up.
     public func failure(attempts: Int, created: Date, now: Date, status: Int?, error: String)
         -> WebhookDeliveryOutcome
     {
-        let firstSeconds = Double(first.components.seconds) + Double(first.components.attoseconds) / 1e18
-        let wait = min(Self.longestWait, firstSeconds * pow(2, Double(max(0, min(attempts - 1, 30)))))
-        let next = now.addingTimeInterval(wait)
-        let giveUp = created.addingTimeInterval(Double(giveUpAfter.components.seconds))
-        return next > giveUp ? .dead(status: status, error: error) : .retry(next: next, status: status, error: error)
+        guard let next = nextAttempt(afterFailures: attempts, since: created, now: now) else {
+            return .dead(status: status, error: error)
+        }
+        return .retry(next: next, status: status, error: error)
     }
 }
 

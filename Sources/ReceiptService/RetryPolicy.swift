@@ -1,0 +1,29 @@
+import Foundation
+
+/// When work that failed is tried again (a webhook delivery, Apple's Finish Transaction of a confirmed delivery):
+/// `first` after the first failure, the wait doubling up to six hours between attempts, until `giveUpAfter` has
+/// passed since the work began (72 hours by default), when it fails for good.
+public struct RetryPolicy: Sendable, Equatable {
+    /// The wait after the first failure.
+    public var first: Duration
+    /// How long after the work began it is tried.
+    public var giveUpAfter: Duration
+
+    /// Creates a policy.
+    public init(first: Duration, giveUpAfter: Duration = .seconds(72 * 3_600)) {
+        self.first = first
+        self.giveUpAfter = giveUpAfter
+    }
+
+    /// The longest wait between two attempts.
+    public static let longestWait: Double = 6 * 3_600
+
+    /// When to try again after the `failures`-th failed attempt (from 1) of work begun at `start`; nil when that
+    /// would be past ``giveUpAfter``.
+    public func nextAttempt(afterFailures failures: Int, since start: Date, now: Date) -> Date? {
+        let firstSeconds = Double(first.components.seconds) + Double(first.components.attoseconds) / 1e18
+        let wait = min(Self.longestWait, firstSeconds * pow(2, Double(max(0, min(failures - 1, 30)))))
+        let next = now.addingTimeInterval(wait)
+        return next > start.addingTimeInterval(Double(giveUpAfter.components.seconds)) ? nil : next
+    }
+}
