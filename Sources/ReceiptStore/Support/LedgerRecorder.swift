@@ -44,7 +44,7 @@ enum LedgerRecorder {
     /// later updates go member by member: two servers' groups may deadlock, which PostgreSQL breaks by failing one,
     /// whose members are then recorded one by one.) `changed` tells whether an existing row's claim or revocation changed (to be announced).
     static func record(_ recording: LedgerRecording, with writer: some LedgerWriting) async throws
-        -> (results: [LedgerRecorded], changed: Bool)
+        -> (result: [LedgerRecorded], changed: Bool)
     {
         let originals = recording.originalTransactionIDs.sorted()
         // A refused request leaves no trace: nothing claimed for its user, nothing recorded, nothing delivered. The
@@ -175,7 +175,7 @@ enum LedgerRecorder {
     /// For recordings that neither move claims nor refuse (those go through ``record(_:with:)``), of one app and
     /// environment (the writer's).
     static func recordGroup(_ group: [LedgerRecording], with writer: some LedgerWriting) async throws
-        -> [(results: [LedgerRecorded], changed: Bool)]
+        -> [(result: [LedgerRecorded], changed: Bool)]
     {
         guard let first = group.first else { return [] }
         var originals = Set<String>()
@@ -202,7 +202,7 @@ enum LedgerRecorder {
         let inserted = try await writer.insertIfAbsent(candidates)
         let offered = Dictionary(candidates.map { ($0.transaction.transactionID, $0) }) { first, _ in first }
 
-        var outcomes: [(results: [LedgerRecorded], changed: Bool)] = []
+        var outcomes: [(result: [LedgerRecorded], changed: Bool)] = []
         for (index, recording) in group.enumerated() {
             var recorded: [String: LedgerRecorded] = [:]
             var existing: [PurchaseTransaction] = []
