@@ -352,4 +352,67 @@ import Testing
             #expect(try await store.webhookEvents(WebhookEventQuery(appID: app.id)).count == 3)
         }
     }
+
+    /// Notifications arriving together are committed in groups: each is recorded exactly as it would be alone, in
+    /// whatever order and grouping they come (retries in the same group included), and the state is the newest
+    /// signed statement's.
+    @Test(arguments: StoreKind.available)
+    func notificationsArrivingTogetherAreEachRecordedOnceAndTheNewestStatementWins(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            try await store.addWebhookEndpoint(Self.endpoint(app))
+            let t = Self.startMilliseconds - 1_000_000
+            let expires = Self.startMilliseconds + 10 * Self.day
+            var notifications: [ServerNotification] = []
+            for subscription in 0..<20 {
+                let original = "\(5_000 + subscription)"
+                let transaction = { (id: Int, revokedAt: Int64?) in
+                    Self.transaction(
+                        "\(original)-\(id)", original: original, expires: expires + Int64(id) * Self.day,
+                        revokedAt: revokedAt)
+                }
+                notifications += [
+                    Self.notification("SUBSCRIBED", signedAt: t, transaction: transaction(0, nil)),
+                    Self.notification("DID_RENEW", signedAt: t + 1_000, transaction: transaction(1, nil)),
+                    // Every other subscription's renewal is refunded, newest of all.
+                    subscription.isMultiple(of: 2)
+                        ? Self.notification("REFUND", signedAt: t + 2_000, transaction: transaction(1, t + 1_500))
+                        : Self.notification(
+                            "DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", signedAt: t + 2_000,
+                            transaction: transaction(1, nil)),
+                ]
+            }
+            // Each sent twice (Apple's retry), all at once, shuffled.
+            let sent = (notifications + notifications).shuffled()
+            let results = try await withThrowingTaskGroup(of: (String, NotificationRecorded).self) { group in
+                for notification in sent {
+                    group.addTask {
+                        (notification.uuid, try await store.recordNotification(Self.record(notification, app: app)))
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let recorded = results.filter { $0.1 != .duplicate }
+            #expect(recorded.count == notifications.count)
+            #expect(Set(recorded.map(\.0)) == Set(notifications.map(\.uuid)))
+            let events = recorded.flatMap { Self.events($0.1) }
+            #expect(events.filter { $0 == "notification" }.count == 60)
+            #expect(events.filter { $0 == "transaction.created" }.count == 40)
+            #expect(try await store.webhookEvents(WebhookEventQuery(appID: app.id, limit: 500)).count == events.count)
+
+            let entries = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 100))
+            #expect(entries.count == 40)
+            for subscription in 0..<20 {
+                let original = "\(5_000 + subscription)"
+                let renewal = entries.first { $0.transaction.transactionID == "\(original)-1" }
+                #expect(renewal?.isRevoked == subscription.isMultiple(of: 2))
+                #expect(entries.first { $0.transaction.transactionID == "\(original)-0" }?.isRevoked == false)
+            }
+            let statuses = try await store.subscriptionStatuses(
+                appID: app.id, originalTransactionIDs: (0..<20).map { "\(5_000 + $0)" })
+            #expect(statuses.count == 20)
+            #expect(statuses.allSatisfy { $0.asOf == t + 2_000 })
+            #expect(statuses.filter { $0.state == .revoked }.count == 10)
+            #expect(statuses.allSatisfy { $0.expiresDate == expires + Self.day })
+        }
+    }
 }

@@ -3,19 +3,42 @@ import PostgresNIO
 import ReceiptCore
 import ReceiptService
 
-/// Notifications and subscription statuses (``NotificationStore``). A notification's UUID is inserted first
-/// (`ON CONFLICT DO NOTHING`): of servers receiving Apple's retries at once, one records it and the others wait for
-/// its commit and find it; its effects and events go in the same transaction.
+/// Notifications and subscription statuses (``NotificationStore``). Notifications are recorded in groups
+/// (``GroupCommit``), each group in one transaction. A notification's UUID is inserted first (`ON CONFLICT DO
+/// NOTHING`): of servers receiving Apple's retries at once, one records it and the others wait for its commit and find
+/// it; its effects and events go in the same transaction.
 extension PostgresStore: NotificationStore {
     public func recordNotification(_ record: NotificationRecord) async throws -> NotificationRecorded {
-        try await transaction { connection in
-            let writer = PostgresLedgerWriter(
-                store: self, connection: connection, appID: record.appID,
-                environment: record.notification.environment.rawValue)
-            let (recorded, changed) = try await NotificationRecorder.record(record, with: writer)
-            if changed { try await self.announceChange(on: connection) }
-            return recorded
-        }
+        try await notificationGroups.commit(
+            record,
+            with: .init(
+                group: { records in
+                    try await self.transaction { connection in
+                        let outcomes = try await NotificationRecorder.recordTogether(records) { record in
+                            self.notificationWriter(record, on: connection)
+                        }
+                        if outcomes.contains(where: \.changed) { try await self.announceChange(on: connection) }
+                        return outcomes
+                    }
+                },
+                alone: { record in
+                    try await self.transaction { connection in
+                        let outcome = try await NotificationRecorder.record(
+                            [record], with: self.notificationWriter(record, on: connection))[0]
+                        if outcome.changed { try await self.announceChange(on: connection) }
+                        return outcome
+                    }
+                },
+                // Nothing after the commit: the announcement went inside the transaction.
+                announceChange: {}))
+    }
+
+    private func notificationWriter(_ record: NotificationRecord, on connection: PostgresConnection)
+        -> PostgresLedgerWriter
+    {
+        PostgresLedgerWriter(
+            store: self, connection: connection, appID: record.appID,
+            environment: record.notification.environment.rawValue)
     }
 
     public func subscriptionStatuses(appID: UUID, originalTransactionIDs: [String]) async throws
@@ -47,9 +70,9 @@ extension PostgresStore: NotificationStore {
                 status.state = .expired
                 status.updatedAt = now.roundedToMilliseconds
                 // The signed date stays: a renewal signed before the expiry but arriving after it still counts.
-                try await self.saveSubscriptionStatus(status, on: connection)
                 expired.append((status, previous))
             }
+            try await self.saveSubscriptionStatuses(expired.map(\.0), on: connection)
             try await self.insertEvents(NotificationRecorder.expiryEvents(expired, at: now), on: connection)
             if !expired.isEmpty { try await self.announceChange(on: connection) }
             return expired.count
@@ -69,17 +92,29 @@ extension PostgresStore: NotificationStore {
         }
     }
 
-    /// Inserts or replaces a subscription's status (unless the stored one was signed later), with the time the
-    /// scheduler should look at it.
-    func saveSubscriptionStatus(_ status: SubscriptionStatus, on connection: PostgresConnection) async throws {
+    /// Inserts or replaces subscriptions' statuses (one each), unless a stored one was signed later, with the time
+    /// the scheduler should look at each. The values travel as arrays, one per column (absent ones as sentinels no
+    /// value takes).
+    func saveSubscriptionStatuses(_ statuses: [SubscriptionStatus], on connection: PostgresConnection) async throws {
+        guard !statuses.isEmpty else { return }
+        let none = Int64.min
+        let noText = "\u{1}"
         try await rows(
             """
             INSERT INTO subscription_statuses (app_id, environment, original_transaction_id, product_id, status,
                 expires_date, grace_period_expires_date, auto_renews, auto_renew_product_id, as_of, updated_at, due_at)
-            VALUES (\(status.appID), \(status.environment.rawValue), \(status.originalTransactionID),
-                \(status.productID), \(status.state.rawValue), \(status.expiresDate), \(status.gracePeriodExpiresDate),
-                \(status.autoRenews), \(status.autoRenewProductID), \(status.asOf), \(status.updatedAt),
-                \(StoredForm.dueAt(status)))
+            SELECT s.app_id, s.environment, s.original, s.product, s.status, NULLIF(s.expires, \(none)),
+                NULLIF(s.grace, \(none)), CASE s.renews WHEN 1 THEN true WHEN 0 THEN false END,
+                NULLIF(s.renew_product, \(noText)), s.as_of, s.updated_at, NULLIF(s.due, \(none))
+            FROM UNNEST(\(statuses.map(\.appID))::uuid[], \(statuses.map(\.environment.rawValue))::text[],
+                \(statuses.map(\.originalTransactionID))::text[], \(statuses.map(\.productID))::text[],
+                \(statuses.map(\.state.rawValue))::text[], \(statuses.map { $0.expiresDate ?? none })::int8[],
+                \(statuses.map { $0.gracePeriodExpiresDate ?? none })::int8[],
+                \(statuses.map { $0.autoRenews.map { $0 ? Int64(1) : 0 } ?? none })::int8[],
+                \(statuses.map { $0.autoRenewProductID ?? noText })::text[], \(statuses.map(\.asOf))::int8[],
+                \(statuses.map(\.updatedAt))::timestamptz[], \(statuses.map { StoredForm.dueAt($0) ?? none })::int8[])
+                AS s(app_id, environment, original, product, status, expires, grace, renews, renew_product, as_of,
+                    updated_at, due)
             ON CONFLICT (app_id, environment, original_transaction_id) DO UPDATE SET
                 product_id = excluded.product_id, status = excluded.status, expires_date = excluded.expires_date,
                 grace_period_expires_date = excluded.grace_period_expires_date, auto_renews = excluded.auto_renews,
@@ -137,19 +172,29 @@ extension PostgresStore: NotificationStore {
 
 /// A notification's writes, on the ledger writer's connection and inside its transaction.
 extension PostgresLedgerWriter: NotificationWriting {
-    func insertNotification(_ record: NotificationRecord) async throws -> Bool {
-        let notification = record.notification
-        return
-            !(try await store.rows(
+    func insertNotifications(_ records: [NotificationRecord]) async throws -> Set<String> {
+        guard !records.isEmpty else { return [] }
+        let noText = "\u{1}"
+        let notifications = records.map(\.notification)
+        return Set(
+            try await store.rows(
                 """
                 INSERT INTO notifications (app_id, notification_uuid, environment, notification_type, subtype, signed_date,
                     original_transaction_id, transaction_id, source, signed_payload, received_at)
-                VALUES (\(appID), \(notification.uuid), \(environment), \(notification.type), \(notification.subtype),
-                    \(notification.signedDate), \(notification.originalTransactionID), \(record.transaction?.transactionID),
-                    \(record.source.rawValue), \(record.signedPayload), \(record.receivedAt))
+                SELECT \(appID), n.uuid, \(environment), n.type, NULLIF(n.subtype, \(noText)), n.signed_date,
+                    NULLIF(n.original, \(noText)), NULLIF(n.transaction, \(noText)), n.source, n.payload, n.received_at
+                FROM UNNEST(\(notifications.map(\.uuid))::text[], \(notifications.map(\.type))::text[],
+                    \(notifications.map { $0.subtype ?? noText })::text[], \(notifications.map(\.signedDate))::int8[],
+                    \(notifications.map { $0.originalTransactionID ?? noText })::text[],
+                    \(records.map { $0.transaction?.transactionID ?? noText })::text[],
+                    \(records.map(\.source.rawValue))::text[], \(records.map(\.signedPayload))::text[],
+                    \(records.map(\.receivedAt))::timestamptz[])
+                    WITH ORDINALITY AS n(uuid, type, subtype, signed_date, original, transaction, source, payload,
+                        received_at, position)
+                ORDER BY n.position
                 ON CONFLICT DO NOTHING RETURNING notification_uuid
                 """, on: connection
-            ).isEmpty)
+            ).map { try $0.text("notification_uuid") })
     }
 
     func openConsumptionGroup(transactionID: String, uuid: String, at date: Date) async throws -> Bool {
@@ -180,18 +225,26 @@ extension PostgresLedgerWriter: NotificationWriting {
         ).isEmpty)
     }
 
-    func subscriptionStatus(of originalTransactionID: String) async throws -> SubscriptionStatus? {
-        try await store.rows(
+    func subscriptionStatuses(of originalTransactionIDs: [String]) async throws -> [String: SubscriptionStatus] {
+        guard !originalTransactionIDs.isEmpty else { return [:] }
+        // Locked in one order (by ID), so that two servers' groups cannot deadlock on them.
+        var statuses: [String: SubscriptionStatus] = [:]
+        for row in try await store.rows(
             """
             SELECT * FROM subscription_statuses
-            WHERE app_id = \(appID) AND environment = \(environment) AND original_transaction_id = \(originalTransactionID)
-            FOR UPDATE
-            """, on: connection
-        ).first.map(StoredForm.subscriptionStatus)
+            WHERE app_id = \(appID) AND environment = \(environment)
+                AND original_transaction_id = ANY(\(originalTransactionIDs))
+            ORDER BY original_transaction_id FOR UPDATE
+            """, on: connection)
+        {
+            let status = try StoredForm.subscriptionStatus(row)
+            statuses[status.originalTransactionID] = status
+        }
+        return statuses
     }
 
-    func saveSubscriptionStatus(_ status: SubscriptionStatus) async throws {
-        try await store.saveSubscriptionStatus(status, on: connection)
+    func saveSubscriptionStatuses(_ statuses: [SubscriptionStatus]) async throws {
+        try await store.saveSubscriptionStatuses(statuses, on: connection)
     }
 
     func insertEvents(_ events: [WebhookEvent]) async throws {

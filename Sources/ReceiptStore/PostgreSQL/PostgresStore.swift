@@ -48,6 +48,7 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
     let changes = Mutex<(count: Int, listening: Bool)>((0, false))
     /// The group commit of ledger recordings (``record(_:)``).
     let ledgerGroups = LedgerGroupCommit()
+    let notificationGroups = GroupCommit<NotificationRecord, NotificationRecorded>("notifications")
 
     /// Counts notifications on ``changeChannel`` while a connection listens; nil (reuse nothing) while none does,
     /// so a lost connection can never leave a server trusting a stale cache.

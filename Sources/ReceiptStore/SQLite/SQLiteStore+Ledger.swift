@@ -129,7 +129,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
     let appID: UUID
     let environment: AppStoreEnvironment
 
-    private var key: [SQLiteData] { [.uuid(appID), .text(environment.rawValue)] }
+    var key: [SQLiteData] { [.uuid(appID), .text(environment.rawValue)] }
 
     /// Each statement is a hop to the connection's thread and back: one read per chunk of
     /// ``StoredForm/ledgerChunk``.

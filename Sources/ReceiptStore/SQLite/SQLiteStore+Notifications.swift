@@ -3,18 +3,28 @@ import ReceiptCore
 import ReceiptService
 import SQLiteNIO
 
-/// Notifications and subscription statuses (``NotificationStore``). A notification is recorded in one transaction
-/// (`BEGIN IMMEDIATE`: the write lock), so its UUID, its ledger effects, its status and its events go together.
+/// Notifications and subscription statuses (``NotificationStore``). Notifications are recorded in groups
+/// (``GroupCommit``), each group in one transaction (`BEGIN IMMEDIATE`: the write lock), so a notification's UUID, its
+/// ledger effects, its status and its events go together.
 extension SQLiteStore: NotificationStore {
     public func recordNotification(_ record: NotificationRecord) async throws -> NotificationRecorded {
-        let (recorded, changed) = try await transaction {
-            try await NotificationRecorder.record(
-                record,
-                with: SQLiteLedgerWriter(
-                    store: self, appID: record.appID, environment: record.notification.environment))
-        }
-        if changed { announceLedgerChange() }
-        return recorded
+        try await notificationGroups.commit(
+            record,
+            with: .init(
+                group: { records in
+                    try await self.transaction {
+                        try await NotificationRecorder.recordTogether(records, writer: self.notificationWriter)
+                    }
+                },
+                alone: { record in
+                    try await self.transaction {
+                        try await NotificationRecorder.record([record], with: self.notificationWriter(record))[0]
+                    }
+                }, announceChange: { self.announceLedgerChange() }))
+    }
+
+    private func notificationWriter(_ record: NotificationRecord) -> SQLiteLedgerWriter {
+        SQLiteLedgerWriter(store: self, appID: record.appID, environment: record.notification.environment)
     }
 
     public func subscriptionStatuses(appID: UUID, originalTransactionIDs: [String]) async throws
@@ -48,9 +58,9 @@ extension SQLiteStore: NotificationStore {
                 status.state = .expired
                 status.updatedAt = now.roundedToMilliseconds
                 // The signed date stays: a renewal signed before the expiry but arriving after it still counts.
-                try await self.saveSubscriptionStatus(status)
                 expired.append((status, previous))
             }
+            try await self.saveSubscriptionStatuses(expired.map(\.0))
             try await self.insertEvents(NotificationRecorder.expiryEvents(expired, at: now))
             return expired.count
         }
@@ -76,29 +86,37 @@ extension SQLiteStore: NotificationStore {
         }
     }
 
-    /// Inserts or replaces a subscription's status, with the time the scheduler should look at it.
-    func saveSubscriptionStatus(_ status: SubscriptionStatus) async throws {
+    /// Inserts or replaces subscriptions' statuses (one each), unless a stored one was signed later, with the time
+    /// the scheduler should look at each.
+    func saveSubscriptionStatuses(_ statuses: [SubscriptionStatus]) async throws {
         let optional: (Int64?) -> SQLiteData = { $0.map { .integer(Int($0)) } ?? .null }
-        _ = try await query(
-            """
-            INSERT INTO subscription_statuses (app_id, environment, original_transaction_id, product_id, status,
-                expires_date, grace_period_expires_date, auto_renews, auto_renew_product_id, as_of, updated_at, due_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (app_id, environment, original_transaction_id) DO UPDATE SET
-                product_id = excluded.product_id, status = excluded.status, expires_date = excluded.expires_date,
-                grace_period_expires_date = excluded.grace_period_expires_date, auto_renews = excluded.auto_renews,
-                auto_renew_product_id = excluded.auto_renew_product_id, as_of = excluded.as_of,
-                updated_at = excluded.updated_at, due_at = excluded.due_at
-            WHERE subscription_statuses.as_of <= excluded.as_of
-            """,
-            [
-                .uuid(status.appID), .text(status.environment.rawValue), .text(status.originalTransactionID),
-                .text(status.productID), .text(status.state.rawValue), optional(status.expiresDate),
-                optional(status.gracePeriodExpiresDate), status.autoRenews.map { .bool($0) } ?? .null,
-                status.autoRenewProductID.map { .text($0) } ?? .null, .integer(Int(status.asOf)),
-                .millis(status.updatedAt), optional(StoredForm.dueAt(status)),
-            ])
+        for chunk in statuses.chunked(StoredForm.ledgerChunk / 4) {
+            _ = try await query(
+                """
+                INSERT INTO subscription_statuses (app_id, environment, original_transaction_id, product_id, status,
+                    expires_date, grace_period_expires_date, auto_renews, auto_renew_product_id, as_of, updated_at,
+                    due_at)
+                VALUES \(Array(repeating: Self.statusPlaceholders, count: chunk.count).joined(separator: ", "))
+                ON CONFLICT (app_id, environment, original_transaction_id) DO UPDATE SET
+                    product_id = excluded.product_id, status = excluded.status, expires_date = excluded.expires_date,
+                    grace_period_expires_date = excluded.grace_period_expires_date, auto_renews = excluded.auto_renews,
+                    auto_renew_product_id = excluded.auto_renew_product_id, as_of = excluded.as_of,
+                    updated_at = excluded.updated_at, due_at = excluded.due_at
+                WHERE subscription_statuses.as_of <= excluded.as_of
+                """,
+                chunk.flatMap { status -> [SQLiteData] in
+                    [
+                        .uuid(status.appID), .text(status.environment.rawValue), .text(status.originalTransactionID),
+                        .text(status.productID), .text(status.state.rawValue), optional(status.expiresDate),
+                        optional(status.gracePeriodExpiresDate), status.autoRenews.map { .bool($0) } ?? .null,
+                        status.autoRenewProductID.map { .text($0) } ?? .null, .integer(Int(status.asOf)),
+                        .millis(status.updatedAt), optional(StoredForm.dueAt(status)),
+                    ]
+                })
+        }
     }
+
+    private static let statusPlaceholders = "(" + Array(repeating: "?", count: 12).joined(separator: ", ") + ")"
 
     /// Inserts events, each with one pending delivery (due now) per endpoint of its app that takes it.
     func insertEvents(_ events: [WebhookEvent], onlyTaken: Bool = false) async throws {
@@ -146,24 +164,29 @@ extension SQLiteStore: NotificationStore {
 
 /// A notification's writes, on the ledger writer's connection and inside its transaction.
 extension SQLiteLedgerWriter: NotificationWriting {
-    func insertNotification(_ record: NotificationRecord) async throws -> Bool {
-        let notification = record.notification
-        return
-            !(try await store.query(
+    func insertNotifications(_ records: [NotificationRecord]) async throws -> Set<String> {
+        var inserted = Set<String>()
+        for chunk in records.chunked(StoredForm.ledgerChunk / 4) {
+            let rows = try await store.query(
                 """
                 INSERT INTO notifications (app_id, notification_uuid, environment, notification_type, subtype, signed_date,
                     original_transaction_id, transaction_id, source, signed_payload, received_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", "))
                 ON CONFLICT DO NOTHING RETURNING notification_uuid
                 """,
-                [
-                    .uuid(appID), .text(notification.uuid), .text(environment.rawValue), .text(notification.type),
-                    notification.subtype.map { .text($0) } ?? .null, .integer(Int(notification.signedDate)),
-                    notification.originalTransactionID.map { .text($0) } ?? .null,
-                    record.transaction.map { .text($0.transactionID) } ?? .null, .text(record.source.rawValue),
-                    .text(record.signedPayload), .millis(record.receivedAt),
-                ]
-            ).isEmpty)
+                chunk.flatMap { record -> [SQLiteData] in
+                    let notification = record.notification
+                    return [
+                        .uuid(appID), .text(notification.uuid), .text(environment.rawValue), .text(notification.type),
+                        notification.subtype.map { .text($0) } ?? .null, .integer(Int(notification.signedDate)),
+                        notification.originalTransactionID.map { .text($0) } ?? .null,
+                        record.transaction.map { .text($0.transactionID) } ?? .null, .text(record.source.rawValue),
+                        .text(record.signedPayload), .millis(record.receivedAt),
+                    ]
+                })
+            for row in rows { inserted.insert(try row.text("notification_uuid")) }
+        }
+        return inserted
     }
 
     func openConsumptionGroup(transactionID: String, uuid: String, at date: Date) async throws -> Bool {
@@ -205,16 +228,24 @@ extension SQLiteLedgerWriter: NotificationWriting {
             ).isEmpty)
     }
 
-    func subscriptionStatus(of originalTransactionID: String) async throws -> SubscriptionStatus? {
-        try await store.query(
-            """
-            SELECT * FROM subscription_statuses WHERE app_id = ? AND environment = ? AND original_transaction_id = ?
-            """, [.uuid(appID), .text(environment.rawValue), .text(originalTransactionID)]
-        ).first.map(StoredForm.subscriptionStatus)
+    func subscriptionStatuses(of originalTransactionIDs: [String]) async throws -> [String: SubscriptionStatus] {
+        var statuses: [String: SubscriptionStatus] = [:]
+        for chunk in originalTransactionIDs.chunked(StoredForm.ledgerChunk) {
+            for row in try await store.query(
+                """
+                SELECT * FROM subscription_statuses
+                WHERE app_id = ? AND environment = ? AND original_transaction_id IN (\(SQLiteStore.placeholders(chunk.count)))
+                """, key + chunk.map { .text($0) })
+            {
+                let status = try StoredForm.subscriptionStatus(row)
+                statuses[status.originalTransactionID] = status
+            }
+        }
+        return statuses
     }
 
-    func saveSubscriptionStatus(_ status: SubscriptionStatus) async throws {
-        try await store.saveSubscriptionStatus(status)
+    func saveSubscriptionStatuses(_ statuses: [SubscriptionStatus]) async throws {
+        try await store.saveSubscriptionStatuses(statuses)
     }
 
     func insertEvents(_ events: [WebhookEvent]) async throws {

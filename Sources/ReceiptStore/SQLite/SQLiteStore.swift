@@ -33,6 +33,7 @@ public final class SQLiteStore: TenancyStore, UsageStore {
     let ledgerChanges: Int32
     /// The group commit of ledger recordings (``record(_:)``).
     let ledgerGroups = LedgerGroupCommit()
+    let notificationGroups = GroupCommit<NotificationRecord, NotificationRecorded>("notifications")
 
     private init(
         connection: SQLiteConnection, threadPool: NIOThreadPool, script: MigrationScript, path: String,

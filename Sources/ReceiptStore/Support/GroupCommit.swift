@@ -152,13 +152,7 @@ extension LedgerRecorder {
         _ recordings: [LedgerRecording], writer: (LedgerRecording) -> Writer
     ) async throws -> [LedgerGroupCommit.Outcome] {
         var outcomes = [LedgerGroupCommit.Outcome?](repeating: nil, count: recordings.count)
-        var byLedger: [String: [Int]] = [:]
-        for (index, recording) in recordings.enumerated() {
-            byLedger["\(recording.appID) \(recording.environment.rawValue)", default: []].append(index)
-        }
-        // Apps and environments in a fixed order, so two servers' groups take their locks in one order.
-        for key in byLedger.keys.sorted() {
-            let indexes = byLedger[key] ?? []
+        for indexes in byLedger(recordings.map { ($0.appID, $0.environment) }) {
             let members = indexes.map { recordings[$0] }
             let ledgerWriter = writer(members[0])
             let together = try await recordGroup(members, with: ledgerWriter)
@@ -168,4 +162,14 @@ extension LedgerRecorder {
         }
         return outcomes.map { $0 ?? ([], false) }
     }
+}
+
+/// The indexes of a group's members by app and environment (each in the group's order), apps and environments in a
+/// fixed order, so that two servers' groups take their locks in one order.
+func byLedger(_ ledgers: [(appID: UUID, environment: AppStoreEnvironment)]) -> [[Int]] {
+    var indexes: [String: [Int]] = [:]
+    for (index, ledger) in ledgers.enumerated() {
+        indexes["\(ledger.appID) \(ledger.environment.rawValue)", default: []].append(index)
+    }
+    return indexes.keys.sorted().map { indexes[$0] ?? [] }
 }

@@ -3,10 +3,11 @@ import ReceiptCore
 import ReceiptService
 
 /// What ``NotificationRecorder`` needs of a store, inside one database transaction, for one app and environment
-/// (beside the ledger's own writes).
+/// (beside the ledger's own writes). Each method is one statement (per chunk) whatever the number of notifications.
 protocol NotificationWriting: LedgerWriting {
-    /// Inserts the notification unless its UUID is recorded for the app; returns whether it did.
-    func insertNotification(_ record: NotificationRecord) async throws -> Bool
+    /// Inserts the notifications whose UUID is not recorded for the app (distinct UUIDs); returns the UUIDs it
+    /// inserted.
+    func insertNotifications(_ records: [NotificationRecord]) async throws -> Set<String>
     /// Opens the group of `CONSUMPTION_REQUEST`s about a transaction, or counts one more in it; returns whether the
     /// group is new.
     func openConsumptionGroup(transactionID: String, uuid: String, at date: Date) async throws -> Bool
@@ -14,61 +15,91 @@ protocol NotificationWriting: LedgerWriting {
     /// signed after `asOf` set it; returns whether it wrote.
     func setRevocation(_ transactionID: String, to transaction: PurchaseTransaction?, asOf: Int64) async throws
         -> Bool
-    /// The stored status of the subscription, locked until the transaction ends where the store can.
-    func subscriptionStatus(of originalTransactionID: String) async throws -> SubscriptionStatus?
-    /// Inserts or replaces the subscription's status.
-    func saveSubscriptionStatus(_ status: SubscriptionStatus) async throws
+    /// The stored statuses of these subscriptions, by original transaction ID, locked until the transaction ends
+    /// where the store can.
+    func subscriptionStatuses(of originalTransactionIDs: [String]) async throws -> [String: SubscriptionStatus]
+    /// Inserts or replaces the subscriptions' statuses (one each), unless a stored one was signed later.
+    func saveSubscriptionStatuses(_ statuses: [SubscriptionStatus]) async throws
     /// Inserts events with one pending delivery per endpoint of the app that takes each.
     func insertEvents(_ events: [WebhookEvent]) async throws
 }
 
-/// How a notification is recorded (``NotificationStore/recordNotification(_:)``), whatever the store.
+/// How notifications are recorded (``NotificationStore/recordNotification(_:)``), whatever the store: a group of them
+/// (``GroupCommit``) in one database transaction, with one statement per table for the whole group, and each
+/// notification's outcome the one it would have had recorded alone, after those before it in the group.
 enum NotificationRecorder {
-    /// Records `record` through `writer`, inside one database transaction; `changed` tells whether an existing
-    /// ledger row's revocation or a subscription's status changed (to be announced, as the ledger's own changes are).
-    static func record(_ record: NotificationRecord, with writer: some NotificationWriting) async throws
-        -> (recorded: NotificationRecorded, changed: Bool)
-    {
-        guard try await writer.insertNotification(record) else { return (.duplicate, false) }
-        let notification = record.notification
-        var events: [WebhookEvent] = []
-        func add(_ kind: WebhookEvent.Kind, _ data: JSONObject) {
-            events.append(
-                WebhookEvent(
-                    appID: record.appID, environment: notification.environment, kind: kind,
-                    createdAt: record.receivedAt, data: data, notificationUUID: notification.uuid))
+    /// A notification's outcome, and whether an existing ledger row's revocation or a subscription's status changed
+    /// (to be announced, as the ledger's own changes are).
+    typealias Outcome = GroupCommit<NotificationRecord, NotificationRecorded>.Outcome
+
+    /// Records a group of notifications inside one transaction, a few statements per app and environment; the
+    /// outcomes in the group's order. `writer` gives the writer of a notification's app and environment.
+    static func recordTogether<Writer: NotificationWriting>(
+        _ records: [NotificationRecord], writer: (NotificationRecord) -> Writer
+    ) async throws -> [Outcome] {
+        var outcomes = [Outcome](repeating: (.duplicate, false), count: records.count)
+        for indexes in byLedger(records.map { ($0.appID, $0.notification.environment) }) {
+            let members = indexes.map { records[$0] }
+            for (index, outcome) in zip(indexes, try await record(members, with: writer(members[0]))) {
+                outcomes[index] = outcome
+            }
         }
-        if let group = record.consumptionTransactionID {
-            // Apple re-sends a CONSUMPTION_REQUEST with new UUIDs until it is answered: one group, one set of events.
-            guard
-                try await writer.openConsumptionGroup(
-                    transactionID: group, uuid: notification.uuid, at: record.receivedAt)
-            else { return (.recorded(events: []), false) }
-            add(.notification, record.eventData)
-            var data = JSONObject(capacity: 3)
-            data.append("transaction_id", .string(group))
-            data.append("notification_uuid", .string(notification.uuid))
-            add(.consumptionRequested, data)
-        } else {
-            add(.notification, record.eventData)
+        return outcomes
+    }
+
+    /// Records `records`, all of the writer's app and environment, through `writer`, inside one database transaction;
+    /// the outcomes in their order.
+    static func record(_ records: [NotificationRecord], with writer: some NotificationWriting) async throws
+        -> [Outcome]
+    {
+        var outcomes = [Outcome](repeating: (.duplicate, false), count: records.count)
+        // The first of each UUID is recorded, if it was not before; a repeat in the group is a duplicate.
+        var firsts = Set<String>()
+        let distinct = records.indices.filter { firsts.insert(records[$0].notification.uuid).inserted }
+        let inserted = try await writer.insertNotifications(distinct.map { records[$0] })
+        var events = [[WebhookEvent]](repeating: [], count: records.count)
+        var recorded: [Int] = []
+        for index in distinct where inserted.contains(records[index].notification.uuid) {
+            let record = records[index]
+            if let group = record.consumptionTransactionID {
+                // Apple re-sends a CONSUMPTION_REQUEST with new UUIDs until it is answered: one group, one set of
+                // events.
+                outcomes[index] = (.recorded(events: []), false)
+                guard
+                    try await writer.openConsumptionGroup(
+                        transactionID: group, uuid: record.notification.uuid, at: record.receivedAt)
+                else { continue }
+                var data = JSONObject(capacity: 3)
+                data.append("transaction_id", .string(group))
+                data.append("notification_uuid", .string(record.notification.uuid))
+                events[index] = [
+                    record.event(.notification, record.eventData), record.event(.consumptionRequested, data),
+                ]
+            } else {
+                events[index] = [record.event(.notification, record.eventData)]
+            }
+            recorded.append(index)
         }
 
-        var changed = false
-        if let transaction = record.transaction {
-            let entry = LedgerEntry(
-                appID: record.appID, environment: notification.environment, transaction: transaction, claimant: nil,
-                firstSeenAt: record.receivedAt, lastSeenAt: record.receivedAt,
-                firstRequestID: "notification:\(notification.uuid)", deliveredAt: nil)
-            if try await writer.insertIfAbsent([entry]).contains(transaction.transactionID) {
-                add(.transactionCreated, entry.json)
+        // The transactions carried, in one insert: a transaction is new for the first notification carrying it.
+        let entries = recorded.compactMap { records[$0].ledgerEntry }
+        let created = try await writer.insertIfAbsent(entries)
+        var announced = Set<String>()
+        for index in recorded {
+            let record = records[index]
+            guard let transaction = record.transaction, let entry = record.ledgerEntry else { continue }
+            if created.contains(transaction.transactionID), announced.insert(transaction.transactionID).inserted {
+                events[index].append(record.event(.transactionCreated, entry.json))
                 // A new row's revocation (or its reversal: none) is stamped with the notification's date, so that an
                 // older notification arriving later changes nothing.
                 if record.revocation != nil || transaction.revocationDate != nil {
                     _ = try await writer.setRevocation(
                         transaction.transactionID, to: transaction.revocationDate != nil ? transaction : nil,
-                        asOf: notification.signedDate)
+                        asOf: record.notification.signedDate)
                 }
-                if transaction.revocationDate != nil { add(.transactionRevoked, entry.json) }
+                if transaction.revocationDate != nil {
+                    events[index].append(record.event(.transactionRevoked, entry.json))
+                }
             } else if let change = record.revocation,
                 var stored = try await writer.entries(transactionIDs: [transaction.transactionID])[
                     transaction.transactionID]
@@ -77,39 +108,54 @@ enum NotificationRecorder {
                 // nothing; an event only when the state changes.
                 let revokes = change == .revoke
                 if try await writer.setRevocation(
-                    transaction.transactionID, to: revokes ? transaction : nil, asOf: notification.signedDate),
+                    transaction.transactionID, to: revokes ? transaction : nil, asOf: record.notification.signedDate),
                     stored.isRevoked != revokes
                 {
-                    changed = true
+                    outcomes[index].changed = true
                     stored.transaction.revocationDate = revokes ? transaction.revocationDate : nil
                     stored.transaction.revocationReason = revokes ? transaction.revocationReason : nil
                     stored.transaction.revocationType = revokes ? transaction.revocationType : nil
                     stored.transaction.revocationPercentage = revokes ? transaction.revocationPercentage : nil
-                    add(revokes ? .transactionRevoked : .transactionRevocationReversed, stored.json)
+                    events[index].append(
+                        record.event(revokes ? .transactionRevoked : .transactionRevocationReversed, stored.json))
                 }
             }
         }
 
-        if var status = record.status {
-            let old = try await writer.subscriptionStatus(of: status.originalTransactionID)
-            // A statement signed before the stored one arrived late: it changes nothing.
-            if old.map({ $0.asOf <= status.asOf }) ?? true {
-                if let old {
-                    if status.productID.isEmpty { status.productID = old.productID }
-                    status.expiresDate = status.expiresDate ?? old.expiresDate
-                    status.autoRenews = status.autoRenews ?? old.autoRenews
-                    status.autoRenewProductID = status.autoRenewProductID ?? old.autoRenewProductID
-                }
-                try await writer.saveSubscriptionStatus(status)
-                // Statuses are read through an in-memory view (``SubscriptionStatusView``) that the change drops.
-                changed = true
-                if old?.state != status.state {
-                    add(.subscriptionStatusChanged, statusEventData(status, previous: old?.state))
-                }
+        // Statuses: read once, kept in order in memory, written once each.
+        var originals: [String] = []
+        var seen = Set<String>()
+        for index in recorded {
+            if let original = records[index].status?.originalTransactionID, seen.insert(original).inserted {
+                originals.append(original)
             }
         }
-        try await writer.insertEvents(events)
-        return (.recorded(events: events), changed)
+        var statuses = try await writer.subscriptionStatuses(of: originals)
+        var saved: [String] = []
+        for index in recorded {
+            guard var status = records[index].status else { continue }
+            let old = statuses[status.originalTransactionID]
+            // A statement signed before the stored one arrived late: it changes nothing.
+            guard old.map({ $0.asOf <= status.asOf }) ?? true else { continue }
+            if let old {
+                if status.productID.isEmpty { status.productID = old.productID }
+                status.expiresDate = status.expiresDate ?? old.expiresDate
+                status.autoRenews = status.autoRenews ?? old.autoRenews
+                status.autoRenewProductID = status.autoRenewProductID ?? old.autoRenewProductID
+            }
+            statuses[status.originalTransactionID] = status
+            if !saved.contains(status.originalTransactionID) { saved.append(status.originalTransactionID) }
+            // Statuses are read through an in-memory view (``SubscriptionStatusView``) that the change drops.
+            outcomes[index].changed = true
+            if old?.state != status.state {
+                events[index].append(
+                    records[index].event(.subscriptionStatusChanged, statusEventData(status, previous: old?.state)))
+            }
+        }
+        try await writer.saveSubscriptionStatuses(saved.compactMap { statuses[$0] })
+        try await writer.insertEvents(events.flatMap { $0 })
+        for index in recorded { outcomes[index].result = .recorded(events: events[index]) }
+        return outcomes
     }
 
     /// The `data` of a `subscription.status_changed` event: the status, and the one it replaced.
@@ -127,6 +173,25 @@ enum NotificationRecorder {
             WebhookEvent(
                 appID: status.appID, environment: status.environment, kind: .subscriptionStatusChanged,
                 createdAt: date, data: statusEventData(status, previous: previous))
+        }
+    }
+}
+
+extension NotificationRecord {
+    /// An event of the notification.
+    func event(_ kind: WebhookEvent.Kind, _ data: JSONObject) -> WebhookEvent {
+        WebhookEvent(
+            appID: appID, environment: notification.environment, kind: kind, createdAt: receivedAt, data: data,
+            notificationUUID: notification.uuid)
+    }
+
+    /// The ledger row of the transaction the notification carries, first seen now.
+    var ledgerEntry: LedgerEntry? {
+        transaction.map {
+            LedgerEntry(
+                appID: appID, environment: notification.environment, transaction: $0, claimant: nil,
+                firstSeenAt: receivedAt, lastSeenAt: receivedAt, firstRequestID: "notification:\(notification.uuid)",
+                deliveredAt: nil)
         }
     }
 }
