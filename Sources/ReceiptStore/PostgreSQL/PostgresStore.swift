@@ -47,8 +47,8 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
     /// Notifications received, and whether a connection is listening now.
     let changes = Mutex<(count: Int, listening: Bool)>((0, false))
     /// The group commit of ledger recordings (``record(_:)``).
-    let ledgerGroups = LedgerGroupCommit()
-    let notificationGroups = GroupCommit<NotificationRecord, NotificationRecorded>("notifications")
+    let ledgerGroups = LedgerGroupCommit(on: nil)
+    let notificationGroups = GroupCommit<NotificationRecord, NotificationRecorded>("notifications", on: nil)
 
     /// Counts notifications on ``changeChannel`` while a connection listens; nil (reuse nothing) while none does,
     /// so a lost connection can never leave a server trusting a stale cache.

@@ -24,6 +24,8 @@ public final class SQLiteStore: TenancyStore, UsageStore {
     /// The connection's own thread: SQLite calls block (a busy wait can last seconds), so they must not hold
     /// threads that other connections or NIO need.
     let threadPool: NIOThreadPool
+    /// Where the connection completes its operations and the group commits run.
+    let thread: StoreThread
     let lock = AsyncLock()
     let script: MigrationScript
     /// The database's write-ahead log, whose metadata ``changeMarker()`` reads.
@@ -32,15 +34,19 @@ public final class SQLiteStore: TenancyStore, UsageStore {
     /// existing ledger row appends a byte, so its size is ``ledgerChangeMarker()`` in every process using the file.
     let ledgerChanges: Int32
     /// The group commit of ledger recordings (``record(_:)``).
-    let ledgerGroups = LedgerGroupCommit()
-    let notificationGroups = GroupCommit<NotificationRecord, NotificationRecorded>("notifications")
+    let ledgerGroups: LedgerGroupCommit
+    /// The group commit of notifications (``recordNotification(_:)``).
+    let notificationGroups: GroupCommit<NotificationRecord, NotificationRecorded>
 
     private init(
-        connection: SQLiteConnection, threadPool: NIOThreadPool, script: MigrationScript, path: String,
-        ledgerChanges: Int32
+        connection: SQLiteConnection, threadPool: NIOThreadPool, thread: StoreThread, script: MigrationScript,
+        path: String, ledgerChanges: Int32
     ) {
         self.connection = connection
         self.threadPool = threadPool
+        self.thread = thread
+        ledgerGroups = LedgerGroupCommit(on: thread)
+        notificationGroups = GroupCommit("notifications", on: thread)
         self.script = script
         self.walPath = path + "-wal"
         self.ledgerChanges = ledgerChanges
@@ -52,12 +58,13 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         let isNew = !FileManager.default.fileExists(atPath: path)
         let threadPool = NIOThreadPool(numberOfThreads: 1)
         threadPool.start()
+        let thread = StoreThread()
         let connection: SQLiteConnection
         do {
             connection = try await SQLiteConnection.open(
-                storage: .file(path: path), threadPool: threadPool, logger: logger,
-                on: MultiThreadedEventLoopGroup.singleton.any())
+                storage: .file(path: path), threadPool: threadPool, logger: logger, on: thread.eventLoop)
         } catch {
+            thread.shutdown()
             try? await threadPool.shutdownGracefully()
             throw ServiceError(.storage, "cannot open SQLite database \(path): \(error)")
         }
@@ -65,11 +72,13 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         let ledgerChanges = openForAppending(path + "-ledger")
         guard ledgerChanges >= 0 else {
             try? await connection.close()
+            thread.shutdown()
             try? await threadPool.shutdownGracefully()
             throw ServiceError(.storage, "cannot open the ledger change file \(path)-ledger: errno \(errno)")
         }
         let store = SQLiteStore(
-            connection: connection, threadPool: threadPool, script: script, path: path, ledgerChanges: ledgerChanges)
+            connection: connection, threadPool: threadPool, thread: thread, script: script, path: path,
+            ledgerChanges: ledgerChanges)
         // The file holds key hashes and sealed secrets: readable by its owner only.
         if isNew { _ = chmod(path, 0o600) }
         do {
@@ -92,6 +101,7 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         defer {
             _ = closeFile(ledgerChanges)
             threadPool.shutdownGracefully { _ in }
+            thread.shutdown()
         }
         try await connection.close()
     }

@@ -28,6 +28,8 @@ final class GroupCommit<Member: Sendable, Result: Sendable>: Sendable {
     let maximumWaiting: Int
     /// What the members are, for the refusal's message.
     let what: String
+    /// Where the commits run (the store's own thread), if not on the global executor.
+    let executor: (any TaskExecutor)?
 
     private struct Queue {
         var pending: [(id: Int, member: Member, waiter: CheckedContinuation<Result, any Error>)] = []
@@ -37,8 +39,9 @@ final class GroupCommit<Member: Sendable, Result: Sendable>: Sendable {
 
     private let queue = Mutex(Queue())
 
-    init(_ what: String, maximumGroup: Int = 64, maximumWaiting: Int = 4_096) {
+    init(_ what: String, on executor: (any TaskExecutor)?, maximumGroup: Int = 64, maximumWaiting: Int = 4_096) {
         self.what = what
+        self.executor = executor
         self.maximumGroup = maximumGroup
         self.maximumWaiting = maximumWaiting
     }
@@ -72,7 +75,7 @@ final class GroupCommit<Member: Sendable, Result: Sendable>: Sendable {
                     continuation.resume(
                         throwing: ServiceError(.unavailable, "\(maximumWaiting) \(what) are waiting"))
                 case true?:
-                    Task { await self.commitGroups(with: committer) }
+                    Task(executorPreference: executor) { await self.commitGroups(with: committer) }
                 case false?:
                     break
                 }
@@ -121,8 +124,8 @@ final class GroupCommit<Member: Sendable, Result: Sendable>: Sendable {
 typealias LedgerGroupCommit = GroupCommit<LedgerRecording, [LedgerRecorded]>
 
 extension LedgerGroupCommit {
-    /// The group commit of ledger recordings.
-    convenience init() { self.init("ledger recordings") }
+    /// The group commit of ledger recordings, run on `executor`.
+    convenience init(on executor: (any TaskExecutor)?) { self.init("ledger recordings", on: executor) }
 
     /// Records `recording` with the next group (or alone, when it moves or refuses claims).
     func record(_ recording: LedgerRecording, on store: some GroupCommittingStore) async throws -> [LedgerRecorded] {

@@ -1,0 +1,27 @@
+import NIOCore
+import NIOPosix
+
+/// A thread of a store's own, as an event loop and as a task executor. The store's connection completes its
+/// operations on it, and its group commits (``GroupCommit``) run on it, so each statement of a group's transaction
+/// resumes there at once. On the server's event loops (Swift concurrency's global executor in `serve`) each would wait
+/// behind every request queued there, several milliseconds a statement under load (docs/performance.md, issue 21).
+final class StoreThread: TaskExecutor {
+    private let group: MultiThreadedEventLoopGroup
+    /// The thread's event loop.
+    let eventLoop: any EventLoop
+
+    init() {
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        eventLoop = group.next()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+
+    /// Stops the thread once its work is done.
+    func shutdown() {
+        group.shutdownGracefully { _ in }
+    }
+}
