@@ -59,11 +59,13 @@ import Testing
     }
 
     static func endpoint(
-        _ app: App, environments: Set<AppStoreEnvironment> = [], types: [String] = ["*"], offset: TimeInterval = 0
+        _ app: App, environments: Set<AppStoreEnvironment> = [], types: [String] = ["*"], offset: TimeInterval = 0,
+        forwards: Bool = true
     ) -> WebhookEndpoint {
         WebhookEndpoint(
             id: UUID(), appID: app.id, url: "https://hooks.example.com/\(types.joined())", environments: environments,
-            eventTypes: types, forwardsSignedPayload: true, secret: SealedSecret(bytes: Array(repeating: 9, count: 40)),
+            eventTypes: types, forwardsSignedPayload: forwards,
+            secret: SealedSecret(bytes: Array(repeating: 9, count: 40)),
             createdAt: start.addingTimeInterval(offset))
     }
 
@@ -413,6 +415,30 @@ import Testing
             #expect(statuses.allSatisfy { $0.asOf == t + 2_000 })
             #expect(statuses.filter { $0.state == .revoked }.count == 10)
             #expect(statuses.allSatisfy { $0.expiresDate == expires + Self.day })
+        }
+    }
+
+    /// Apple's signed payload goes to the endpoints that forward it, and is kept only while the app has one.
+    @Test(arguments: StoreKind.available)
+    func theSignedPayloadIsForwardedOnlyToEndpointsThatForwardIt(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            let plain = Self.endpoint(app, types: ["notification"], forwards: false)
+            try await store.addWebhookEndpoint(plain)
+            let first = Self.notification("TEST", uuid: "t-1", signedAt: Self.startMilliseconds, transaction: nil)
+            _ = try await store.recordNotification(Self.record(first, app: app))
+            var claimed = try await store.claimWebhookDeliveries(dueBy: Self.start, lease: .seconds(60), limit: 10)
+            #expect(claimed.map(\.endpointID) == [plain.id])
+            #expect(claimed.first?.signedPayload == nil)
+
+            let forwarding = Self.endpoint(app, types: ["notification"], offset: 1)
+            try await store.addWebhookEndpoint(forwarding)
+            let second = Self.notification("TEST", uuid: "t-2", signedAt: Self.startMilliseconds, transaction: nil)
+            _ = try await store.recordNotification(Self.record(second, app: app, at: 1))
+            claimed = try await store.claimWebhookDeliveries(
+                dueBy: Self.start.addingTimeInterval(1), lease: .seconds(60), limit: 10)
+            #expect(Set(claimed.map(\.endpointID)) == [plain.id, forwarding.id])
+            #expect(claimed.first { $0.endpointID == forwarding.id }?.signedPayload == "h.p.s")
+            #expect(claimed.first { $0.endpointID == plain.id }?.signedPayload == nil)
         }
     }
 }

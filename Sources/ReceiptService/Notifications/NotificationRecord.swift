@@ -25,7 +25,7 @@ public struct NotificationRecord: Sendable {
     public var appID: UUID
     /// The notification.
     public var notification: ServerNotification
-    /// Apple's `signedPayload`, kept for forwarding and reconciliation.
+    /// Apple's `signedPayload`, for endpoints that forward it (stored only while one of the app's does).
     public var signedPayload: String
     /// How it reached us.
     public var source: Source

@@ -182,7 +182,12 @@ extension PostgresLedgerWriter: NotificationWriting {
                 INSERT INTO notifications (app_id, notification_uuid, environment, notification_type, subtype, signed_date,
                     original_transaction_id, transaction_id, source, signed_payload, received_at)
                 SELECT \(appID), n.uuid, \(environment), n.type, NULLIF(n.subtype, \(noText)), n.signed_date,
-                    NULLIF(n.original, \(noText)), NULLIF(n.transaction, \(noText)), n.source, n.payload, n.received_at
+                    NULLIF(n.original, \(noText)), NULLIF(n.transaction, \(noText)), n.source,
+                    -- Apple's signed payload is kept only while an endpoint of the app forwards it.
+                    CASE WHEN EXISTS (
+                        SELECT 1 FROM webhook_endpoints WHERE app_id = \(appID) AND forwards_signed_payload
+                    ) THEN n.payload ELSE '' END,
+                    n.received_at
                 FROM UNNEST(\(notifications.map(\.uuid))::text[], \(notifications.map(\.type))::text[],
                     \(notifications.map { $0.subtype ?? noText })::text[], \(notifications.map(\.signedDate))::int8[],
                     \(notifications.map { $0.originalTransactionID ?? noText })::text[],

@@ -12,6 +12,8 @@ import Synchronization
 /// or ``StoreLocation/withStore(logger:_:)`` for one-off commands) before using the store.
 public final class PostgresStore: TenancyStore, UsageStore, Service {
     let client: PostgresClient
+    /// The thread the pool's connections and the group commits run on (``run()`` stops it when the pool ends).
+    let thread: StoreThread
     let logger: Logger
     let script: MigrationScript
 
@@ -22,7 +24,13 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
     /// `listensForChanges` makes ``changeMarker()`` work, at the cost of one pooled connection.
     public init(url: String, logger: Logger, listensForChanges: Bool = false) throws {
         self.listensForChanges = listensForChanges
-        self.client = PostgresClient(configuration: try PostgresURL.configuration(from: url), backgroundLogger: logger)
+        let configuration = try PostgresURL.configuration(from: url)
+        let thread = StoreThread()
+        self.thread = thread
+        self.client = PostgresClient(
+            configuration: configuration, eventLoopGroup: thread.eventLoopGroup, backgroundLogger: logger)
+        ledgerGroups = LedgerGroupCommit(on: thread)
+        notificationGroups = GroupCommit("notifications", on: thread)
         self.logger = logger
         self.script = try MigrationScript(String(decoding: PackageResources.schema_sql, as: UTF8.self))
     }
@@ -37,6 +45,7 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
             await group.next()
             group.cancelAll()
         }
+        thread.shutdown()
     }
 
     /// The channel plan and account changes are announced on (`pg_notify` in the change's transaction). New
@@ -47,8 +56,10 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
     /// Notifications received, and whether a connection is listening now.
     let changes = Mutex<(count: Int, listening: Bool)>((0, false))
     /// The group commit of ledger recordings (``record(_:)``).
-    let ledgerGroups = LedgerGroupCommit(on: nil)
-    let notificationGroups = GroupCommit<NotificationRecord, NotificationRecorded>("notifications", on: nil)
+    /// The group commit of ledger recordings (``record(_:)``).
+    let ledgerGroups: LedgerGroupCommit
+    /// The group commit of notifications (``recordNotification(_:)``).
+    let notificationGroups: GroupCommit<NotificationRecord, NotificationRecorded>
 
     /// Counts notifications on ``changeChannel`` while a connection listens; nil (reuse nothing) while none does,
     /// so a lost connection can never leave a server trusting a stale cache.

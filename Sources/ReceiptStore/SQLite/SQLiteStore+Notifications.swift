@@ -171,7 +171,7 @@ extension SQLiteLedgerWriter: NotificationWriting {
                 """
                 INSERT INTO notifications (app_id, notification_uuid, environment, notification_type, subtype, signed_date,
                     original_transaction_id, transaction_id, source, signed_payload, received_at)
-                VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", "))
+                VALUES \(Array(repeating: Self.notificationPlaceholders, count: chunk.count).joined(separator: ", "))
                 ON CONFLICT DO NOTHING RETURNING notification_uuid
                 """,
                 chunk.flatMap { record -> [SQLiteData] in
@@ -181,13 +181,20 @@ extension SQLiteLedgerWriter: NotificationWriting {
                         notification.subtype.map { .text($0) } ?? .null, .integer(Int(notification.signedDate)),
                         notification.originalTransactionID.map { .text($0) } ?? .null,
                         record.transaction.map { .text($0.transactionID) } ?? .null, .text(record.source.rawValue),
-                        .text(record.signedPayload), .millis(record.receivedAt),
+                        .uuid(appID), .text(record.signedPayload), .millis(record.receivedAt),
                     ]
                 })
             for row in rows { inserted.insert(try row.text("notification_uuid")) }
         }
         return inserted
     }
+
+    /// A notification's values; its signed payload is kept only while an endpoint of the app forwards it (else '').
+    private static let notificationPlaceholders = """
+        (?, ?, ?, ?, ?, ?, ?, ?, ?,
+            CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints WHERE app_id = ? AND forwards_signed_payload) THEN ?
+            ELSE '' END, ?)
+        """
 
     func openConsumptionGroup(transactionID: String, uuid: String, at date: Date) async throws -> Bool {
         let rows = try await store.query(

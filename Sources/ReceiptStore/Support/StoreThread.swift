@@ -9,6 +9,8 @@ final class StoreThread: TaskExecutor {
     private let group: MultiThreadedEventLoopGroup
     /// The thread's event loop.
     let eventLoop: any EventLoop
+    /// The thread, as a group of event loops (a connection pool's).
+    var eventLoopGroup: any EventLoopGroup { group }
 
     init() {
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)

@@ -88,11 +88,12 @@ extension StoredForm {
     }
 
     /// The claim's select list over `webhook_deliveries d`, `webhook_events e`, `webhook_endpoints w` and
-    /// `notifications n` (left-joined on the event's notification, for endpoints that forward it).
+    /// `notifications n` (left-joined on the event's notification, for endpoints that forward it; empty when it was
+    /// not kept).
     static let deliverySelect = """
         SELECT e.id, e.app_id, e.environment, e.event_type, e.data, e.notification_uuid, e.created_at,
             d.endpoint_id, d.attempts, w.url, w.secret,
-            CASE WHEN w.forwards_signed_payload THEN n.signed_payload END AS signed_payload
+            CASE WHEN w.forwards_signed_payload THEN NULLIF(n.signed_payload, '') END AS signed_payload
         FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
             JOIN webhook_endpoints w ON w.id = d.endpoint_id
             LEFT JOIN notifications n ON n.app_id = e.app_id AND n.notification_uuid = e.notification_uuid
