@@ -9,16 +9,19 @@
 # back), and /api's rate on the load fixture's receipts is compared with the same server's with an empty outbox, and
 # with the build before (BASE_BIN, if given). Target: ≥ 0.95 ×.
 #
-# Usage: scripts/notifications-bench.sh [DURATION_SECONDS=8] [CONNECTIONS=16]
+# Usage: scripts/notifications-bench.sh [DURATION_SECONDS=8] [CONNECTIONS=16] [INTAKE_CONNECTIONS=64]
+# Intake is loaded with INTAKE_CONNECTIONS (enough for group commits to fill the cores; at 16 it is latency-bound),
+# /api with CONNECTIONS.
 # CURRENT_BIN=DIR   a release build holding receiptverify and ReceiptBench (default: built into .build-release).
 # BASE_BIN=DIR      the build before, for the /api comparison (optional).
-# COUNT=N           notifications generated (default 1,500 per second of DURATION; each about 12 KB).
+# COUNT=N           notifications generated (default 4,000 per second of DURATION; each about 12 KB).
 # Needs wrk (installed with apt when missing and run as root), python3, and for PostgreSQL its server binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-8}
 CONNECTIONS=${2:-16}
-COUNT=${COUNT:-$((DURATION * 1500))}
+INTAKE_CONNECTIONS=${3:-64}
+COUNT=${COUNT:-$((DURATION * 4000))}
 log() { printf '==> %s\n' "$*" >&2; }
 
 if ! command -v wrk >/dev/null 2>&1; then
@@ -131,7 +134,7 @@ intake() {
     local label=$1 url=$2
     setup "$BIN" "$url"
     start_server "$BIN" "$url"
-    wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s "$WORK/notifications.lua" \
+    wrk -t2 -c"$INTAKE_CONNECTIONS" -d"${DURATION}s" -s "$WORK/notifications.lua" \
         "http://127.0.0.1:$PORT/notifications/$TOKEN" >"$WORK/wrk-$label.txt"
     local metrics recorded duplicates others
     metrics=$(curl -s "http://127.0.0.1:$PORT/metrics")
