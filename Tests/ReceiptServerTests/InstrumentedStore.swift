@@ -116,6 +116,7 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     func apps(accountID: UUID?) async throws -> [App] { try await base.apps(accountID: accountID) }
     func changeMarker() -> Int? { base.changeMarker() }
     func ledgerChangeMarker() -> Int? { base.ledgerChangeMarker() }
+    func statusChangeMarker() -> Int? { base.statusChangeMarker() }
     func insertSession(_ session: AccountSession) async throws { try await base.insertSession(session) }
     func session(tokenHash: [UInt8]) async throws -> AccountSession? {
         await enter("session")
@@ -177,10 +178,8 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int) async throws -> [WebhookDeliveryTask] {
         try await base.claimWebhookDeliveries(dueBy: now, lease: lease, limit: limit)
     }
-    func recordWebhookDelivery(_ task: WebhookDeliveryTask, outcome: WebhookDeliveryOutcome, at date: Date)
-        async throws
-    {
-        try await base.recordWebhookDelivery(task, outcome: outcome, at: date)
+    func recordWebhookDeliveries(_ attempts: [WebhookAttempt], at date: Date) async throws {
+        try await base.recordWebhookDeliveries(attempts, at: date)
     }
     func webhookEvents(_ query: WebhookEventQuery) async throws -> [WebhookEventRecord] {
         try await base.webhookEvents(query)

@@ -25,7 +25,9 @@ import Testing
     ) async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("rv-\(UUID().uuidString).sqlite").path
         defer {
-            for suffix in ["", "-wal", "-shm", "-ledger"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            for suffix in ["", "-wal", "-shm", "-ledger", "-statuses"] {
+                try? FileManager.default.removeItem(atPath: path + suffix)
+            }
         }
         let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         try await StoreLocation.sqlite(path: path).withStore(logger: logger) { base in

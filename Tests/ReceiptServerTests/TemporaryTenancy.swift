@@ -9,7 +9,9 @@ func withTemporaryTenancy<T: Sendable>(
 ) async throws -> T {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("rv-\(UUID().uuidString).sqlite").path
     defer {
-        for suffix in ["", "-wal", "-shm", "-ledger"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        for suffix in ["", "-wal", "-shm", "-ledger", "-statuses"] {
+            try? FileManager.default.removeItem(atPath: path + suffix)
+        }
     }
     let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
     return try await StoreLocation.sqlite(path: path).withStore(logger: logger) { store in

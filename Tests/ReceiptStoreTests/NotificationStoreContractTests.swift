@@ -441,4 +441,39 @@ import Testing
             #expect(claimed.first { $0.endpointID == plain.id }?.signedPayload == nil)
         }
     }
+
+    /// A status write moves the statuses' marker and leaves the ledger's alone (so `/api`'s ledger view survives a
+    /// flow of notifications); a revocation moves the ledger's. Where the store can tell without a listener (SQLite).
+    @Test(arguments: StoreKind.available)
+    func statusWritesMoveTheirOwnMarkerNotTheLedgers(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            guard let statusesBefore = store.statusChangeMarker(), let ledgerBefore = store.ledgerChangeMarker() else {
+                return
+            }
+            let expires = Self.startMilliseconds - 1_000
+            let t = Self.startMilliseconds - 100 * 60_000
+            _ = try await store.recordNotification(
+                Self.record(
+                    Self.notification(
+                        "SUBSCRIBED", signedAt: t, transaction: Self.transaction("2001", expires: expires)),
+                    app: app, at: -120))
+            let statusesAfter = try #require(store.statusChangeMarker())
+            #expect(statusesAfter != statusesBefore)
+            #expect(store.ledgerChangeMarker() == ledgerBefore)
+
+            // The expiry scheduler writes statuses too.
+            #expect(try await store.expireSubscriptions(dueBy: Self.start, limit: 10) == 1)
+            #expect(store.statusChangeMarker() != statusesAfter)
+            #expect(store.ledgerChangeMarker() == ledgerBefore)
+
+            // A refund of the known transaction changes a ledger row.
+            _ = try await store.recordNotification(
+                Self.record(
+                    Self.notification(
+                        "REFUND", signedAt: t + 1_000,
+                        transaction: Self.transaction("2001", expires: expires, revokedAt: t + 500)),
+                    app: app))
+            #expect(store.ledgerChangeMarker() != ledgerBefore)
+        }
+    }
 }

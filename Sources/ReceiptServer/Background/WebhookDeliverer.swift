@@ -11,7 +11,7 @@ import ServiceLifecycle
 /// Every ``interval`` it claims the due deliveries, at most ``perSecond`` a second (leased, so that several servers
 /// share them and each is attempted by one: a backlog drains beside the requests, not instead of them), POSTs each
 /// signed, at most ``concurrency`` at a time so that a receiver that hangs holds one slot for at most the client's
-/// timeout, and records the outcome: delivered on a 2xx;
+/// timeout, and records the outcomes (a slot's worth in one transaction): delivered on a 2xx;
 /// otherwise retried by ``policy`` (a 3xx too: redirects are not followed) until the event is 72 hours old, then
 /// dead. A delivery whose outcome cannot be recorded is claimed again when its lease ends: at least once, never lost.
 struct WebhookDeliverer: Service {
@@ -62,22 +62,47 @@ struct WebhookDeliverer: Service {
             logger.warning("webhook deliveries could not be claimed", metadata: ["error": "\(error)"])
             return 0
         }
-        await withTaskGroup(of: Void.self) { group in
+        // Outcomes are recorded a slot's worth at a time, each lot in one transaction: on SQLite every commit makes
+        // the server's cached reads (an account's standing) look again, so one commit per delivery would cost /api.
+        await withTaskGroup(of: WebhookAttempt.self) { group in
             var running = 0
+            var attempted: [WebhookAttempt] = []
             for task in tasks {
-                if running == concurrency {
-                    await group.next()
+                if running == concurrency, let attempt = await group.next() {
                     running -= 1
+                    attempted.append(attempt)
+                    if attempted.count >= concurrency { await record(&attempted) }
                 }
                 group.addTask { await deliver(task) }
                 running += 1
             }
+            for await attempt in group {
+                attempted.append(attempt)
+                if attempted.count >= concurrency { await record(&attempted) }
+            }
+            await record(&attempted)
         }
         return tasks.count
     }
 
-    /// One attempt, recorded.
-    func deliver(_ task: WebhookDeliveryTask) async {
+    /// Records the attempts' outcomes, and empties the list.
+    func record(_ attempted: inout [WebhookAttempt]) async {
+        guard !attempted.isEmpty else { return }
+        let attempts = attempted
+        attempted.removeAll()
+        do {
+            try await deadline.run("recording webhook deliveries") { [store] in
+                try await store.recordWebhookDeliveries(attempts, at: Date())
+            }
+        } catch {
+            logger.warning(
+                "webhook deliveries could not be recorded",
+                metadata: ["error": "\(error)", "deliveries": "\(attempts.count)"])
+        }
+    }
+
+    /// One attempt, counted and logged; its outcome is recorded by the caller.
+    func deliver(_ task: WebhookDeliveryTask) async -> WebhookAttempt {
         let started = ContinuousClock.now
         let outcome = await attempt(task)
         let result: String
@@ -103,13 +128,7 @@ struct WebhookDeliverer: Service {
             .increment()
         Timer(label: "receiptverify_webhook_delivery_duration_seconds", factory: metrics)
             .recordNanoseconds((ContinuousClock.now - started).nanoseconds)
-        do {
-            try await deadline.run("recording a webhook delivery") { [store] in
-                try await store.recordWebhookDelivery(task, outcome: outcome, at: Date())
-            }
-        } catch {
-            logger.warning("a webhook delivery could not be recorded", metadata: ["error": "\(error)"])
-        }
+        return (task, outcome)
     }
 
     /// Sends the task and judges the answer.

@@ -3,8 +3,8 @@ import ReceiptCore
 import Synchronization
 
 /// The subscription statuses `/api` answers and ledger look-ups show (`subscriptions`), read from the store once and
-/// then from memory while the store's ``LedgerStore/ledgerChangeMarker()`` stays put: every status a notification
-/// or the expiry scheduler writes moves it, on every server. What the store does not hold is remembered too, so an
+/// then from memory while the store's ``NotificationStore/statusChangeMarker()`` stays put: every status a
+/// notification or the expiry scheduler writes moves it, on every server. What the store does not hold is remembered too, so an
 /// app that receives no notifications costs `/api` no round trip. Bounded: past `capacity` entries it starts again
 /// empty.
 public final class SubscriptionStatusView: Sendable {
@@ -39,7 +39,7 @@ public final class SubscriptionStatusView: Sendable {
         -> [SubscriptionStatus]
     {
         guard !originals.isEmpty else { return [] }
-        let marker = store.ledgerChangeMarker()
+        let marker = store.statusChangeMarker()
         var known: [String: [SubscriptionStatus]] = [:]
         var missing: [String] = []
         state.withLock { state in

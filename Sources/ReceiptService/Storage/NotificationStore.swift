@@ -17,6 +17,10 @@ public protocol NotificationStore: StoreLifecycle {
     func expireSubscriptions(dueBy now: Date, limit: Int) async throws -> Int
     /// The UUIDs among `uuids` already recorded for the app (reconciliation skips them).
     func knownNotifications(appID: UUID, uuids: [String]) async throws -> Set<String>
+    /// A value that moves whenever a subscription status is written, by any process or server (as
+    /// ``LedgerStore/ledgerChangeMarker()`` does for the ledger, which status writes leave alone); nil when the store
+    /// cannot tell (nothing is then reused).
+    func statusChangeMarker() -> Int?
 }
 
 /// The customers' webhook endpoints and the outbox of events to deliver to them (docs/webhooks.md).
@@ -35,9 +39,9 @@ public protocol WebhookStore: StoreLifecycle {
     func recordEvents(_ events: [WebhookEvent]) async throws
     /// Up to `limit` pending deliveries due by `now`, oldest due first, each leased until `now + lease`.
     func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int) async throws -> [WebhookDeliveryTask]
-    /// Records one attempt's outcome.
-    func recordWebhookDelivery(_ task: WebhookDeliveryTask, outcome: WebhookDeliveryOutcome, at date: Date)
-        async throws
+    /// Records attempts' outcomes, in one transaction (one commit: on SQLite every commit makes the server's cached
+    /// reads look again).
+    func recordWebhookDeliveries(_ attempts: [WebhookAttempt], at date: Date) async throws
     /// The app's events with their deliveries, newest first.
     func webhookEvents(_ query: WebhookEventQuery) async throws -> [WebhookEventRecord]
     /// Makes the deliveries of the query's events (those in the query's state, if it names one; else those not
@@ -45,4 +49,16 @@ public protocol WebhookStore: StoreLifecycle {
     func redeliverWebhookEvents(_ query: WebhookEventQuery, at date: Date) async throws -> Int
     /// The pending deliveries: how many, and when the oldest event among them was made.
     func webhookBacklog() async throws -> (pending: Int, oldest: Date?)
+}
+
+/// An attempt at a delivery, and its outcome.
+public typealias WebhookAttempt = (task: WebhookDeliveryTask, outcome: WebhookDeliveryOutcome)
+
+extension WebhookStore {
+    /// Records one attempt's outcome.
+    public func recordWebhookDelivery(_ task: WebhookDeliveryTask, outcome: WebhookDeliveryOutcome, at date: Date)
+        async throws
+    {
+        try await recordWebhookDeliveries([(task, outcome)], at: date)
+    }
 }

@@ -14,23 +14,31 @@ extension PostgresStore: NotificationStore {
             with: .init(
                 group: { records in
                     try await self.transaction { connection in
-                        let outcomes = try await NotificationRecorder.recordTogether(records) { record in
+                        let recorded = try await NotificationRecorder.recordTogether(records) { record in
                             self.notificationWriter(record, on: connection)
                         }
-                        if outcomes.contains(where: \.changed) { try await self.announceChange(on: connection) }
-                        return outcomes
+                        try await self.announce(recorded, on: connection)
+                        return recorded.outcomes
                     }
                 },
                 alone: { record in
                     try await self.transaction { connection in
-                        let outcome = try await NotificationRecorder.record(
-                            [record], with: self.notificationWriter(record, on: connection))[0]
-                        if outcome.changed { try await self.announceChange(on: connection) }
-                        return outcome
+                        let recorded = try await NotificationRecorder.record(
+                            [record], with: self.notificationWriter(record, on: connection))
+                        try await self.announce(recorded, on: connection)
+                        return recorded.outcomes[0]
                     }
                 },
                 // Nothing after the commit: the announcement went inside the transaction.
                 announceChange: {}))
+    }
+
+    /// Announces, inside the group's transaction, the ledger rows and the statuses it changed.
+    private func announce(_ recorded: NotificationRecorder.GroupOutcome, on connection: PostgresConnection)
+        async throws
+    {
+        if recorded.outcomes.contains(where: \.changed) { try await announceChange(on: connection) }
+        if recorded.statusesChanged { try await announceStatusChange(on: connection) }
     }
 
     private func notificationWriter(_ record: NotificationRecord, on connection: PostgresConnection)
@@ -64,17 +72,10 @@ extension PostgresStore: NotificationStore {
                 ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 """, on: connection
             ).map(StoredForm.subscriptionStatus)
-            var expired: [(SubscriptionStatus, previous: SubscriptionStatus.State)] = []
-            for var status in due {
-                let previous = status.state
-                status.state = .expired
-                status.updatedAt = now.roundedToMilliseconds
-                // The signed date stays: a renewal signed before the expiry but arriving after it still counts.
-                expired.append((status, previous))
-            }
+            let expired = NotificationRecorder.expiring(due, at: now)
             try await self.saveSubscriptionStatuses(expired.map(\.0), on: connection)
             try await self.insertEvents(NotificationRecorder.expiryEvents(expired, at: now), on: connection)
-            if !expired.isEmpty { try await self.announceChange(on: connection) }
+            if !expired.isEmpty { try await self.announceStatusChange(on: connection) }
             return expired.count
         }
     }

@@ -15,6 +15,11 @@ extension PostgresStore {
         try await rows("SELECT pg_notify(\(Self.changeChannel), '')", on: connection)
     }
 
+    /// Announces status writes (``statusChangeMarker()``), delivered when the transaction commits.
+    func announceStatusChange(on connection: PostgresConnection) async throws {
+        try await rows("SELECT pg_notify(\(Self.changeChannel), \(Self.statusChange))", on: connection)
+    }
+
     public func claimMasterKeyCheck(_ value: String) async throws -> String {
         try await transaction { connection in
             try await self.rows(

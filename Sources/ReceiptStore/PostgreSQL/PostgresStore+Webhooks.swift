@@ -66,18 +66,19 @@ extension PostgresStore: WebhookStore {
         }
     }
 
-    public func recordWebhookDelivery(_ task: WebhookDeliveryTask, outcome: WebhookDeliveryOutcome, at date: Date)
-        async throws
-    {
-        let columns = StoredForm.deliveryColumns(outcome, at: date)
-        try await run {
-            try await rows(
-                """
-                UPDATE webhook_deliveries SET state = \(columns.state), attempts = attempts + 1,
-                    next_attempt_at = \(columns.next), last_status = \(columns.status), last_error = \(columns.error),
-                    delivered_at = \(columns.delivered)
-                WHERE event_id = \(task.event.id) AND endpoint_id = \(task.endpointID) AND state = 'pending'
-                """)
+    public func recordWebhookDeliveries(_ attempts: [WebhookAttempt], at date: Date) async throws {
+        guard !attempts.isEmpty else { return }
+        try await transaction { connection in
+            for (task, outcome) in attempts {
+                let columns = StoredForm.deliveryColumns(outcome, at: date)
+                try await self.rows(
+                    """
+                    UPDATE webhook_deliveries SET state = \(columns.state), attempts = attempts + 1,
+                        next_attempt_at = \(columns.next), last_status = \(columns.status),
+                        last_error = \(columns.error), delivered_at = \(columns.delivered)
+                    WHERE event_id = \(task.event.id) AND endpoint_id = \(task.endpointID) AND state = 'pending'
+                    """, on: connection)
+            }
         }
     }
 

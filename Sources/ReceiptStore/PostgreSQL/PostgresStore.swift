@@ -52,9 +52,11 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
     /// accounts and changes to keys and apps are not announced: servers see keys and apps when their authentication
     /// cache entries expire.
     static let changeChannel = "receiptverify_changes"
+    /// The payload on ``changeChannel`` of status writes, which move ``statusChangeMarker()`` only.
+    static let statusChange = "statuses"
 
-    /// Notifications received, and whether a connection is listening now.
-    let changes = Mutex<(count: Int, listening: Bool)>((0, false))
+    /// Notifications received (those of status writes apart), and whether a connection is listening now.
+    let changes = Mutex<(count: Int, statuses: Int, listening: Bool)>((0, 0, false))
     /// The group commit of ledger recordings (``record(_:)``).
     /// The group commit of ledger recordings (``record(_:)``).
     let ledgerGroups: LedgerGroupCommit
@@ -67,19 +69,36 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
         changes.withLock { $0.listening ? $0.count : nil }
     }
 
+    /// Counts the status writes announced on ``changeChannel`` (payload `statuses`), and moves with every other
+    /// change too (a reconnection among them).
+    public func statusChangeMarker() -> Int? {
+        changes.withLock { $0.listening ? $0.count &+ $0.statuses : nil }
+    }
+
     func listenForChanges() async {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: Self.changeChannel) { notifications in
-                        self.changes.withLock { $0 = ($0.count + 1, true) }
-                        for try await _ in notifications { self.changes.withLock { $0.count += 1 } }
+                        self.changes.withLock {
+                            $0.count += 1
+                            $0.listening = true
+                        }
+                        for try await notification in notifications {
+                            let isStatus = notification.payload == Self.statusChange
+                            self.changes.withLock {
+                                if isStatus { $0.statuses += 1 } else { $0.count += 1 }
+                            }
+                        }
                     }
                 }
             } catch {
                 if !Task.isCancelled { logger.warning("not listening for changes", metadata: ["error": "\(error)"]) }
             }
-            changes.withLock { $0 = ($0.count + 1, false) }
+            changes.withLock {
+                $0.count += 1
+                $0.listening = false
+            }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
         }
     }

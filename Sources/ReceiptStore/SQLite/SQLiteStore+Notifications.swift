@@ -12,14 +12,18 @@ extension SQLiteStore: NotificationStore {
             record,
             with: .init(
                 group: { records in
-                    try await self.transaction {
+                    let recorded = try await self.transaction {
                         try await NotificationRecorder.recordTogether(records, writer: self.notificationWriter)
                     }
+                    if recorded.statusesChanged { self.announceStatusChange() }
+                    return recorded.outcomes
                 },
                 alone: { record in
-                    try await self.transaction {
-                        try await NotificationRecorder.record([record], with: self.notificationWriter(record))[0]
+                    let recorded = try await self.transaction {
+                        try await NotificationRecorder.record([record], with: self.notificationWriter(record))
                     }
+                    if recorded.statusesChanged { self.announceStatusChange() }
+                    return recorded.outcomes[0]
                 }, announceChange: { self.announceLedgerChange() }))
     }
 
@@ -52,19 +56,12 @@ extension SQLiteStore: NotificationStore {
                 "SELECT * FROM subscription_statuses WHERE due_at <= ? ORDER BY due_at LIMIT ?",
                 [.integer(StoredForm.millis(now)), .integer(limit)]
             ).map(StoredForm.subscriptionStatus)
-            var expired: [(SubscriptionStatus, previous: SubscriptionStatus.State)] = []
-            for var status in due {
-                let previous = status.state
-                status.state = .expired
-                status.updatedAt = now.roundedToMilliseconds
-                // The signed date stays: a renewal signed before the expiry but arriving after it still counts.
-                expired.append((status, previous))
-            }
+            let expired = NotificationRecorder.expiring(due, at: now)
             try await self.saveSubscriptionStatuses(expired.map(\.0))
             try await self.insertEvents(NotificationRecorder.expiryEvents(expired, at: now))
             return expired.count
         }
-        if expired > 0 { announceLedgerChange() }
+        if expired > 0 { announceStatusChange() }
         return expired
     }
 

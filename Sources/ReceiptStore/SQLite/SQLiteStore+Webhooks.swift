@@ -67,22 +67,23 @@ extension SQLiteStore: WebhookStore {
         }
     }
 
-    public func recordWebhookDelivery(_ task: WebhookDeliveryTask, outcome: WebhookDeliveryOutcome, at date: Date)
-        async throws
-    {
-        let columns = StoredForm.deliveryColumns(outcome, at: date)
-        _ = try await transaction {
-            try await self.query(
-                """
-                UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_attempt_at = ?,
-                    last_status = ?, last_error = ?, delivered_at = ?
-                WHERE event_id = ? AND endpoint_id = ? AND state = 'pending'
-                """,
-                [
-                    .text(columns.state), .millis(columns.next), columns.status.map { .integer($0) } ?? .null,
-                    columns.error.map { .text($0) } ?? .null, .millis(columns.delivered), .uuid(task.event.id),
-                    .uuid(task.endpointID),
-                ])
+    public func recordWebhookDeliveries(_ attempts: [WebhookAttempt], at date: Date) async throws {
+        guard !attempts.isEmpty else { return }
+        try await transaction {
+            for (task, outcome) in attempts {
+                let columns = StoredForm.deliveryColumns(outcome, at: date)
+                _ = try await self.query(
+                    """
+                    UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_attempt_at = ?,
+                        last_status = ?, last_error = ?, delivered_at = ?
+                    WHERE event_id = ? AND endpoint_id = ? AND state = 'pending'
+                    """,
+                    [
+                        .text(columns.state), .millis(columns.next), columns.status.map { .integer($0) } ?? .null,
+                        columns.error.map { .text($0) } ?? .null, .millis(columns.delivered), .uuid(task.event.id),
+                        .uuid(task.endpointID),
+                    ])
+            }
         }
     }
 

@@ -33,6 +33,8 @@ public final class SQLiteStore: TenancyStore, UsageStore {
     /// The ledger's change file beside the database (`…-ledger`), open for appending: a committed change to an
     /// existing ledger row appends a byte, so its size is ``ledgerChangeMarker()`` in every process using the file.
     let ledgerChanges: Int32
+    /// The statuses' change file (`…-statuses`), as the ledger's: a committed status write appends a byte.
+    let statusChanges: Int32
     /// The group commit of ledger recordings (``record(_:)``).
     let ledgerGroups: LedgerGroupCommit
     /// The group commit of notifications (``recordNotification(_:)``).
@@ -40,7 +42,7 @@ public final class SQLiteStore: TenancyStore, UsageStore {
 
     private init(
         connection: SQLiteConnection, threadPool: NIOThreadPool, thread: StoreThread, script: MigrationScript,
-        path: String, ledgerChanges: Int32
+        path: String, ledgerChanges: Int32, statusChanges: Int32
     ) {
         self.connection = connection
         self.threadPool = threadPool
@@ -50,6 +52,7 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         self.script = script
         self.walPath = path + "-wal"
         self.ledgerChanges = ledgerChanges
+        self.statusChanges = statusChanges
     }
 
     /// Opens (creating if needed) the database file at `path`.
@@ -70,15 +73,18 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         }
         // Readable and writable by the owner only, as the database.
         let ledgerChanges = openForAppending(path + "-ledger")
-        guard ledgerChanges >= 0 else {
+        let statusChanges = openForAppending(path + "-statuses")
+        guard ledgerChanges >= 0, statusChanges >= 0 else {
+            let error = errno
+            for descriptor in [ledgerChanges, statusChanges] where descriptor >= 0 { _ = closeFile(descriptor) }
             try? await connection.close()
             thread.shutdown()
             try? await threadPool.shutdownGracefully()
-            throw ServiceError(.storage, "cannot open the ledger change file \(path)-ledger: errno \(errno)")
+            throw ServiceError(.storage, "cannot open the change files \(path)-ledger and -statuses: errno \(error)")
         }
         let store = SQLiteStore(
             connection: connection, threadPool: threadPool, thread: thread, script: script, path: path,
-            ledgerChanges: ledgerChanges)
+            ledgerChanges: ledgerChanges, statusChanges: statusChanges)
         // The file holds key hashes and sealed secrets: readable by its owner only.
         if isNew { _ = chmod(path, 0o600) }
         do {
@@ -100,6 +106,7 @@ public final class SQLiteStore: TenancyStore, UsageStore {
     public func close() async throws {
         defer {
             _ = closeFile(ledgerChanges)
+            _ = closeFile(statusChanges)
             threadPool.shutdownGracefully { _ in }
             thread.shutdown()
         }
@@ -175,6 +182,20 @@ public final class SQLiteStore: TenancyStore, UsageStore {
     func announceLedgerChange() {
         var byte: UInt8 = 1
         _ = write(ledgerChanges, &byte, 1)
+    }
+
+    /// The size of the statuses' change file: every process's committed status writes, counted
+    /// (``NotificationStore/statusChangeMarker()``). One `fstat`.
+    public func statusChangeMarker() -> Int? {
+        var info = stat()
+        guard fstat(statusChanges, &info) == 0 else { return nil }
+        return Int(info.st_size)
+    }
+
+    /// Counts committed status writes, after their commit.
+    func announceStatusChange() {
+        var byte: UInt8 = 1
+        _ = write(statusChanges, &byte, 1)
     }
 
     /// The size, times and inode of the write-ahead log: in WAL mode every commit, from this process or another (the

@@ -28,29 +28,33 @@ protocol NotificationWriting: LedgerWriting {
 /// (``GroupCommit``) in one database transaction, with one statement per table for the whole group, and each
 /// notification's outcome the one it would have had recorded alone, after those before it in the group.
 enum NotificationRecorder {
-    /// A notification's outcome, and whether an existing ledger row's revocation or a subscription's status changed
-    /// (to be announced, as the ledger's own changes are).
+    /// A notification's outcome, and whether an existing ledger row's revocation changed (to be announced, as the
+    /// ledger's own changes are).
     typealias Outcome = GroupCommit<NotificationRecord, NotificationRecorded>.Outcome
+    /// The outcomes of a group, and whether it wrote a subscription status (to be announced on the store's
+    /// ``NotificationStore/statusChangeMarker()``, which ``SubscriptionStatusView`` follows).
+    typealias GroupOutcome = (outcomes: [Outcome], statusesChanged: Bool)
 
     /// Records a group of notifications inside one transaction, a few statements per app and environment; the
     /// outcomes in the group's order. `writer` gives the writer of a notification's app and environment.
     static func recordTogether<Writer: NotificationWriting>(
         _ records: [NotificationRecord], writer: (NotificationRecord) -> Writer
-    ) async throws -> [Outcome] {
+    ) async throws -> GroupOutcome {
         var outcomes = [Outcome](repeating: (.duplicate, false), count: records.count)
+        var statusesChanged = false
         for indexes in byLedger(records.map { ($0.appID, $0.notification.environment) }) {
             let members = indexes.map { records[$0] }
-            for (index, outcome) in zip(indexes, try await record(members, with: writer(members[0]))) {
-                outcomes[index] = outcome
-            }
+            let recorded = try await record(members, with: writer(members[0]))
+            for (index, outcome) in zip(indexes, recorded.outcomes) { outcomes[index] = outcome }
+            statusesChanged = statusesChanged || recorded.statusesChanged
         }
-        return outcomes
+        return (outcomes, statusesChanged)
     }
 
     /// Records `records`, all of the writer's app and environment, through `writer`, inside one database transaction;
     /// the outcomes in their order.
     static func record(_ records: [NotificationRecord], with writer: some NotificationWriting) async throws
-        -> [Outcome]
+        -> GroupOutcome
     {
         var outcomes = [Outcome](repeating: (.duplicate, false), count: records.count)
         // The first of each UUID is recorded, if it was not before; a repeat in the group is a duplicate.
@@ -145,17 +149,16 @@ enum NotificationRecorder {
             }
             statuses[status.originalTransactionID] = status
             if !saved.contains(status.originalTransactionID) { saved.append(status.originalTransactionID) }
-            // Statuses are read through an in-memory view (``SubscriptionStatusView``) that the change drops.
-            outcomes[index].changed = true
             if old?.state != status.state {
                 events[index].append(
                     records[index].event(.subscriptionStatusChanged, statusEventData(status, previous: old?.state)))
             }
         }
+        // Statuses are read through an in-memory view (``SubscriptionStatusView``) that the announcement drops.
         try await writer.saveSubscriptionStatuses(saved.compactMap { statuses[$0] })
         try await writer.insertEvents(events.flatMap { $0 })
         for index in recorded { outcomes[index].result = .recorded(events: events[index]) }
-        return outcomes
+        return (outcomes, !saved.isEmpty)
     }
 
     /// The `data` of a `subscription.status_changed` event: the status, and the one it replaced.
@@ -163,6 +166,19 @@ enum NotificationRecorder {
         var data = status.json
         data.append("previous_status", previous.map { .string($0.rawValue) } ?? .null)
         return data
+    }
+
+    /// The due statuses moved to `expired` at `now`, with the state each had. The signed date stays: a renewal signed
+    /// before the expiry but arriving after it still counts.
+    static func expiring(_ due: [SubscriptionStatus], at now: Date) -> [(
+        SubscriptionStatus, previous: SubscriptionStatus.State
+    )] {
+        due.map { status in
+            var expired = status
+            expired.state = .expired
+            expired.updatedAt = now.roundedToMilliseconds
+            return (expired, status.state)
+        }
     }
 
     /// The events of subscriptions the expiry scheduler moves to `expired`.
