@@ -116,12 +116,7 @@ extension PostgresStore: NotificationStore {
                 \(statuses.map(\.updatedAt))::timestamptz[], \(statuses.map { StoredForm.dueAt($0) ?? none })::int8[])
                 AS s(app_id, environment, original, product, status, expires, grace, renews, renew_product, as_of,
                     updated_at, due)
-            ON CONFLICT (app_id, environment, original_transaction_id) DO UPDATE SET
-                product_id = excluded.product_id, status = excluded.status, expires_date = excluded.expires_date,
-                grace_period_expires_date = excluded.grace_period_expires_date, auto_renews = excluded.auto_renews,
-                auto_renew_product_id = excluded.auto_renew_product_id, as_of = excluded.as_of,
-                updated_at = excluded.updated_at, due_at = excluded.due_at
-            WHERE subscription_statuses.as_of <= excluded.as_of
+            \(unescaped: StoredForm.statusUpsert)
             """, on: connection)
     }
 

@@ -94,12 +94,7 @@ extension SQLiteStore: NotificationStore {
                     expires_date, grace_period_expires_date, auto_renews, auto_renew_product_id, as_of, updated_at,
                     due_at)
                 VALUES \(Array(repeating: Self.statusPlaceholders, count: chunk.count).joined(separator: ", "))
-                ON CONFLICT (app_id, environment, original_transaction_id) DO UPDATE SET
-                    product_id = excluded.product_id, status = excluded.status, expires_date = excluded.expires_date,
-                    grace_period_expires_date = excluded.grace_period_expires_date, auto_renews = excluded.auto_renews,
-                    auto_renew_product_id = excluded.auto_renew_product_id, as_of = excluded.as_of,
-                    updated_at = excluded.updated_at, due_at = excluded.due_at
-                WHERE subscription_statuses.as_of <= excluded.as_of
+                \(StoredForm.statusUpsert)
                 """,
                 chunk.flatMap { status -> [SQLiteData] in
                     [

@@ -171,32 +171,18 @@ public final class SQLiteStore: TenancyStore, UsageStore {
 
     /// The size of the ledger change file: every process's committed changes to existing ledger rows, counted
     /// (``LedgerStore/ledgerChangeMarker()``). One `fstat`.
-    public func ledgerChangeMarker() -> Int? {
-        var info = stat()
-        guard fstat(ledgerChanges, &info) == 0 else { return nil }
-        return Int(info.st_size)
-    }
+    public func ledgerChangeMarker() -> Int? { changesCounted(in: ledgerChanges) }
 
     /// Counts a committed change to existing ledger rows, after its commit (a reader that sees the new count reads
     /// the change).
-    func announceLedgerChange() {
-        var byte: UInt8 = 1
-        _ = write(ledgerChanges, &byte, 1)
-    }
+    func announceLedgerChange() { countChange(in: ledgerChanges) }
 
     /// The size of the statuses' change file: every process's committed status writes, counted
     /// (``NotificationStore/statusChangeMarker()``). One `fstat`.
-    public func statusChangeMarker() -> Int? {
-        var info = stat()
-        guard fstat(statusChanges, &info) == 0 else { return nil }
-        return Int(info.st_size)
-    }
+    public func statusChangeMarker() -> Int? { changesCounted(in: statusChanges) }
 
     /// Counts committed status writes, after their commit.
-    func announceStatusChange() {
-        var byte: UInt8 = 1
-        _ = write(statusChanges, &byte, 1)
-    }
+    func announceStatusChange() { countChange(in: statusChanges) }
 
     /// The size, times and inode of the write-ahead log: in WAL mode every commit, from this process or another (the
     /// CLI), appends to the log, or rewrites it from the start after a checkpoint; either changes its size or its
@@ -275,6 +261,19 @@ private func openForAppending(_ path: String) -> Int32 {
     #else
         Darwin.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
     #endif
+}
+
+/// The size of a change file (its count of changes); nil when it cannot be read.
+private func changesCounted(in descriptor: Int32) -> Int? {
+    var info = stat()
+    guard fstat(descriptor, &info) == 0 else { return nil }
+    return Int(info.st_size)
+}
+
+/// Appends one change to a change file opened for appending.
+private func countChange(in descriptor: Int32) {
+    var byte: UInt8 = 1
+    _ = write(descriptor, &byte, 1)
 }
 
 /// `close(2)`.

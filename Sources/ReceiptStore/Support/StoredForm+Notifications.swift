@@ -16,6 +16,17 @@ extension StoredForm {
             asOf: Int64(try row.int("as_of")), updatedAt: try row.date("updated_at"))
     }
 
+    /// What an insert into `subscription_statuses` does to a stored status (both dialects): replaces it, unless it was
+    /// signed later.
+    static let statusUpsert = """
+        ON CONFLICT (app_id, environment, original_transaction_id) DO UPDATE SET
+            product_id = excluded.product_id, status = excluded.status, expires_date = excluded.expires_date,
+            grace_period_expires_date = excluded.grace_period_expires_date, auto_renews = excluded.auto_renews,
+            auto_renew_product_id = excluded.auto_renew_product_id, as_of = excluded.as_of,
+            updated_at = excluded.updated_at, due_at = excluded.due_at
+        WHERE subscription_statuses.as_of <= excluded.as_of
+        """
+
     /// When the expiry scheduler should look at a status: the end of what entitles it (the grace period's end, else
     /// the expiry) while it is entitled; never otherwise.
     static func dueAt(_ status: SubscriptionStatus) -> Int64? {
