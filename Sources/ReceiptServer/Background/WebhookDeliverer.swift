@@ -62,34 +62,40 @@ struct WebhookDeliverer: Service {
             logger.warning("webhook deliveries could not be claimed", metadata: ["error": "\(error)"])
             return 0
         }
-        // Outcomes are recorded a slot's worth at a time, each lot in one transaction: on SQLite every commit makes
-        // the server's cached reads (an account's standing) look again, so one commit per delivery would cost /api.
+        // Outcomes are recorded a slot's worth at a time (or once the first of them waited a second), each lot in
+        // one transaction: on SQLite every commit makes the server's cached reads (an account's standing) look again,
+        // so one commit per delivery would cost /api. An outcome not recorded is attempted again after the lease.
         await withTaskGroup(of: WebhookAttempt.self) { group in
             var running = 0
             var attempted: [WebhookAttempt] = []
+            var waitingSince: ContinuousClock.Instant?
+            func add(_ attempt: WebhookAttempt) async {
+                attempted.append(attempt)
+                let since = waitingSince ?? .now
+                waitingSince = since
+                if attempted.count >= concurrency || ContinuousClock.now - since >= .seconds(1) {
+                    await record(attempted)
+                    attempted.removeAll()
+                    waitingSince = nil
+                }
+            }
             for task in tasks {
                 if running == concurrency, let attempt = await group.next() {
                     running -= 1
-                    attempted.append(attempt)
-                    if attempted.count >= concurrency { await record(&attempted) }
+                    await add(attempt)
                 }
                 group.addTask { await deliver(task) }
                 running += 1
             }
-            for await attempt in group {
-                attempted.append(attempt)
-                if attempted.count >= concurrency { await record(&attempted) }
-            }
-            await record(&attempted)
+            for await attempt in group { await add(attempt) }
+            await record(attempted)
         }
         return tasks.count
     }
 
-    /// Records the attempts' outcomes, and empties the list.
-    func record(_ attempted: inout [WebhookAttempt]) async {
-        guard !attempted.isEmpty else { return }
-        let attempts = attempted
-        attempted.removeAll()
+    /// Records the attempts' outcomes in one transaction.
+    func record(_ attempts: [WebhookAttempt]) async {
+        guard !attempts.isEmpty else { return }
         do {
             try await deadline.run("recording webhook deliveries") { [store] in
                 try await store.recordWebhookDeliveries(attempts, at: Date())

@@ -228,7 +228,8 @@ extension PostgresLedgerWriter: NotificationWriting {
 
     func subscriptionStatuses(of originalTransactionIDs: [String]) async throws -> [String: SubscriptionStatus] {
         guard !originalTransactionIDs.isEmpty else { return [:] }
-        // Locked in one order (by ID), so that two servers' groups cannot deadlock on them.
+        // Locked in one order (by ID), as the rows a group inserts are written, so that two servers' groups take their
+        // locks in one order (a deadlock, should one still happen, sends the groups back to one by one).
         var statuses: [String: SubscriptionStatus] = [:]
         for row in try await store.rows(
             """

@@ -12,7 +12,7 @@ import Synchronization
 /// or ``StoreLocation/withStore(logger:_:)`` for one-off commands) before using the store.
 public final class PostgresStore: TenancyStore, UsageStore, Service {
     let client: PostgresClient
-    /// The thread the pool's connections and the group commits run on (``run()`` stops it when the pool ends).
+    /// The thread the pool's connections and the group commits run on (stopped when the store goes).
     let thread: StoreThread
     let logger: Logger
     let script: MigrationScript
@@ -45,6 +45,9 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
             await group.next()
             group.cancelAll()
         }
+    }
+
+    deinit {
         thread.shutdown()
     }
 

@@ -100,6 +100,10 @@ final class GroupCommit<Member: Sendable, Result: Sendable>: Sendable {
             guard !group.isEmpty else { return }
             do {
                 let outcomes = try await committer.group(group.map(\.member))
+                // One outcome per member, or none is trusted: each is then committed alone.
+                guard outcomes.count == group.count else {
+                    throw ServiceError(.storage, "a group of \(group.count) \(what) gave \(outcomes.count) outcomes")
+                }
                 if outcomes.contains(where: \.changed) { committer.announceChange() }
                 for (member, outcome) in zip(group, outcomes) {
                     member.waiter.resume(returning: outcome.result)

@@ -60,7 +60,9 @@ enum NotificationRecorder {
         // The first of each UUID is recorded, if it was not before; a repeat in the group is a duplicate.
         var firsts = Set<String>()
         let distinct = records.indices.filter { firsts.insert(records[$0].notification.uuid).inserted }
-        let inserted = try await writer.insertNotifications(distinct.map { records[$0] })
+        // Rows are written in key order throughout, so that two servers' groups take their locks in one order.
+        let inserted = try await writer.insertNotifications(
+            distinct.map { records[$0] }.sorted { $0.notification.uuid < $1.notification.uuid })
         var events = [[WebhookEvent]](repeating: [], count: records.count)
         var recorded: [Int] = []
         for index in distinct where inserted.contains(records[index].notification.uuid) {
@@ -86,8 +88,12 @@ enum NotificationRecorder {
         }
 
         // The transactions carried, in one insert: a transaction is new for the first notification carrying it.
-        let entries = recorded.compactMap { records[$0].ledgerEntry }
-        let created = try await writer.insertIfAbsent(entries)
+        var carried = Set<String>()
+        let entries = recorded.compactMap { records[$0].ledgerEntry }.filter {
+            carried.insert($0.transaction.transactionID).inserted
+        }
+        let created = try await writer.insertIfAbsent(
+            entries.sorted { $0.transaction.transactionID < $1.transaction.transactionID })
         var announced = Set<String>()
         for index in recorded {
             let record = records[index]
@@ -155,7 +161,7 @@ enum NotificationRecorder {
             }
         }
         // Statuses are read through an in-memory view (``SubscriptionStatusView``) that the announcement drops.
-        try await writer.saveSubscriptionStatuses(saved.compactMap { statuses[$0] })
+        try await writer.saveSubscriptionStatuses(saved.sorted().compactMap { statuses[$0] })
         try await writer.insertEvents(events.flatMap { $0 })
         for index in recorded { outcomes[index].result = .recorded(events: events[index]) }
         return (outcomes, !saved.isEmpty)

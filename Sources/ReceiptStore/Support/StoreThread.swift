@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// A thread of a store's own, as an event loop and as a task executor. The store's connection completes its
 /// operations on it, and its group commits (``GroupCommit``) run on it, so each statement of a group's transaction
@@ -7,6 +8,9 @@ import NIOPosix
 /// behind every request queued there, several milliseconds a statement under load (docs/performance.md, issue 21).
 final class StoreThread: TaskExecutor {
     private let group: MultiThreadedEventLoopGroup
+    /// Whether ``shutdown()`` was called: work enqueued after it runs on Swift concurrency's global executor, so
+    /// that a task still preferring this thread fails on the closed store instead of never resuming.
+    private let isShutDown = Mutex(false)
     /// The thread's event loop.
     let eventLoop: any EventLoop
     /// The thread, as a group of event loops (a connection pool's).
@@ -19,11 +23,20 @@ final class StoreThread: TaskExecutor {
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        let scheduled = isShutDown.withLock { isShutDown in
+            guard !isShutDown else { return false }
+            eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+            return true
+        }
+        if !scheduled { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
     }
 
-    /// Stops the thread once its work is done.
+    /// Stops the thread once the work enqueued before is done.
     func shutdown() {
-        group.shutdownGracefully { _ in }
+        let first = isShutDown.withLock { isShutDown in
+            defer { isShutDown = true }
+            return !isShutDown
+        }
+        if first { group.shutdownGracefully { _ in } }
     }
 }
