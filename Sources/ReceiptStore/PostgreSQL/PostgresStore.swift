@@ -25,6 +25,8 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
     public init(url: String, logger: Logger, listensForChanges: Bool = false) throws {
         self.listensForChanges = listensForChanges
         let configuration = try PostgresURL.configuration(from: url)
+        self.script = try MigrationScript(String(decoding: PackageResources.schema_sql, as: UTF8.self))
+        // Last: nothing throws once the thread runs (a store that failed to initialize would never stop it).
         let thread = StoreThread()
         self.thread = thread
         self.client = PostgresClient(
@@ -32,7 +34,6 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
         ledgerGroups = LedgerGroupCommit(on: thread)
         notificationGroups = GroupCommit("notifications", on: thread)
         self.logger = logger
-        self.script = try MigrationScript(String(decoding: PackageResources.schema_sql, as: UTF8.self))
     }
 
     /// Runs the connection pool until the task is cancelled or a graceful shutdown begins; with `listensForChanges`,
@@ -60,7 +61,6 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
 
     /// Notifications received (those of status writes apart), and whether a connection is listening now.
     let changes = Mutex<(count: Int, statuses: Int, listening: Bool)>((0, 0, false))
-    /// The group commit of ledger recordings (``record(_:)``).
     /// The group commit of ledger recordings (``record(_:)``).
     let ledgerGroups: LedgerGroupCommit
     /// The group commit of notifications (``recordNotification(_:)``).
