@@ -251,7 +251,7 @@ struct VerificationEndpoint: Sendable {
     /// Checks a bearer key before the body is read: an unknown key is refused (and counted against the address)
     /// without reading what may be megabytes.
     private func checkKey(_ apiKey: String?, from context: ServerContext) async throws {
-        try await withFailureBudget(of: context) { mayQueryStore in
+        try await failedAuthentications.guarding(context.clientAddress) { mayQueryStore in
             try await authenticator.checkKey(apiKey, mayQueryStore: mayQueryStore, logger: logger)
         }
     }
@@ -261,18 +261,10 @@ struct VerificationEndpoint: Sendable {
         async throws -> Caller
     {
         let apiKey = try bearerOrField(request, parsed.apiKey)
-        return try await withFailureBudget(of: context) { mayQueryStore in
+        return try await failedAuthentications.guarding(context.clientAddress) { mayQueryStore in
             try await authenticator.authenticate(
                 apiKey: apiKey, token: parsed.token, mayQueryStore: mayQueryStore, logger: logger)
         }
-    }
-
-    /// Runs an authentication step under the client address's budget of failures
-    /// (``FailedAuthentications/guarding(_:_:)``).
-    private func withFailureBudget<T>(
-        of context: ServerContext, _ step: (_ mayQueryStore: @escaping @Sendable () -> Bool) async throws -> T
-    ) async throws -> T {
-        try await failedAuthentications.guarding(context.clientAddress, step)
     }
 
     /// The API key from `Authorization: Bearer …` (or HTTP Basic with the key as the user, for libraries that can

@@ -4,9 +4,9 @@ import Synchronization
 
 /// The subscription statuses `/api` answers and ledger look-ups show (`subscriptions`), read from the store once and
 /// then from memory while the store's ``NotificationStore/statusChangeMarker()`` stays put: every status a
-/// notification or the expiry scheduler writes moves it, on every server. What the store does not hold is remembered too, so an
-/// app that receives no notifications costs `/api` no round trip. Bounded: past `capacity` entries it starts again
-/// empty.
+/// notification or the expiry scheduler writes moves it, on every server. What the store does not hold is remembered
+/// too, so an app that receives no notifications costs `/api` no round trip. Bounded: past `capacity` entries it
+/// starts again empty.
 public final class SubscriptionStatusView: Sendable {
     private struct Key: Hashable {
         let appID: UUID

@@ -183,8 +183,7 @@ struct PostgresLedgerWriter: LedgerWriting {
     /// come from several requests).
     func insertIfAbsent(_ entries: [LedgerEntry]) async throws -> Set<String> {
         guard !entries.isEmpty else { return [] }
-        let none = Int64.min
-        let noText = "\u{1}"
+        let (none, noText) = (PostgresStore.absentNumber, PostgresStore.absentText)
         let transactions = entries.map(\.transaction)
         let ids = transactions.map(\.transactionID)
         let originals = transactions.map(\.originalTransactionID)

@@ -12,33 +12,22 @@ extension PostgresStore: NotificationStore {
         try await notificationGroups.commit(
             record,
             with: .init(
-                group: { records in
-                    try await self.transaction { connection in
-                        let recorded = try await NotificationRecorder.recordTogether(records) { record in
-                            self.notificationWriter(record, on: connection)
-                        }
-                        try await self.announce(recorded, on: connection)
-                        return recorded.outcomes
-                    }
-                },
-                alone: { record in
-                    try await self.transaction { connection in
-                        let recorded = try await NotificationRecorder.record(
-                            [record], with: self.notificationWriter(record, on: connection))
-                        try await self.announce(recorded, on: connection)
-                        return recorded.outcomes[0]
-                    }
-                },
+                group: { try await self.commitNotifications($0) },
+                alone: { try await self.commitNotifications([$0])[0] },
                 // Nothing after the commit: the announcement went inside the transaction.
                 announceChange: {}))
     }
 
-    /// Announces, inside the group's transaction, the ledger rows and the statuses it changed.
-    private func announce(_ recorded: NotificationRecorder.GroupOutcome, on connection: PostgresConnection)
-        async throws
-    {
-        if recorded.outcomes.contains(where: \.changed) { try await announceChange(on: connection) }
-        if recorded.statusesChanged { try await announceStatusChange(on: connection) }
+    /// Records notifications in one transaction, announcing in it the ledger rows and the statuses it changed.
+    private func commitNotifications(_ records: [NotificationRecord]) async throws -> [NotificationRecorder.Outcome] {
+        try await transaction { connection in
+            let recorded = try await NotificationRecorder.recordTogether(records) { record in
+                self.notificationWriter(record, on: connection)
+            }
+            if recorded.outcomes.contains(where: \.changed) { try await self.announceChange(on: connection) }
+            if recorded.statusesChanged { try await self.announceStatusChange(on: connection) }
+            return recorded.outcomes
+        }
     }
 
     private func notificationWriter(_ record: NotificationRecord, on connection: PostgresConnection)
@@ -98,8 +87,7 @@ extension PostgresStore: NotificationStore {
     /// value takes).
     func saveSubscriptionStatuses(_ statuses: [SubscriptionStatus], on connection: PostgresConnection) async throws {
         guard !statuses.isEmpty else { return }
-        let none = Int64.min
-        let noText = "\u{1}"
+        let (none, noText) = (Self.absentNumber, Self.absentText)
         try await rows(
             """
             INSERT INTO subscription_statuses (app_id, environment, original_transaction_id, product_id, status,
@@ -170,7 +158,7 @@ extension PostgresStore: NotificationStore {
 extension PostgresLedgerWriter: NotificationWriting {
     func insertNotifications(_ records: [NotificationRecord]) async throws -> Set<String> {
         guard !records.isEmpty else { return [] }
-        let noText = "\u{1}"
+        let noText = PostgresStore.absentText
         let notifications = records.map(\.notification)
         return Set(
             try await store.rows(

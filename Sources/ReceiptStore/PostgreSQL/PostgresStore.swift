@@ -59,6 +59,12 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
     /// The payload on ``changeChannel`` of status writes, which move ``statusChangeMarker()`` only.
     static let statusChange = "statuses"
 
+    /// An absent number in the arrays a multi-row statement sends, one per column (arrays of optionals are not
+    /// encodable), which `NULLIF` turns back into NULL.
+    static let absentNumber = Int64.min
+    /// An absent text in those arrays: U+0001, never in Apple's ids or names.
+    static let absentText = "\u{1}"
+
     /// Notifications received (those of status writes apart), and whether a connection is listening now.
     let changes = Mutex<(count: Int, statuses: Int, listening: Bool)>((0, 0, false))
     /// The group commit of ledger recordings (``record(_:)``).

@@ -11,20 +11,18 @@ extension SQLiteStore: NotificationStore {
         try await notificationGroups.commit(
             record,
             with: .init(
-                group: { records in
-                    let recorded = try await self.transaction {
-                        try await NotificationRecorder.recordTogether(records, writer: self.notificationWriter)
-                    }
-                    if recorded.statusesChanged { self.announceStatusChange() }
-                    return recorded.outcomes
-                },
-                alone: { record in
-                    let recorded = try await self.transaction {
-                        try await NotificationRecorder.record([record], with: self.notificationWriter(record))
-                    }
-                    if recorded.statusesChanged { self.announceStatusChange() }
-                    return recorded.outcomes[0]
-                }, announceChange: { self.announceLedgerChange() }))
+                group: { try await self.commitNotifications($0) },
+                alone: { try await self.commitNotifications([$0])[0] },
+                announceChange: { self.announceLedgerChange() }))
+    }
+
+    /// Records notifications in one transaction, and announces the statuses it wrote once it committed.
+    private func commitNotifications(_ records: [NotificationRecord]) async throws -> [NotificationRecorder.Outcome] {
+        let recorded = try await transaction {
+            try await NotificationRecorder.recordTogether(records, writer: self.notificationWriter)
+        }
+        if recorded.statusesChanged { announceStatusChange() }
+        return recorded.outcomes
     }
 
     private func notificationWriter(_ record: NotificationRecord) -> SQLiteLedgerWriter {

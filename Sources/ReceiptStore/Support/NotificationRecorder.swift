@@ -53,7 +53,7 @@ enum NotificationRecorder {
 
     /// Records `records`, all of the writer's app and environment, through `writer`, inside one database transaction;
     /// the outcomes in their order.
-    static func record(_ records: [NotificationRecord], with writer: some NotificationWriting) async throws
+    private static func record(_ records: [NotificationRecord], with writer: some NotificationWriting) async throws
         -> GroupOutcome
     {
         var outcomes = [Outcome](repeating: (.duplicate, false), count: records.count)
@@ -87,18 +87,23 @@ enum NotificationRecorder {
             recorded.append(index)
         }
 
-        // The transactions carried, in one insert: a transaction is new for the first notification carrying it.
-        var carried = Set<String>()
-        let entries = recorded.compactMap { records[$0].ledgerEntry }.filter {
-            carried.insert($0.transaction.transactionID).inserted
+        // The transactions carried, in one insert: a transaction is new for the first notification carrying it,
+        // whose row is the one inserted.
+        var firstCarried: [String: LedgerEntry] = [:]
+        for index in recorded {
+            guard let entry = records[index].ledgerEntry else { continue }
+            if firstCarried[entry.transaction.transactionID] == nil {
+                firstCarried[entry.transaction.transactionID] = entry
+            }
         }
         let created = try await writer.insertIfAbsent(
-            entries.sorted { $0.transaction.transactionID < $1.transaction.transactionID })
-        var announced = Set<String>()
+            firstCarried.values.sorted { $0.transaction.transactionID < $1.transaction.transactionID })
         for index in recorded {
             let record = records[index]
-            guard let transaction = record.transaction, let entry = record.ledgerEntry else { continue }
-            if created.contains(transaction.transactionID), announced.insert(transaction.transactionID).inserted {
+            guard let transaction = record.transaction else { continue }
+            if created.contains(transaction.transactionID),
+                let entry = firstCarried.removeValue(forKey: transaction.transactionID)
+            {
                 events[index].append(record.event(.transactionCreated, entry.json))
                 // A new row's revocation (or its reversal: none) is stamped with the notification's date, so that an
                 // older notification arriving later changes nothing.
