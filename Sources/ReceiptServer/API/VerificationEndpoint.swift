@@ -83,7 +83,8 @@ struct VerificationEndpoint: Sendable {
             switch kind {
             case .plain, .encrypted:
                 outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
-                try await decideDelivery(&outcome, request: parsed, caller: caller, requestID: requestID)
+                try await ledger.answer(
+                    &outcome, request: parsed, caller: caller, requestID: requestID, logger: logger)
             case .dropIn:
                 outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
                 // As Apple: a receipt is read first (21002, 21003 before anything else), then the shared secret.
@@ -119,44 +120,6 @@ struct VerificationEndpoint: Sendable {
         context.record.outcome = RequestRecord.Outcome(
             status: outcome.status, source: outcome.source, input: outcome.input?.rawValue, detail: outcome.detail)
         return response
-    }
-
-    /// Adds the ledger's `transactions` to a valid answer, or turns it into a 403 when a purchase belongs to another
-    /// user and the app refuses such requests.
-    private func decideDelivery(
-        _ outcome: inout VerificationOutcome, request: VerificationRequest, caller: Caller, requestID: String
-    ) async throws {
-        guard outcome.isValid, let environment = outcome.environment else { return }
-        // The user: the request's `app_user_id`, else a StoreKit 2 transaction's own `appAccountToken`.
-        let user =
-            request.appUserID.flatMap { $0.isEmpty ? nil : $0 }
-            ?? (outcome.purchases.count == 1 ? outcome.purchases[0].appAccountToken : nil)
-        switch try await ledger.decide(
-            outcome.purchases, environment: environment, user: user, app: caller.app, requestID: requestID)
-        {
-        case .deliver(let entries):
-            outcome.transactions = entries
-            // Best effort: the ledger has committed (and may have marked a delivery made by this answer), so a
-            // status that cannot be read leaves `subscriptions` out rather than turn the answer into a 503.
-            var seen = Set<String>()
-            let originals = outcome.purchases.map(\.originalTransactionID).filter { seen.insert($0).inserted }
-            do {
-                let known = try await statuses.statuses(
-                    appID: caller.app.id, originals: originals, environment: environment)
-                if !known.isEmpty { outcome.subscriptions = known.map { .object($0.json) } }
-            } catch {
-                logger.warning(
-                    "subscription statuses could not be read; answered without them",
-                    metadata: ["request_id": "\(requestID)", "error": "\(error)"])
-            }
-        case .refused:
-            var refused = VerificationOutcome.rejected(
-                source: outcome.source, reason: "a purchase is claimed by another user of the app",
-                description: Ledger.claimedByOtherUser)
-            refused.input = outcome.input
-            refused.nonce = outcome.nonce
-            outcome = refused
-        }
     }
 
     /// How far a request's body was read.

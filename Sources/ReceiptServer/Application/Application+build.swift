@@ -102,8 +102,8 @@ struct ServerComponents: Sendable {
         connections = ConnectionLimiter(maximum: configuration.maximumConnections)
         self.metrics = metrics
         flushes = FlushStatus(metrics: metrics.factory)
-        ledger = Ledger(store: store, deadline: deadline, metrics: metrics.factory)
         statuses = SubscriptionStatusView(store: store, deadline: deadline)
+        ledger = Ledger(store: store, deadline: deadline, statuses: statuses, metrics: metrics.factory)
         metrics.setPoolSize(configuration.store.poolSize)
     }
 

@@ -148,18 +148,11 @@ struct WebhookDeliverer: Service {
                 error: "the endpoint's secret does not open with this master key")
         }
         let body = task.event.body(signedPayload: task.signedPayload)
-        switch await client.deliver(
+        let answer = await client.deliver(
             body, eventID: task.event.idText, eventType: task.event.type, to: task.url, secret: secret, now: now)
-        {
-        case .answered(let status) where (200...299).contains(status):
-            return .delivered(status: status)
-        case .answered(let status):
-            return policy.failure(
-                attempts: task.attempts + 1, created: task.event.createdAt, now: Date(), status: status,
-                error: (300...399).contains(status) ? "redirects are not followed" : "HTTP \(status)")
-        case .failed(let error):
-            return policy.failure(
-                attempts: task.attempts + 1, created: task.event.createdAt, now: Date(), status: nil, error: error)
+        switch answer {
+        case .answered(let status): return task.outcome(status: status, error: nil, policy: policy, now: Date())
+        case .failed(let error): return task.outcome(status: nil, error: error, policy: policy, now: Date())
         }
     }
 

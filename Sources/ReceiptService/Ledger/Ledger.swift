@@ -24,16 +24,20 @@ public final class Ledger: Sendable {
 
     let store: any LedgerStore
     let deadline: StoreDeadline
+    /// The subscription statuses answers carry, when the server reads them.
+    let statuses: SubscriptionStatusView?
     private let view: LedgerView
     private let metrics: LedgerMetrics
 
-    /// Creates the ledger over `store`; its writes wait at most `deadline`; `capacity` bounds the in-memory view.
+    /// Creates the ledger over `store`; its writes wait at most `deadline`; `capacity` bounds the in-memory view;
+    /// answers carry the subscription statuses of `statuses`.
     public init(
         store: any LedgerStore, deadline: StoreDeadline = StoreDeadline(nil), capacity: Int = 100_000,
-        metrics: (any MetricsFactory)? = nil
+        statuses: SubscriptionStatusView? = nil, metrics: (any MetricsFactory)? = nil
     ) {
         self.store = store
         self.deadline = deadline
+        self.statuses = statuses
         self.view = LedgerView(capacity: capacity)
         self.metrics = LedgerMetrics(factory: metrics ?? NOOPMetricsHandler.instance)
     }

@@ -50,6 +50,19 @@ public enum WebhookDeliveryState: String, Sendable, CaseIterable {
     case dead
 }
 
+extension WebhookDeliveryTask {
+    /// What an attempt came to when the receiver answered HTTP `status`, or (nil) failed with `error` before
+    /// answering: a 2xx is delivered; anything else, a redirect included (never followed), is retried under `policy`
+    /// or dead once it gives up.
+    public func outcome(status: Int?, error: String?, policy: RetryPolicy, now: Date) -> WebhookDeliveryOutcome {
+        if let status, (200...299).contains(status) { return .delivered(status: status) }
+        let reason =
+            status.map { (300...399).contains($0) ? "redirects are not followed" : "HTTP \($0)" }
+            ?? error ?? "no answer"
+        return policy.failure(attempts: attempts + 1, created: event.createdAt, now: now, status: status, error: reason)
+    }
+}
+
 extension RetryPolicy {
     /// The outcome of a failed delivery attempt, the `attempts`-th (from 1), of an event created at `created`: a retry,
     /// or dead once the policy gives up.

@@ -113,23 +113,14 @@ extension PostgresStore: NotificationStore {
         async throws
     {
         guard !events.isEmpty else { return }
-        var endpoints: [UUID: [WebhookEndpoint]] = [:]
-        var kept: [WebhookEvent] = []
-        var deliveries: [(event: UUID, endpoint: UUID, at: Date)] = []
-        for event in events {
-            if endpoints[event.appID] == nil {
-                endpoints[event.appID] = try await rows(
-                    "SELECT * FROM webhook_endpoints WHERE app_id = \(event.appID) ORDER BY created_at",
-                    on: connection
-                ).map(StoredForm.webhookEndpoint)
-            }
-            let takers = (endpoints[event.appID] ?? []).filter {
-                $0.accepts(type: event.type, environment: event.environment)
-            }
-            if onlyTaken && takers.isEmpty { continue }
-            kept.append(event)
-            deliveries += takers.map { (event.id, $0.id, event.createdAt) }
+        let fanOut = try await WebhookFanOut(events, onlyTaken: onlyTaken) { appID in
+            try await rows(
+                "SELECT * FROM webhook_endpoints WHERE app_id = \(appID) ORDER BY created_at", on: connection
+            )
+            .map(StoredForm.webhookEndpoint)
         }
+        let kept = fanOut.events
+        let deliveries = fanOut.deliveries
         guard !kept.isEmpty else { return }
         // One statement for the events and one for their deliveries: the values travel as arrays, one per column
         // (absent notification UUIDs as an empty text, which no UUID is).
@@ -148,8 +139,8 @@ extension PostgresStore: NotificationStore {
             """
             INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at)
             SELECT d.event_id, d.endpoint_id, 'pending', 0, d.due
-            FROM UNNEST(\(deliveries.map(\.event))::uuid[], \(deliveries.map(\.endpoint))::uuid[],
-                \(deliveries.map(\.at))::timestamptz[]) AS d(event_id, endpoint_id, due)
+            FROM UNNEST(\(deliveries.map(\.event.id))::uuid[], \(deliveries.map(\.endpointID))::uuid[],
+                \(deliveries.map(\.event.createdAt))::timestamptz[]) AS d(event_id, endpoint_id, due)
             """, on: connection)
     }
 }

@@ -111,24 +111,12 @@ extension SQLiteStore: NotificationStore {
     /// Inserts events, each with one pending delivery (due now) per endpoint of its app that takes it.
     func insertEvents(_ events: [WebhookEvent], onlyTaken: Bool = false) async throws {
         guard !events.isEmpty else { return }
-        var endpoints: [UUID: [WebhookEndpoint]] = [:]
-        var kept: [WebhookEvent] = []
-        var deliveries: [(event: WebhookEvent, endpoint: UUID)] = []
-        for event in events {
-            if endpoints[event.appID] == nil {
-                endpoints[event.appID] = try await query(
-                    "SELECT * FROM webhook_endpoints WHERE app_id = ? ORDER BY created_at", [.uuid(event.appID)]
-                ).map(StoredForm.webhookEndpoint)
-            }
-            let takers = (endpoints[event.appID] ?? []).filter {
-                $0.accepts(type: event.type, environment: event.environment)
-            }
-            if onlyTaken && takers.isEmpty { continue }
-            kept.append(event)
-            deliveries += takers.map { (event, $0.id) }
+        let fanOut = try await WebhookFanOut(events, onlyTaken: onlyTaken) { appID in
+            try await query("SELECT * FROM webhook_endpoints WHERE app_id = ? ORDER BY created_at", [.uuid(appID)])
+                .map(StoredForm.webhookEndpoint)
         }
         // One statement for the events and one for their deliveries (per chunk): each is a hop to the connection.
-        for chunk in kept.chunked(StoredForm.ledgerChunk / 8) {
+        for chunk in fanOut.events.chunked(StoredForm.ledgerChunk / 8) {
             _ = try await query(
                 """
                 INSERT INTO webhook_events (id, app_id, environment, event_type, data, notification_uuid, created_at)
@@ -142,12 +130,12 @@ extension SQLiteStore: NotificationStore {
                     ]
                 })
         }
-        for chunk in deliveries.chunked(StoredForm.ledgerChunk / 4) {
+        for chunk in fanOut.deliveries.chunked(StoredForm.ledgerChunk / 4) {
             _ = try await query(
                 """
                 INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at)
                 VALUES \(Array(repeating: "(?, ?, 'pending', 0, ?)", count: chunk.count).joined(separator: ", "))
-                """, chunk.flatMap { [.uuid($0.event.id), .uuid($0.endpoint), .millis($0.event.createdAt)] })
+                """, chunk.flatMap { [.uuid($0.event.id), .uuid($0.endpointID), .millis($0.event.createdAt)] })
         }
     }
 }

@@ -150,33 +150,3 @@ protocol GroupCommittingStore: Sendable {
     /// Called after a commit that changed existing rows.
     func announceLedgerChange()
 }
-
-extension LedgerRecorder {
-    /// The outcomes of `recordings` (none moves or refuses claims: ``LedgerGroupCommit`` commits those alone), in
-    /// their order, inside one transaction: a few statements per app and environment (``recordGroup(_:with:)``).
-    /// `writer` gives the writer of an app and environment.
-    static func recordTogether<Writer: LedgerWriting>(
-        _ recordings: [LedgerRecording], writer: (LedgerRecording) -> Writer
-    ) async throws -> [LedgerGroupCommit.Outcome] {
-        var outcomes = [LedgerGroupCommit.Outcome?](repeating: nil, count: recordings.count)
-        for indexes in byLedger(recordings.map { ($0.appID, $0.environment) }) {
-            let members = indexes.map { recordings[$0] }
-            let ledgerWriter = writer(members[0])
-            let together = try await recordGroup(members, with: ledgerWriter)
-            try await ledgerWriter.insertLedgerEvents(
-                zip(members, together).flatMap { recording, outcome in events(of: recording, outcome.result) })
-            for (index, outcome) in zip(indexes, together) { outcomes[index] = outcome }
-        }
-        return outcomes.map { $0 ?? ([], false) }
-    }
-}
-
-/// The indexes of a group's members by app and environment (each in the group's order), apps and environments in a
-/// fixed order, so that two servers' groups take their locks in one order.
-func byLedger(_ ledgers: [(appID: UUID, environment: AppStoreEnvironment)]) -> [[Int]] {
-    var indexes: [String: [Int]] = [:]
-    for (index, ledger) in ledgers.enumerated() {
-        indexes["\(ledger.appID) \(ledger.environment.rawValue)", default: []].append(index)
-    }
-    return indexes.keys.sorted().map { indexes[$0] ?? [] }
-}

@@ -1,49 +1,15 @@
 import Foundation
 import ReceiptCore
-import ReceiptService
-
-/// The steps a store takes inside one transaction to record an input's transactions, for one app and environment:
-/// what differs between the dialects. ``LedgerRecorder`` orders them, once for both stores.
-protocol LedgerWriting {
-    /// The users holding the claims of these original transactions (sorted, distinct), by original transaction id;
-    /// unclaimed ones are absent.
-    func claimants(of originalTransactionIDs: [String]) async throws -> [String: String]
-    /// Gives the original transaction's claim to `user`.
-    func moveClaim(of originalTransactionID: String, to user: String, at date: Date) async throws
-    /// Inserts each entry (sorted by transaction id) whose transaction is not yet in the ledger; returns the ids of
-    /// those it inserted.
-    func insertIfAbsent(_ entries: [LedgerEntry]) async throws -> Set<String>
-    /// The stored entries of these transactions, by transaction id (claimants not filled in).
-    func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry]
-    /// Claims each original transaction of `claims` that has no claimant for its user (the first pair of an original
-    /// wins), then returns the claimants of `originals` (sorted, distinct); unclaimed ones are absent.
-    func claims(_ claims: [(original: String, user: String)], reading originals: [String], at date: Date)
-        async throws -> [String: String]
-    /// Marks the transaction delivered at `date` unless it already is; returns whether it did.
-    func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool
-    /// Sets `last_seen_at`, and the revocation of `revocation` when given.
-    func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws
-    /// Inserts the events of ledger changes that some endpoint of their app takes, each with its deliveries (the
-    /// others are not kept: without a receiver, the ledger itself is the record).
-    func insertLedgerEvents(_ events: [WebhookEvent]) async throws
-}
-
-extension LedgerWriting {
-    /// The claimants of `originals` after claiming each that had none for `user` (`user` nil: read only).
-    func claimants(of originals: [String], claimingFor user: String?, at date: Date) async throws -> [String: String] {
-        try await claims(user.map { user in originals.map { ($0, user) } } ?? [], reading: originals, at: date)
-    }
-}
 
 /// How an input's transactions are recorded (``LedgerStore/record(_:)``), whatever the store.
-enum LedgerRecorder {
+public enum LedgerRecorder {
     /// Records `recording` through `writer`, which runs inside one database transaction. Claims come first (a new
     /// transaction's delivery depends on who holds its original transaction), then each transaction is inserted if
     /// absent. Both go in sorted order, so two servers recording overlapping inputs take their row locks in one order
     /// and cannot deadlock. (A group, ``recordGroup(_:with:)``, sorts its claims and inserts too, but its members'
     /// later updates go member by member: two servers' groups may deadlock, which PostgreSQL breaks by failing one,
     /// whose members are then recorded one by one.) `changed` tells whether an existing row's claim or revocation changed (to be announced).
-    static func record(_ recording: LedgerRecording, with writer: some LedgerWriting) async throws
+    public static func record(_ recording: LedgerRecording, with writer: some LedgerWriting) async throws
         -> (result: [LedgerRecorded], changed: Bool)
     {
         let originals = recording.originalTransactionIDs.sorted()
@@ -94,7 +60,7 @@ enum LedgerRecorder {
 
     /// The events of a recording's changes (docs/webhooks.md, "Events"): each new transaction, each revocation
     /// recorded now, and once per original transaction a claim moved to the recording's user or held by another.
-    static func events(of recording: LedgerRecording, _ results: [LedgerRecorded]) -> [WebhookEvent] {
+    public static func events(of recording: LedgerRecording, _ results: [LedgerRecorded]) -> [WebhookEvent] {
         var events: [WebhookEvent] = []
         var claimEvents = Set<String>()
         func add(_ kind: WebhookEvent.Kind, _ data: JSONObject) {
@@ -134,7 +100,7 @@ enum LedgerRecorder {
         let stored = try await writer.entries(transactionIDs: existing.map(\.transactionID))
         for transaction in existing {
             guard var entry = stored[transaction.transactionID] else {
-                throw StoredForm.corrupt("ledger row \(transaction.transactionID) vanished inside its transaction")
+                throw ServiceError(.storage, "ledger row \(transaction.transactionID) vanished inside its transaction")
             }
             let revokes = entry.transaction.revocationDate == nil && transaction.revocationDate != nil
             if revokes {
@@ -174,7 +140,7 @@ enum LedgerRecorder {
     /// unclaimed original transaction, the first carrying a new transaction finds it new and the later ones seen.
     /// For recordings that neither move claims nor refuse (those go through ``record(_:with:)``), of one app and
     /// environment (the writer's).
-    static func recordGroup(_ group: [LedgerRecording], with writer: some LedgerWriting) async throws
+    public static func recordGroup(_ group: [LedgerRecording], with writer: some LedgerWriting) async throws
         -> [(result: [LedgerRecorded], changed: Bool)]
     {
         guard let first = group.first else { return [] }
@@ -229,58 +195,35 @@ enum LedgerRecorder {
     }
 }
 
-extension StoredForm {
-    /// A ledger row from `ledger_transactions`' columns and `claimant`, the claim's user joined by the same query.
-    static func ledgerEntry(_ row: some StoredRow) throws -> LedgerEntry {
-        let transaction = PurchaseTransaction(
-            transactionID: try row.text("transaction_id"),
-            originalTransactionID: try row.text("original_transaction_id"), productID: try row.text("product_id"),
-            purchaseDate: try row.optionalInt("purchase_date").map(Int64.init),
-            originalPurchaseDate: try row.optionalInt("original_purchase_date").map(Int64.init),
-            expiresDate: try row.optionalInt("expires_date").map(Int64.init), quantity: try row.int("quantity"),
-            webOrderLineItemID: try row.optionalText("web_order_line_item_id"),
-            inAppOwnershipType: try row.optionalText("ownership_type"),
-            revocationDate: try row.optionalInt("revocation_date").map(Int64.init),
-            revocationReason: try row.optionalInt("revocation_reason"),
-            revocationType: try row.optionalText("revocation_type"),
-            revocationPercentage: try row.optionalInt("revocation_percentage"))
-        return LedgerEntry(
-            appID: try row.uuid("app_id"), environment: try enumValue(try row.text("environment")),
-            transaction: transaction, claimant: try row.optionalText("claimant"),
-            firstSeenAt: try row.date("first_seen_at"), lastSeenAt: try row.date("last_seen_at"),
-            firstRequestID: try row.text("first_request_id"), deliveredAt: try row.optionalDate("delivered_at"),
-            appleFinish: try row.optionalText("apple_finish").map { state in
-                AppleFinishStatus(
-                    state: try enumValue(state), attempts: try row.int("apple_finish_attempts"),
-                    lastError: try row.optionalText("apple_finish_error"),
-                    finishedAt: try row.optionalDate("apple_finished_at"))
-            })
-    }
+extension LedgerRecorder {
+    /// A recording's results, and whether it changed an existing row's claim or revocation (to be announced).
+    public typealias Outcome = (result: [LedgerRecorded], changed: Bool)
 
-    /// A claimed finish task from its ledger row.
-    static func appleFinishTask(_ row: some StoredRow) throws -> AppleFinishTask {
-        AppleFinishTask(
-            appID: try row.uuid("app_id"), environment: try enumValue(try row.text("environment")),
-            transactionID: try row.text("transaction_id"), attempts: try row.int("apple_finish_attempts"),
-            confirmedAt: try row.date("delivered_at"))
-    }
-
-    /// What an attempt's outcome writes: state, next due time, error.
-    static func appleFinishColumns(_ outcome: AppleFinishOutcome) -> (state: String, due: Date?, error: String?) {
-        switch outcome {
-        case .finished: ("finished", nil, nil)
-        case .retry(let next, let error): ("pending", next, String(error.prefix(500)))
-        case .failed(let error): ("failed", nil, String(error.prefix(500)))
+    /// The outcomes of `recordings` (none moves or refuses claims: a store commits those alone, with ``record(_:with:)``), in
+    /// their order, inside one transaction: a few statements per app and environment (``recordGroup(_:with:)``).
+    /// `writer` gives the writer of an app and environment.
+    public static func recordTogether<Writer: LedgerWriting>(
+        _ recordings: [LedgerRecording], writer: (LedgerRecording) -> Writer
+    ) async throws -> [Outcome] {
+        var outcomes = [Outcome?](repeating: nil, count: recordings.count)
+        for indexes in byLedger(recordings.map { ($0.appID, $0.environment) }) {
+            let members = indexes.map { recordings[$0] }
+            let ledgerWriter = writer(members[0])
+            let together = try await recordGroup(members, with: ledgerWriter)
+            try await ledgerWriter.insertLedgerEvents(
+                zip(members, together).flatMap { recording, outcome in events(of: recording, outcome.result) })
+            for (index, outcome) in zip(indexes, together) { outcomes[index] = outcome }
         }
+        return outcomes.map { $0 ?? ([], false) }
     }
 
-    /// The select list and join that ``ledgerEntry(_:)`` reads, over `ledger_transactions t`.
-    static let ledgerSelect = """
-        SELECT t.*, c.app_user_id AS claimant FROM ledger_transactions t LEFT JOIN ledger_claims c
-            ON c.app_id = t.app_id AND c.environment = t.environment
-            AND c.original_transaction_id = t.original_transaction_id
-        """
-
-    /// The most rows one `IN (…)` list binds; longer lists are split.
-    static let ledgerChunk = 500
+    /// The indexes of a group's members by app and environment (each in the group's order), apps and environments in
+    /// a fixed order, so that two servers' groups take their locks in one order.
+    public static func byLedger(_ ledgers: [(appID: UUID, environment: AppStoreEnvironment)]) -> [[Int]] {
+        var indexes: [String: [Int]] = [:]
+        for (index, ledger) in ledgers.enumerated() {
+            indexes["\(ledger.appID) \(ledger.environment.rawValue)", default: []].append(index)
+        }
+        return indexes.keys.sorted().map { indexes[$0] ?? [] }
+    }
 }

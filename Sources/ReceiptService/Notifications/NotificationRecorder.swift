@@ -1,48 +1,25 @@
 import Foundation
 import ReceiptCore
-import ReceiptService
-
-/// What ``NotificationRecorder`` needs of a store, inside one database transaction, for one app and environment
-/// (beside the ledger's own writes). Each method is one statement (per chunk) whatever the number of notifications.
-protocol NotificationWriting: LedgerWriting {
-    /// Inserts the notifications whose UUID is not recorded for the app (distinct UUIDs); returns the UUIDs it
-    /// inserted.
-    func insertNotifications(_ records: [NotificationRecord]) async throws -> Set<String>
-    /// Opens the group of `CONSUMPTION_REQUEST`s about a transaction, or counts one more in it; returns whether the
-    /// group is new.
-    func openConsumptionGroup(transactionID: String, uuid: String, at date: Date) async throws -> Bool
-    /// Sets (or, with nil, clears) the transaction's revocation as `transaction` states it, unless a notification
-    /// signed after `asOf` set it; returns whether it wrote.
-    func setRevocation(_ transactionID: String, to transaction: PurchaseTransaction?, asOf: Int64) async throws
-        -> Bool
-    /// The stored statuses of these subscriptions, by original transaction ID, locked until the transaction ends
-    /// where the store can.
-    func subscriptionStatuses(of originalTransactionIDs: [String]) async throws -> [String: SubscriptionStatus]
-    /// Inserts or replaces the subscriptions' statuses (one each), unless a stored one was signed later.
-    func saveSubscriptionStatuses(_ statuses: [SubscriptionStatus]) async throws
-    /// Inserts events with one pending delivery per endpoint of the app that takes each.
-    func insertEvents(_ events: [WebhookEvent]) async throws
-}
 
 /// How notifications are recorded (``NotificationStore/recordNotification(_:)``), whatever the store: a group of them
-/// (``GroupCommit``) in one database transaction, with one statement per table for the whole group, and each
+/// (a store's group commit) in one database transaction, with one statement per table for the whole group, and each
 /// notification's outcome the one it would have had recorded alone, after those before it in the group.
-enum NotificationRecorder {
+public enum NotificationRecorder {
     /// A notification's outcome, and whether an existing ledger row's revocation changed (to be announced, as the
     /// ledger's own changes are).
-    typealias Outcome = GroupCommit<NotificationRecord, NotificationRecorded>.Outcome
+    public typealias Outcome = (result: NotificationRecorded, changed: Bool)
     /// The outcomes of a group, and whether it wrote a subscription status (to be announced on the store's
     /// ``NotificationStore/statusChangeMarker()``, which ``SubscriptionStatusView`` follows).
-    typealias GroupOutcome = (outcomes: [Outcome], statusesChanged: Bool)
+    public typealias GroupOutcome = (outcomes: [Outcome], statusesChanged: Bool)
 
     /// Records a group of notifications inside one transaction, a few statements per app and environment; the
     /// outcomes in the group's order. `writer` gives the writer of a notification's app and environment.
-    static func recordTogether<Writer: NotificationWriting>(
+    public static func recordTogether<Writer: NotificationWriting>(
         _ records: [NotificationRecord], writer: (NotificationRecord) -> Writer
     ) async throws -> GroupOutcome {
         var outcomes = [Outcome](repeating: (.duplicate, false), count: records.count)
         var statusesChanged = false
-        for indexes in byLedger(records.map { ($0.appID, $0.notification.environment) }) {
+        for indexes in LedgerRecorder.byLedger(records.map { ($0.appID, $0.notification.environment) }) {
             let members = indexes.map { records[$0] }
             let recorded = try await record(members, with: writer(members[0]))
             for (index, outcome) in zip(indexes, recorded.outcomes) { outcomes[index] = outcome }
@@ -173,7 +150,8 @@ enum NotificationRecorder {
     }
 
     /// The `data` of a `subscription.status_changed` event: the status, and the one it replaced.
-    static func statusEventData(_ status: SubscriptionStatus, previous: SubscriptionStatus.State?) -> JSONObject {
+    public static func statusEventData(_ status: SubscriptionStatus, previous: SubscriptionStatus.State?) -> JSONObject
+    {
         var data = status.json
         data.append("previous_status", previous.map { .string($0.rawValue) } ?? .null)
         return data
@@ -181,7 +159,7 @@ enum NotificationRecorder {
 
     /// The due statuses moved to `expired` at `now`, with the state each had. The signed date stays: a renewal signed
     /// before the expiry but arriving after it still counts.
-    static func expiring(_ due: [SubscriptionStatus], at now: Date) -> [(
+    public static func expiring(_ due: [SubscriptionStatus], at now: Date) -> [(
         SubscriptionStatus, previous: SubscriptionStatus.State
     )] {
         due.map { status in
@@ -193,7 +171,9 @@ enum NotificationRecorder {
     }
 
     /// The events of subscriptions the expiry scheduler moves to `expired`.
-    static func expiryEvents(_ expired: [(SubscriptionStatus, previous: SubscriptionStatus.State)], at date: Date)
+    public static func expiryEvents(
+        _ expired: [(SubscriptionStatus, previous: SubscriptionStatus.State)], at date: Date
+    )
         -> [WebhookEvent]
     {
         expired.map { status, previous in

@@ -1,0 +1,47 @@
+import Foundation
+import Logging
+import ReceiptCore
+
+extension Ledger {
+    /// Completes a verified answer with what to deliver (docs/api.md, "Transactions: what to deliver"): records its
+    /// purchases in the app's ledger and adds the `transactions` array and the subscriptions' statuses, or turns the
+    /// answer into a 403 when a purchase belongs to another user and the app refuses such requests. An answer that is
+    /// not valid is left as it is.
+    public func answer(
+        _ outcome: inout VerificationOutcome, request: VerificationRequest, caller: Caller, requestID: String,
+        logger: Logger
+    ) async throws {
+        guard outcome.isValid, let environment = outcome.environment else { return }
+        // The user: the request's `app_user_id`, else a StoreKit 2 transaction's own `appAccountToken`.
+        let user =
+            request.appUserID.flatMap { $0.isEmpty ? nil : $0 }
+            ?? (outcome.purchases.count == 1 ? outcome.purchases[0].appAccountToken : nil)
+        switch try await decide(
+            outcome.purchases, environment: environment, user: user, app: caller.app, requestID: requestID)
+        {
+        case .deliver(let entries):
+            outcome.transactions = entries
+            guard let statuses else { return }
+            // Best effort: the ledger has committed (and may have marked a delivery made by this answer), so a
+            // status that cannot be read leaves `subscriptions` out rather than turn the answer into a 503.
+            var seen = Set<String>()
+            let originals = outcome.purchases.map(\.originalTransactionID).filter { seen.insert($0).inserted }
+            do {
+                let known = try await statuses.statuses(
+                    appID: caller.app.id, originals: originals, environment: environment)
+                if !known.isEmpty { outcome.subscriptions = known.map { .object($0.json) } }
+            } catch {
+                logger.warning(
+                    "subscription statuses could not be read; answered without them",
+                    metadata: ["request_id": "\(requestID)", "error": "\(error)"])
+            }
+        case .refused:
+            var refused = VerificationOutcome.rejected(
+                source: outcome.source, reason: "a purchase is claimed by another user of the app",
+                description: Ledger.claimedByOtherUser)
+            refused.input = outcome.input
+            refused.nonce = outcome.nonce
+            outcome = refused
+        }
+    }
+}

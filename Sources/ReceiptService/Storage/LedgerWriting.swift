@@ -1,0 +1,37 @@
+import Foundation
+import ReceiptCore
+
+/// The steps a store takes inside one transaction to record an input's transactions, for one app and environment:
+/// what differs between the dialects. ``LedgerRecorder`` orders them, once for both stores.
+public protocol LedgerWriting {
+    /// The users holding the claims of these original transactions (sorted, distinct), by original transaction id;
+    /// unclaimed ones are absent.
+    func claimants(of originalTransactionIDs: [String]) async throws -> [String: String]
+    /// Gives the original transaction's claim to `user`.
+    func moveClaim(of originalTransactionID: String, to user: String, at date: Date) async throws
+    /// Inserts each entry (sorted by transaction id) whose transaction is not yet in the ledger; returns the ids of
+    /// those it inserted.
+    func insertIfAbsent(_ entries: [LedgerEntry]) async throws -> Set<String>
+    /// The stored entries of these transactions, by transaction id (claimants not filled in).
+    func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry]
+    /// Claims each original transaction of `claims` that has no claimant for its user (the first pair of an original
+    /// wins), then returns the claimants of `originals` (sorted, distinct); unclaimed ones are absent.
+    func claims(_ claims: [(original: String, user: String)], reading originals: [String], at date: Date)
+        async throws -> [String: String]
+    /// Marks the transaction delivered at `date` unless it already is; returns whether it did.
+    func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool
+    /// Sets `last_seen_at`, and the revocation of `revocation` when given.
+    func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws
+    /// Inserts the events of ledger changes that some endpoint of their app takes, each with its deliveries (the
+    /// others are not kept: without a receiver, the ledger itself is the record).
+    func insertLedgerEvents(_ events: [WebhookEvent]) async throws
+}
+
+extension LedgerWriting {
+    /// The claimants of `originals` after claiming each that had none for `user` (`user` nil: read only).
+    public func claimants(of originals: [String], claimingFor user: String?, at date: Date) async throws -> [String:
+        String]
+    {
+        try await claims(user.map { user in originals.map { ($0, user) } } ?? [], reading: originals, at: date)
+    }
+}

@@ -1,0 +1,24 @@
+import Foundation
+import ReceiptCore
+
+/// What ``NotificationRecorder`` needs of a store, inside one database transaction, for one app and environment
+/// (beside the ledger's own writes). Each method is one statement (per chunk) whatever the number of notifications.
+public protocol NotificationWriting: LedgerWriting {
+    /// Inserts the notifications whose UUID is not recorded for the app (distinct UUIDs); returns the UUIDs it
+    /// inserted.
+    func insertNotifications(_ records: [NotificationRecord]) async throws -> Set<String>
+    /// Opens the group of `CONSUMPTION_REQUEST`s about a transaction, or counts one more in it; returns whether the
+    /// group is new.
+    func openConsumptionGroup(transactionID: String, uuid: String, at date: Date) async throws -> Bool
+    /// Sets (or, with nil, clears) the transaction's revocation as `transaction` states it, unless a notification
+    /// signed after `asOf` set it; returns whether it wrote.
+    func setRevocation(_ transactionID: String, to transaction: PurchaseTransaction?, asOf: Int64) async throws
+        -> Bool
+    /// The stored statuses of these subscriptions, by original transaction ID, locked until the transaction ends
+    /// where the store can.
+    func subscriptionStatuses(of originalTransactionIDs: [String]) async throws -> [String: SubscriptionStatus]
+    /// Inserts or replaces the subscriptions' statuses (one each), unless a stored one was signed later.
+    func saveSubscriptionStatuses(_ statuses: [SubscriptionStatus]) async throws
+    /// Inserts events with one pending delivery per endpoint of the app that takes each.
+    func insertEvents(_ events: [WebhookEvent]) async throws
+}

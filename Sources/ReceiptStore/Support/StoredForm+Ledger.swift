@@ -1,0 +1,59 @@
+import Foundation
+import ReceiptCore
+import ReceiptService
+
+extension StoredForm {
+    /// A ledger row from `ledger_transactions`' columns and `claimant`, the claim's user joined by the same query.
+    static func ledgerEntry(_ row: some StoredRow) throws -> LedgerEntry {
+        let transaction = PurchaseTransaction(
+            transactionID: try row.text("transaction_id"),
+            originalTransactionID: try row.text("original_transaction_id"), productID: try row.text("product_id"),
+            purchaseDate: try row.optionalInt("purchase_date").map(Int64.init),
+            originalPurchaseDate: try row.optionalInt("original_purchase_date").map(Int64.init),
+            expiresDate: try row.optionalInt("expires_date").map(Int64.init), quantity: try row.int("quantity"),
+            webOrderLineItemID: try row.optionalText("web_order_line_item_id"),
+            inAppOwnershipType: try row.optionalText("ownership_type"),
+            revocationDate: try row.optionalInt("revocation_date").map(Int64.init),
+            revocationReason: try row.optionalInt("revocation_reason"),
+            revocationType: try row.optionalText("revocation_type"),
+            revocationPercentage: try row.optionalInt("revocation_percentage"))
+        return LedgerEntry(
+            appID: try row.uuid("app_id"), environment: try enumValue(try row.text("environment")),
+            transaction: transaction, claimant: try row.optionalText("claimant"),
+            firstSeenAt: try row.date("first_seen_at"), lastSeenAt: try row.date("last_seen_at"),
+            firstRequestID: try row.text("first_request_id"), deliveredAt: try row.optionalDate("delivered_at"),
+            appleFinish: try row.optionalText("apple_finish").map { state in
+                AppleFinishStatus(
+                    state: try enumValue(state), attempts: try row.int("apple_finish_attempts"),
+                    lastError: try row.optionalText("apple_finish_error"),
+                    finishedAt: try row.optionalDate("apple_finished_at"))
+            })
+    }
+
+    /// A claimed finish task from its ledger row.
+    static func appleFinishTask(_ row: some StoredRow) throws -> AppleFinishTask {
+        AppleFinishTask(
+            appID: try row.uuid("app_id"), environment: try enumValue(try row.text("environment")),
+            transactionID: try row.text("transaction_id"), attempts: try row.int("apple_finish_attempts"),
+            confirmedAt: try row.date("delivered_at"))
+    }
+
+    /// What an attempt's outcome writes: state, next due time, error.
+    static func appleFinishColumns(_ outcome: AppleFinishOutcome) -> (state: String, due: Date?, error: String?) {
+        switch outcome {
+        case .finished: ("finished", nil, nil)
+        case .retry(let next, let error): ("pending", next, String(error.prefix(500)))
+        case .failed(let error): ("failed", nil, String(error.prefix(500)))
+        }
+    }
+
+    /// The select list and join that ``ledgerEntry(_:)`` reads, over `ledger_transactions t`.
+    static let ledgerSelect = """
+        SELECT t.*, c.app_user_id AS claimant FROM ledger_transactions t LEFT JOIN ledger_claims c
+            ON c.app_id = t.app_id AND c.environment = t.environment
+            AND c.original_transaction_id = t.original_transaction_id
+        """
+
+    /// The most rows one `IN (…)` list binds; longer lists are split.
+    static let ledgerChunk = 500
+}

@@ -1,0 +1,203 @@
+import Foundation
+import ReceiptCore
+import ReceiptService
+import Synchronization
+
+/// The ledger, notification and outbox tables in memory, with the semantics of the stores' statements (insert if
+/// absent, first claim wins, revocations and statuses written only by a statement signed at or after the stored one),
+/// so that ``LedgerRecorder`` and ``NotificationRecorder`` are tested without a database, as Hummingbird's todos
+/// example tests its controller against `TodoMemoryRepository`. The stores themselves are held to the same
+/// semantics by the contract suites.
+final class MemoryLedger: Sendable {
+    /// One ledger: an app's transactions of one environment.
+    struct Ledger {
+        /// Rows by transaction id, their claimants not filled in (as the stores' rows).
+        var rows: [String: LedgerEntry] = [:]
+        /// The signed date of the statement that last set each row's revocation.
+        var revocationAsOf: [String: Int64] = [:]
+        /// Claims: original transaction id → user.
+        var claims: [String: String] = [:]
+        /// Recorded notification UUIDs.
+        var notifications = Set<String>()
+        /// `CONSUMPTION_REQUEST`s per transaction.
+        var consumptionRequests: [String: Int] = [:]
+        /// Statuses by original transaction id.
+        var statuses: [String: SubscriptionStatus] = [:]
+    }
+
+    struct Key: Hashable {
+        let appID: UUID
+        let environment: AppStoreEnvironment
+    }
+
+    struct State {
+        var ledgers: [Key: Ledger] = [:]
+        var events: [WebhookEvent] = []
+        var deliveries: [WebhookFanOut.Delivery] = []
+        /// Statements run, by name, to check how many a group takes.
+        var statements: [String: Int] = [:]
+    }
+
+    let endpoints: [WebhookEndpoint]
+    let state = Mutex(State())
+
+    /// An empty ledger whose apps have these webhook endpoints.
+    init(endpoints: [WebhookEndpoint] = []) {
+        self.endpoints = endpoints
+    }
+
+    /// The writer of an app's ledger in one environment.
+    func writer(_ appID: UUID, _ environment: AppStoreEnvironment) -> Writer {
+        Writer(ledger: self, key: Key(appID: appID, environment: environment))
+    }
+
+    /// The ledger of an app in one environment.
+    func ledger(_ appID: UUID, _ environment: AppStoreEnvironment = .production) -> Ledger {
+        state.withLock { $0.ledgers[Key(appID: appID, environment: environment)] ?? Ledger() }
+    }
+
+    /// Every event inserted, in order.
+    var events: [WebhookEvent] { state.withLock { $0.events } }
+
+    /// How many times the statement named `name` ran.
+    func statements(_ name: String) -> Int { state.withLock { $0.statements[name] ?? 0 } }
+
+    /// The event types inserted, in order.
+    var eventTypes: [String] { events.map(\.type) }
+
+    /// ``NotificationWriting`` over one ledger of the memory store.
+    struct Writer: NotificationWriting {
+        let ledger: MemoryLedger
+        let key: Key
+
+        private func change<T>(_ statement: String, _ body: (inout Ledger) -> T) -> T {
+            ledger.state.withLock { state in
+                state.statements[statement, default: 0] += 1
+                return body(&state.ledgers[key, default: Ledger()])
+            }
+        }
+
+        func claimants(of originalTransactionIDs: [String]) async throws -> [String: String] {
+            change("claimants") { ledger in ledger.claims.filter { originalTransactionIDs.contains($0.key) } }
+        }
+
+        func moveClaim(of originalTransactionID: String, to user: String, at date: Date) async throws {
+            change("moveClaim") { ledger in
+                if ledger.claims[originalTransactionID] != nil { ledger.claims[originalTransactionID] = user }
+            }
+        }
+
+        func insertIfAbsent(_ entries: [LedgerEntry]) async throws -> Set<String> {
+            change("insertIfAbsent") { ledger in
+                var inserted = Set<String>()
+                for var entry in entries where ledger.rows[entry.transaction.transactionID] == nil {
+                    entry.claimant = nil
+                    ledger.rows[entry.transaction.transactionID] = entry
+                    inserted.insert(entry.transaction.transactionID)
+                }
+                return inserted
+            }
+        }
+
+        func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry] {
+            change("entries") { ledger in ledger.rows.filter { transactionIDs.contains($0.key) } }
+        }
+
+        func claims(_ claims: [(original: String, user: String)], reading originals: [String], at date: Date)
+            async throws -> [String: String]
+        {
+            change("claims") { ledger in
+                for (original, user) in claims where ledger.claims[original] == nil { ledger.claims[original] = user }
+                return ledger.claims.filter { originals.contains($0.key) }
+            }
+        }
+
+        func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool {
+            change("markDelivered") { ledger in
+                guard ledger.rows[transactionID]?.deliveredAt == nil, ledger.rows[transactionID] != nil else {
+                    return false
+                }
+                ledger.rows[transactionID]?.deliveredAt = date
+                return true
+            }
+        }
+
+        func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws {
+            change("touch") { ledger in
+                ledger.rows[transactionID]?.lastSeenAt = date
+                if let revocation { ledger.rows[transactionID]?.transaction.copyRevocation(of: revocation) }
+            }
+        }
+
+        func insertLedgerEvents(_ events: [WebhookEvent]) async throws {
+            try await insert(events, onlyTaken: true)
+        }
+
+        func insertNotifications(_ records: [NotificationRecord]) async throws -> Set<String> {
+            change("insertNotifications") { ledger in
+                Set(records.map(\.notification.uuid).filter { ledger.notifications.insert($0).inserted })
+            }
+        }
+
+        func openConsumptionGroup(transactionID: String, uuid: String, at date: Date) async throws -> Bool {
+            change("openConsumptionGroup") { ledger in
+                ledger.consumptionRequests[transactionID, default: 0] += 1
+                return ledger.consumptionRequests[transactionID] == 1
+            }
+        }
+
+        func setRevocation(_ transactionID: String, to transaction: PurchaseTransaction?, asOf: Int64) async throws
+            -> Bool
+        {
+            change("setRevocation") { ledger in
+                guard ledger.rows[transactionID] != nil,
+                    ledger.revocationAsOf[transactionID].map({ $0 <= asOf }) ?? true
+                else { return false }
+                ledger.rows[transactionID]?.transaction.copyRevocation(of: transaction)
+                ledger.revocationAsOf[transactionID] = asOf
+                return true
+            }
+        }
+
+        func subscriptionStatuses(of originalTransactionIDs: [String]) async throws -> [String: SubscriptionStatus] {
+            change("subscriptionStatuses") { ledger in
+                ledger.statuses.filter { originalTransactionIDs.contains($0.key) }
+            }
+        }
+
+        func saveSubscriptionStatuses(_ statuses: [SubscriptionStatus]) async throws {
+            change("saveSubscriptionStatuses") { ledger in
+                for status in statuses
+                where ledger.statuses[status.originalTransactionID].map({ $0.asOf <= status.asOf }) ?? true {
+                    ledger.statuses[status.originalTransactionID] = status
+                }
+            }
+        }
+
+        func insertEvents(_ events: [WebhookEvent]) async throws {
+            try await insert(events, onlyTaken: false)
+        }
+
+        private func insert(_ events: [WebhookEvent], onlyTaken: Bool) async throws {
+            let endpoints = ledger.endpoints
+            let fanOut = try await WebhookFanOut(events, onlyTaken: onlyTaken) { appID in
+                endpoints.filter { $0.appID == appID }
+            }
+            ledger.state.withLock { state in
+                state.statements["insertEvents", default: 0] += 1
+                state.events += fanOut.events
+                state.deliveries += fanOut.deliveries
+            }
+        }
+    }
+}
+
+extension PurchaseTransaction {
+    /// Takes the revocation `other` states (none when nil).
+    mutating func copyRevocation(of other: PurchaseTransaction?) {
+        revocationDate = other?.revocationDate
+        revocationReason = other?.revocationReason
+        revocationType = other?.revocationType
+        revocationPercentage = other?.revocationPercentage
+    }
+}

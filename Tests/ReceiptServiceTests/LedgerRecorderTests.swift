@@ -1,0 +1,155 @@
+import Foundation
+import ReceiptCore
+import Testing
+
+@testable import ReceiptService
+
+/// The rules of recording an input's transactions (``LedgerRecorder``) against the in-memory ledger: claims, their
+/// transfer and refusal, deliveries, revocations, events, and a group giving what one-after-another gives.
+@Suite struct LedgerRecorderTests {
+    static let start = Date(timeIntervalSince1970: 1_790_000_000)
+    static let appID = UUID()
+
+    static func purchase(_ id: String, original: String? = nil, revokedAt: Int64? = nil) -> PurchaseTransaction {
+        PurchaseTransaction(
+            transactionID: id, originalTransactionID: original ?? id, productID: "com.example.coins",
+            purchaseDate: 1_700_000_000_000, revocationDate: revokedAt, revocationReason: revokedAt.map { _ in 1 })
+    }
+
+    static func recording(
+        _ transactions: [PurchaseTransaction], user: String? = nil, policy: ClaimsPolicy = .flag,
+        once: Bool = true, at offset: TimeInterval = 0, request: String = "r1"
+    ) -> LedgerRecording {
+        var recording = LedgerRecording(
+            appID: appID, environment: .production, transactions: transactions, user: user,
+            movesClaims: policy == .transfer, deliversNew: once, requestID: request,
+            now: start.addingTimeInterval(offset))
+        recording.refusesOtherUsers = policy == .refuse
+        return recording
+    }
+
+    /// An endpoint of the app that takes every event.
+    static var everything: WebhookEndpoint {
+        WebhookEndpoint(
+            id: UUID(), appID: appID, url: "https://hooks.example.com/", environments: [], eventTypes: ["*"],
+            forwardsSignedPayload: false, secret: SealedSecret(bytes: Array(repeating: 9, count: 40)),
+            createdAt: start)
+    }
+
+    static func record(_ recording: LedgerRecording, in ledger: MemoryLedger) async throws -> LedgerRecorder.Outcome {
+        try await LedgerRecorder.record(recording, with: ledger.writer(recording.appID, recording.environment))
+    }
+
+    @Test func theFirstUserClaimsAndIsDeliveredOnceAnotherIsFlagged() async throws {
+        let ledger = MemoryLedger(endpoints: [Self.everything])
+        let first = try await Self.record(Self.recording([Self.purchase("1")], user: "alice"), in: ledger)
+        #expect(first.result.map(\.isNew) == [true])
+        #expect(first.result.map(\.deliveredNow) == [true])
+        #expect(first.result[0].entry.claimant == "alice")
+        #expect(!first.changed)
+        #expect(ledger.ledger(Self.appID).claims == ["1": "alice"])
+
+        let again = try await Self.record(
+            Self.recording([Self.purchase("1")], user: "alice", at: 5, request: "r2"), in: ledger)
+        #expect(again.result.map(\.isNew) == [false])
+        #expect(again.result.map(\.deliveredNow) == [false])
+
+        let bob = try await Self.record(
+            Self.recording([Self.purchase("1")], user: "bob", at: 10, request: "r3"), in: ledger)
+        #expect(bob.result[0].entry.claimant == "alice")
+        #expect(bob.result.map(\.deliveredNow) == [false])
+        #expect(ledger.eventTypes == ["transaction.created", "claim.conflict"])
+        #expect(ledger.events[1].data["presented_by"] == .string("bob"))
+    }
+
+    @Test func withoutAnEndpointLedgerChangesMakeNoEvents() async throws {
+        let ledger = MemoryLedger()
+        _ = try await Self.record(Self.recording([Self.purchase("1")], user: "alice"), in: ledger)
+        _ = try await Self.record(Self.recording([Self.purchase("1")], user: "bob"), in: ledger)
+        #expect(ledger.events.isEmpty)
+    }
+
+    @Test func aTransferMovesTheClaimAndSaysFromWhom() async throws {
+        let ledger = MemoryLedger(endpoints: [Self.everything])
+        _ = try await Self.record(Self.recording([Self.purchase("1")], user: "alice"), in: ledger)
+        let moved = try await Self.record(
+            Self.recording([Self.purchase("1")], user: "bob", policy: .transfer, at: 1), in: ledger)
+        #expect(moved.result[0].transferredFrom == "alice")
+        #expect(moved.result[0].entry.claimant == "bob")
+        #expect(moved.changed)
+        #expect(ledger.ledger(Self.appID).claims == ["1": "bob"])
+        #expect(ledger.eventTypes == ["transaction.created", "claim.transferred"])
+        #expect(ledger.events[1].data["previous_user"] == .string("alice"))
+    }
+
+    @Test func aRefusalWritesNothing() async throws {
+        let ledger = MemoryLedger(endpoints: [Self.everything])
+        _ = try await Self.record(Self.recording([Self.purchase("1")], user: "alice"), in: ledger)
+        await #expect(throws: ServiceError(.claimedByOtherUser)) {
+            _ = try await Self.record(
+                Self.recording([Self.purchase("1"), Self.purchase("2")], user: "bob", policy: .refuse, at: 1),
+                in: ledger)
+        }
+        let after = ledger.ledger(Self.appID)
+        #expect(after.rows.keys.sorted() == ["1"])
+        #expect(after.claims == ["1": "alice"])
+        #expect(ledger.eventTypes == ["transaction.created"])
+    }
+
+    @Test func aRenewalFirstShownByAnotherUserIsDeliveredToItsClaimant() async throws {
+        let ledger = MemoryLedger()
+        _ = try await Self.record(Self.recording([Self.purchase("1")], user: "alice"), in: ledger)
+        let renewal = Self.purchase("2", original: "1")
+        let byBob = try await Self.record(Self.recording([renewal], user: "bob", at: 1), in: ledger)
+        #expect(byBob.result.map(\.isNew) == [true])
+        #expect(byBob.result.map(\.deliveredNow) == [false])
+        let byAlice = try await Self.record(Self.recording([renewal], user: "alice", at: 2), in: ledger)
+        #expect(byAlice.result.map(\.deliveredNow) == [true])
+        #expect(ledger.ledger(Self.appID).rows["2"]?.deliveredAt == Self.start.addingTimeInterval(2))
+    }
+
+    @Test func anInputRevocationIsRecordedOnceAndNotUndoneByAnUnrevokedInput() async throws {
+        let ledger = MemoryLedger(endpoints: [Self.everything])
+        _ = try await Self.record(Self.recording([Self.purchase("1")]), in: ledger)
+        let revoked = try await Self.record(
+            Self.recording([Self.purchase("1", revokedAt: 1_700_000_100_000)], at: 1), in: ledger)
+        #expect(revoked.result[0].revokedNow)
+        #expect(revoked.changed)
+        let plain = try await Self.record(Self.recording([Self.purchase("1")], at: 2), in: ledger)
+        #expect(plain.result[0].entry.isRevoked)
+        #expect(!plain.result[0].revokedNow)
+        #expect(ledger.eventTypes == ["transaction.created", "transaction.revoked"])
+    }
+
+    @Test func aGroupGivesWhatOneAfterAnotherGives() async throws {
+        let group = [
+            Self.recording([Self.purchase("1"), Self.purchase("2", original: "1")], user: "alice", request: "a"),
+            Self.recording([Self.purchase("2", original: "1"), Self.purchase("3")], user: "bob", request: "b"),
+            Self.recording([Self.purchase("3"), Self.purchase("4")], request: "c"),
+            Self.recording([Self.purchase("4")], user: "carol", request: "d"),
+        ]
+        let alone = MemoryLedger(endpoints: [Self.everything])
+        var oneByOne: [[LedgerRecorded]] = []
+        for recording in group { oneByOne.append(try await Self.record(recording, in: alone).result) }
+
+        let together = MemoryLedger(endpoints: [Self.everything])
+        let grouped = try await LedgerRecorder.recordTogether(group) { together.writer($0.appID, $0.environment) }
+        // What an answer shows: a member without a user is not told who claims (a later member's claim may already
+        // be made in the group), everything else is the same.
+        func shown(_ results: [[LedgerRecorded]]) -> [[LedgerRecorded]] {
+            zip(group, results).map { recording, results in
+                results.map { result in
+                    var result = result
+                    if recording.user == nil { result.entry.claimant = nil }
+                    return result
+                }
+            }
+        }
+        #expect(shown(grouped.map(\.result)) == shown(oneByOne))
+        #expect(together.ledger(Self.appID).claims == alone.ledger(Self.appID).claims)
+        #expect(together.ledger(Self.appID).rows == alone.ledger(Self.appID).rows)
+        #expect(together.eventTypes.sorted() == alone.eventTypes.sorted())
+        // One insert for the whole group.
+        #expect(together.statements("insertIfAbsent") == 1)
+    }
+}
