@@ -48,9 +48,11 @@ import Testing
     /// A signed transaction of the test PKI.
     static func transaction(
         _ id: String, original: String = "1000000000", type: String = "Auto-Renewable Subscription",
-        product: String = "com.example.app.monthly", hoursAfterBase hours: Double, revoked: Bool = false
+        product: String = "com.example.app.monthly", hoursAfterBase hours: Double, revoked: Bool = false,
+        appAccountToken: String? = nil
     ) throws -> String {
         var builder = JWSBuilder()
+        builder.appAccountToken = appAccountToken
         builder.transactionID = id
         builder.originalTransactionID = original
         builder.type = type
@@ -259,6 +261,43 @@ import Testing
             #expect(refused["enrichment"] == .string("refused"))
             #expect(refused["retryable"] == nil)
             #expect(service.logText.contains("Apple refused the app's App Store Server API credentials"))
+        }
+    }
+
+    @Test(
+        "an enriched StoreKit 2 transaction is still claimed for its appAccountToken, so another user is refused",
+        arguments: StoreKind.available)
+    func enrichmentKeepsTheAppAccountTokenAsTheUser(kind: StoreKind) async throws {
+        try await Self.withServerAPI(kind) { service, fake in
+            let tenant = try Self.tenant(service, ["--enrichment", "on", "--claims", "refuse"])
+            let owner = "e4b2c0ab-7bd5-4e6c-9a37-5b1f8e0c2d11"
+            let signed = try Self.transaction(
+                "1000000300", original: "1000000300", type: "Non-Consumable", product: "com.example.app.pro",
+                hoursAfterBase: 2, appAccountToken: owner)
+            fake.script(
+                "production",
+                Self.history([
+                    signed,
+                    try Self.transaction(
+                        "1000000301", original: "1000000301", type: "Non-Consumable", product: "com.example.app.extra",
+                        hoursAfterBase: 3, appAccountToken: owner),
+                ]))
+            let first = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", signed),
+            ]).json()
+            #expect(first["enrichment"] == .string("applied"))
+            #expect(Self.transactions(first).count == 2)
+            let listed = try await service.post(
+                "/api/transactions",
+                form: [("apikey", tenant.apiKey), ("token", tenant.token), ("app_user_id", owner)]
+            ).json()
+            #expect(
+                Set(Self.transactions(listed).keys) == ["1000000300", "1000000301"],
+                "every merged purchase is claimed for the token")
+            let mallory = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", signed), ("app_user_id", "mallory"),
+            ])
+            #expect(mallory.httpStatus == 403)
         }
     }
 

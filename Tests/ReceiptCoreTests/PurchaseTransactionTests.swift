@@ -31,7 +31,9 @@ import Testing
                     transactionID: "1000000692879214", originalTransactionID: "1000000692878476",
                     productID: "com.revenuecat.monthly_4.99.1_week_intro", purchaseDate: 1_594_755_400_000,
                     originalPurchaseDate: 1_594_755_207_000, expiresDate: 1_594_755_700_000, quantity: 1,
-                    webOrderLineItemID: "1000000054042695"))
+                    webOrderLineItemID: "1000000054042695", signedDate: verified.signingDate))
+        // Each carries the date the receipt was signed (its creation date), against which its revocation is weighed.
+        #expect(transactions.allSatisfy { $0.signedDate == verified.signingDate })
         // Apple's answer for the same receipt: in_app and latest_receipt_info merged by id give the same nine.
         guard let answer = try Self.answer("apple-responses/revenuecat_status0_unified_sandbox_2020.json") else {
             return
@@ -48,7 +50,7 @@ import Testing
                 PurchaseTransaction(
                     transactionID: "1000000046178817", originalTransactionID: "1000000046178817",
                     productID: "com.mindmobapp.download", purchaseDate: 1_335_798_355_868,
-                    originalPurchaseDate: 1_335_798_355_868)
+                    originalPurchaseDate: 1_335_798_355_868, signedDate: verified.signingDate)
             ])
         // An iOS 6 subscription in Apple's answer: `expires_date` holds milliseconds.
         guard let answer = try Self.answer("apple-responses/mbaasy_status0_ios6_subscription_sandbox_2015.json") else {

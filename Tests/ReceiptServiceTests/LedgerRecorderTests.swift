@@ -152,4 +152,23 @@ import Testing
         // One insert for the whole group.
         #expect(together.statements("insertIfAbsent") == 1)
     }
+
+    @Test func aRecordingItsCallerAbandonedIsNotWrittenATakenOneIs() async throws {
+        let ledger = MemoryLedger()
+        var abandoned = Self.recording([Self.purchase("1")], request: "gone")
+        abandoned.commitClaim = CommitClaim()
+        #expect(abandoned.commitClaim?.abandon() == true)
+        var taken = Self.recording([Self.purchase("2")], request: "here")
+        taken.commitClaim = CommitClaim()
+        let outcomes = try await LedgerRecorder.recordTogether([abandoned, taken]) {
+            ledger.writer($0.appID, $0.environment)
+        }
+        #expect(outcomes.map(\.result.count) == [0, 1])
+        #expect(ledger.ledger(Self.appID).rows.keys.sorted() == ["2"])
+        // Taken: the caller can no longer give it up, and a failed group's retry alone still records it.
+        #expect(taken.commitClaim?.abandon() == false)
+        #expect(try await Self.record(taken, in: MemoryLedger()).result.map(\.deliveredNow) == [true])
+        await #expect(throws: CancellationError.self) { _ = try await Self.record(abandoned, in: ledger) }
+        #expect(ledger.ledger(Self.appID).rows.keys.sorted() == ["2"])
+    }
 }

@@ -113,6 +113,58 @@ import Testing
         }
     }
 
+    /// REFUND, REFUND_REVERSED, then the revoked signed transaction the device kept from before the reversal:
+    /// `/api`'s recording of it changes nothing and sends no second `transaction.revoked`; a statement signed after the
+    /// reversal (a new refund) still revokes.
+    @Test(arguments: StoreKind.available)
+    func anOldRevokedItemDoesNotUndoAReversal(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            try await store.addWebhookEndpoint(Self.endpoint(app))
+            let expires = Self.startMilliseconds + 10 * Self.day
+            let t = Self.startMilliseconds - 100 * 60_000
+            for (type, signedAt, revokedAt) in [
+                ("SUBSCRIBED", t, nil), ("REFUND", t + 2_000, t + 1_500), ("REFUND_REVERSED", t + 3_000, nil),
+            ] as [(String, Int64, Int64?)] {
+                _ = try await store.recordNotification(
+                    Self.record(
+                        Self.notification(
+                            type, signedAt: signedAt,
+                            transaction: Self.transaction("2001", expires: expires, revokedAt: revokedAt)),
+                        app: app))
+            }
+            func revokedEvents() async throws -> Int {
+                try await store.webhookEvents(WebhookEventQuery(appID: app.id, limit: 100)).filter {
+                    $0.event.type == "transaction.revoked"
+                }.count
+            }
+            #expect(try await revokedEvents() == 1)
+            func input(signedAt: Int64?, revokedAt: Int64, offset: TimeInterval) -> LedgerRecording {
+                var purchase = PurchaseTransaction(
+                    transactionID: "2001", originalTransactionID: "1000", productID: "com.example.monthly",
+                    revocationDate: revokedAt, revocationReason: 1, signedDate: signedAt)
+                purchase.expiresDate = expires
+                return LedgerRecording(
+                    appID: app.id, environment: .sandbox, transactions: [purchase], user: nil, movesClaims: false,
+                    deliversNew: true, requestID: "api", now: Self.start.addingTimeInterval(offset))
+            }
+            // Signed before the reversal, or of unknown date: stale.
+            for (index, signedAt) in [t + 2_500, nil].enumerated() {
+                let stale = try await store.record(
+                    input(signedAt: signedAt, revokedAt: t + 1_500, offset: 700 * Double(index + 1)))
+                #expect(stale.map(\.entry.isRevoked) == [false])
+                #expect(stale.map(\.revokedNow) == [false])
+            }
+            #expect(try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).first?.isRevoked == false)
+            #expect(try await revokedEvents() == 1)
+            // Signed after it: a new refund.
+            let fresh = try await store.record(input(signedAt: t + 4_000, revokedAt: t + 3_900, offset: 2_100))
+            #expect(fresh.map(\.revokedNow) == [true])
+            let stored = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).first
+            #expect(stored?.isRevoked == true)
+            #expect(stored?.revocationAsOf == t + 4_000)
+        }
+    }
+
     @Test(arguments: StoreKind.available)
     func revocationsAndStatusesFollowSignedDatesNotArrival(kind: StoreKind) async throws {
         try await LedgerStoreContractTests.withApp(kind) { store, app in

@@ -35,6 +35,10 @@ public struct PurchaseTransaction: Sendable, Equatable {
     public var revocationPercentage: Int?
     /// `appAccountToken`: the app's own user id, when the app set one at purchase (StoreKit 2 only).
     public var appAccountToken: String?
+    /// When the statement of this transaction was signed, in milliseconds since 1970: a JWS's `signedDate`, a
+    /// receipt's creation date, the time Apple answered; nil when unknown. A revocation it states (or lacks) is
+    /// weighed against newer statements by it (docs/notifications.md, "Effects").
+    public var signedDate: Int64?
 
     /// Creates a transaction.
     public init(
@@ -42,7 +46,7 @@ public struct PurchaseTransaction: Sendable, Equatable {
         originalPurchaseDate: Int64? = nil, expiresDate: Int64? = nil, quantity: Int = 1,
         webOrderLineItemID: String? = nil, inAppOwnershipType: String? = nil, revocationDate: Int64? = nil,
         revocationReason: Int? = nil, revocationType: String? = nil, revocationPercentage: Int? = nil,
-        appAccountToken: String? = nil
+        appAccountToken: String? = nil, signedDate: Int64? = nil
     ) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -58,6 +62,7 @@ public struct PurchaseTransaction: Sendable, Equatable {
         self.revocationType = revocationType
         self.revocationPercentage = revocationPercentage
         self.appAccountToken = appAccountToken
+        self.signedDate = signedDate
     }
 
     /// A transaction from an object in `verifyReceipt`'s field names (an `in_app` or `latest_receipt_info` entry, or an
@@ -102,6 +107,14 @@ public struct PurchaseTransaction: Sendable, Equatable {
     /// Every distinct transaction of a verified input, by transaction id in first-seen order: a unified receipt's
     /// `in_app`, an iOS 6 receipt's one, a StoreKit 2 signed transaction's one (none for other JWS kinds).
     public static func all(in verified: VerifiedReceipt) -> [PurchaseTransaction] {
+        statedBy(verified).map { transaction in
+            var transaction = transaction
+            transaction.signedDate = verified.signingDate
+            return transaction
+        }
+    }
+
+    private static func statedBy(_ verified: VerifiedReceipt) -> [PurchaseTransaction] {
         switch verified.kind {
         case .unifiedReceipt:
             return distinct(verified.receipt["in_app"]?.arrayValue ?? [])
@@ -116,7 +129,7 @@ public struct PurchaseTransaction: Sendable, Equatable {
 
     /// Every distinct transaction of a `verifyReceipt`-shaped answer: `receipt.in_app` (or an iOS 6 `receipt`) and
     /// `latest_receipt_info` merged by transaction id, in first-seen order.
-    public static func all(inAnswer body: JSONObject) -> [PurchaseTransaction] {
+    public static func all(inAnswer body: JSONObject, answeredAt: Int64? = nil) -> [PurchaseTransaction] {
         var objects: [JSONValue] = []
         if case .object(let receipt)? = body["receipt"] {
             if let inApp = receipt["in_app"]?.arrayValue {
@@ -126,7 +139,11 @@ public struct PurchaseTransaction: Sendable, Equatable {
             }
         }
         objects += body["latest_receipt_info"]?.arrayValue ?? []
-        return distinct(objects)
+        return distinct(objects).map { transaction in
+            var transaction = transaction
+            transaction.signedDate = answeredAt
+            return transaction
+        }
     }
 
     /// The transactions of `objects`, one per transaction id in first-seen order; a revocation stated by a later

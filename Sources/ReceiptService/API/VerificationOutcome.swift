@@ -34,6 +34,9 @@ public struct VerificationOutcome: Sendable {
     public var subscriptions: [JSONValue]?
     /// The verdict's transactions, for the ledger (valid answers only).
     public var purchases: [PurchaseTransaction] = []
+    /// The user the input itself names: a lone StoreKit 2 transaction's `appAccountToken`, taken before Apple's
+    /// history is merged into ``purchases`` (the user of every purchase merged).
+    public var inputUser: String?
     /// The verdict's environment, for the ledger (valid answers only).
     public var environment: AppStoreEnvironment?
     /// The receipt's environment, when a 403 is for an environment the app does not allow (the verifyReceipt

@@ -36,6 +36,8 @@ extension VerificationService {
             outcome.body["latest_receipt_info"] = .array(facts.latestReceiptInfo)
             if let renewals = facts.pendingRenewalInfo { outcome.body["pending_renewal_info"] = .array(renewals) }
             outcome.body["enrichment"] = .string("applied")
+            // The input's own user stays the user of everything merged (its claims are made for it).
+            outcome.inputUser = outcome.inputUser ?? Ledger.user(statedBy: outcome.purchases)
             outcome.purchases = Self.merging(facts.purchases, into: outcome.purchases)
         } catch let error as AppStoreServerAPIError where error.code == .credentials {
             // Not a moment's trouble: until the app's credentials are fixed, every answer is from the input alone.
@@ -82,7 +84,7 @@ extension VerificationService {
         let payloads = history.transactions.map(\.receipt)
         var facts = ServerFacts(
             latestReceiptInfo: ServerAPIFields.latestReceiptInfo(payloads, excludingOld: excludingOld),
-            purchases: payloads.compactMap(PurchaseTransaction.init(jwsPayload:)), environment: history.environment)
+            purchases: history.transactions.flatMap(PurchaseTransaction.all(in:)), environment: history.environment)
         if withRenewals, payloads.contains(where: { $0["type"]?.stringValue == "Auto-Renewable Subscription" }) {
             let renewals = try await storeKit.renewals(of: id, credentials: credentials)
             facts.pendingRenewalInfo = ServerAPIFields.pendingRenewalInfo(renewals.map(\.receipt))

@@ -160,7 +160,8 @@ public struct VerificationService: Sendable {
             let answered =
                 answer.body["environment"]?.stringValue.flatMap(AppStoreEnvironment.init(rawValue:))
                 ?? answer.answeredBy
-            purchases = PurchaseTransaction.all(inAnswer: answer.body)
+            purchases = PurchaseTransaction.all(
+                inAnswer: answer.body, answeredAt: Date().millisecondsSince1970)
             if let rejection = TenantChecks.check(
                 bundleID: bundleID, environment: answered, isTestData: false, transactions: purchases,
                 request: request, app: caller.app)

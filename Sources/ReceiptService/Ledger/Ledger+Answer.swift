@@ -3,6 +3,11 @@ import Logging
 import ReceiptCore
 
 extension Ledger {
+    /// The user an input's purchases name themselves: the `appAccountToken` of a lone StoreKit 2 transaction.
+    public static func user(statedBy purchases: [PurchaseTransaction]) -> String? {
+        purchases.count == 1 ? purchases[0].appAccountToken : nil
+    }
+
     /// Completes a verified answer with what to deliver (docs/api.md, "Transactions: what to deliver"): records its
     /// purchases in the app's ledger and adds the `transactions` array and the subscriptions' statuses, or turns the
     /// answer into a 403 when a purchase belongs to another user and the app refuses such requests. An answer that is
@@ -12,10 +17,11 @@ extension Ledger {
         logger: Logger
     ) async throws {
         guard outcome.isValid, let environment = outcome.environment else { return }
-        // The user: the request's `app_user_id`, else a StoreKit 2 transaction's own `appAccountToken`.
+        // The user: the request's `app_user_id`, else a StoreKit 2 transaction's own `appAccountToken` (as the input
+        // stated it, before any enrichment merged Apple's history).
         let user =
-            request.appUserID.flatMap { $0.isEmpty ? nil : $0 }
-            ?? (outcome.purchases.count == 1 ? outcome.purchases[0].appAccountToken : nil)
+            request.appUserID.flatMap { $0.isEmpty ? nil : $0 } ?? outcome.inputUser
+            ?? Self.user(statedBy: outcome.purchases)
         switch try await decide(
             outcome.purchases, environment: environment, user: user, app: caller.app, requestID: requestID)
         {

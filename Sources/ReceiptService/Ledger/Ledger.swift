@@ -54,6 +54,9 @@ public final class Ledger: Sendable {
             movesClaims: app.claimsPolicy == .transfer, deliversNew: app.deliveryMode == .once, requestID: requestID,
             now: now)
         draft.refusesOtherUsers = app.claimsPolicy == .refuse
+        // In `once` mode the recording marks deliveries: once the store has begun to commit it, this answer waits
+        // for it whatever the deadline, and a caller that gave up first leaves nothing written.
+        draft.commitClaim = app.deliveryMode == .once ? CommitClaim() : nil
         let recording = draft
         let results: [LedgerRecorded]
         let marker = store.ledgerChangeMarker()
@@ -62,7 +65,9 @@ public final class Ledger: Sendable {
             metrics.fromMemory.increment()
         } else {
             do {
-                results = try await deadline.run("the ledger") { [store] in try await store.record(recording) }
+                results = try await deadline.run("the ledger", claim: recording.commitClaim) { [store] in
+                    try await store.record(recording)
+                }
             } catch let error as ServiceError where error.code == .claimedByOtherUser {
                 metrics.conflicts(.refuse).increment()
                 return .refused

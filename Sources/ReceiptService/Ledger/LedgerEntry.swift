@@ -23,14 +23,18 @@ public struct LedgerEntry: Sendable, Equatable {
     public var deliveredAt: Date?
     /// Apple's Finish Transaction of a confirmed delivery, for apps with App Store Server API credentials.
     public var appleFinish: AppleFinishStatus?
+    /// The signed date (milliseconds since 1970) of the statement that last set or cleared the revocation; an older
+    /// statement changes it no more.
+    public var revocationAsOf: Int64?
 
     /// Creates an entry.
     public init(
         appID: UUID, environment: AppStoreEnvironment, transaction: PurchaseTransaction, claimant: String?,
         firstSeenAt: Date, lastSeenAt: Date, firstRequestID: String, deliveredAt: Date?,
-        appleFinish: AppleFinishStatus? = nil
+        appleFinish: AppleFinishStatus? = nil, revocationAsOf: Int64? = nil
     ) {
         self.appleFinish = appleFinish
+        self.revocationAsOf = revocationAsOf
         self.appID = appID
         self.environment = environment
         self.transaction = transaction
@@ -67,6 +71,9 @@ public struct LedgerRecording: Sendable {
     public var requestID: String
     /// The request's time.
     public var now: Date
+    /// Decides between the caller and the store whether the recording is written (``CommitClaim``): set when the
+    /// recording marks deliveries, so that only the answer that says `deliver: true` marks one.
+    public var commitClaim: CommitClaim?
 
     /// Creates a recording.
     public init(

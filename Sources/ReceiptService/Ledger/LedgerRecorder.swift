@@ -12,6 +12,8 @@ public enum LedgerRecorder {
     public static func record(_ recording: LedgerRecording, with writer: some LedgerWriting) async throws
         -> (result: [LedgerRecorded], changed: Bool)
     {
+        // Inside the store's transaction: a recording whose caller gave up before it began is not written.
+        guard recording.commitClaim?.begin() ?? true else { throw CancellationError() }
         let originals = recording.originalTransactionIDs.sorted()
         // A refused request leaves no trace: nothing claimed for its user, nothing recorded, nothing delivered. The
         // claims are read before any write (and checked again after claiming, for a claim made in between, which on
@@ -102,12 +104,17 @@ public enum LedgerRecorder {
             guard var entry = stored[transaction.transactionID] else {
                 throw ServiceError(.storage, "ledger row \(transaction.transactionID) vanished inside its transaction")
             }
-            let revokes = entry.transaction.revocationDate == nil && transaction.revocationDate != nil
+            // A revocation stated by a statement signed before the one that last set or cleared it (an old signed
+            // item after `REFUND_REVERSED`) changes nothing; one of unknown date only where none was ever stamped.
+            let isCurrent =
+                entry.revocationAsOf.map { asOf in transaction.signedDate.map { $0 >= asOf } ?? false } ?? true
+            let revokes = isCurrent && entry.transaction.revocationDate == nil && transaction.revocationDate != nil
             if revokes {
                 entry.transaction.revocationDate = transaction.revocationDate
                 entry.transaction.revocationReason = transaction.revocationReason
                 entry.transaction.revocationType = transaction.revocationType
                 entry.transaction.revocationPercentage = transaction.revocationPercentage
+                entry.revocationAsOf = transaction.signedDate
                 changed = true
             }
             entry.claimant = claimants[transaction.originalTransactionID]
@@ -206,7 +213,12 @@ extension LedgerRecorder {
         _ recordings: [LedgerRecording], writer: (LedgerRecording) -> Writer
     ) async throws -> [Outcome] {
         var outcomes = [Outcome?](repeating: nil, count: recordings.count)
-        for indexes in byLedger(recordings.map { ($0.appID, $0.environment) }) {
+        // Inside the store's transaction, the group takes its members (``CommitClaim``); one whose caller gave up
+        // before is left out (its outcome, empty, reaches no one). A member taken stays taken if the group fails and
+        // is recorded alone.
+        let taken = recordings.indices.filter { recordings[$0].commitClaim?.begin() ?? true }
+        for ledger in byLedger(taken.map { (recordings[$0].appID, recordings[$0].environment) }) {
+            let indexes = ledger.map { taken[$0] }
             let members = indexes.map { recordings[$0] }
             let ledgerWriter = writer(members[0])
             let together = try await recordGroup(members, with: ledgerWriter)

@@ -20,7 +20,8 @@ public protocol LedgerWriting {
         async throws -> [String: String]
     /// Marks the transaction delivered at `date` unless it already is; returns whether it did.
     func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool
-    /// Sets `last_seen_at`, and the revocation of `revocation` when given.
+    /// Sets `last_seen_at`, and the revocation of `revocation` when given, stamped with its signed date (only where no
+    /// statement signed later set or cleared the revocation).
     func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws
     /// Inserts the events of ledger changes that some endpoint of their app takes, each with its deliveries (the
     /// others are not kept: without a receiver, the ledger itself is the record).

@@ -5,7 +5,8 @@ import Synchronization
 ///
 /// The work runs in its own task; when the limit passes first, the caller gets ``ServiceError/Code/unavailable`` at
 /// once and the work is cancelled (a database client that ignores cancellation finishes in the background, its result
-/// unused).
+/// unused). Work under a ``CommitClaim`` is given up only while the store has not begun to commit it; after that the
+/// caller waits for its outcome, up to ``committingLimit``.
 public struct StoreDeadline: Sendable {
     /// The limit; nil for none.
     public let limit: Duration?
@@ -22,20 +23,31 @@ public struct StoreDeadline: Sendable {
         timeouts = Counter(label: "receiptverify_database_timeouts_total", factory: factory)
     }
 
-    /// The result of `work`, or ``ServiceError/Code/unavailable`` naming `what` when it takes longer than ``limit``.
-    public func run<T: Sendable>(_ what: String, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
+    /// How long a caller waits for work whose commit began (``CommitClaim``) before it answers
+    /// ``ServiceError/Code/unavailable`` all the same: far beyond a commit's time, so only a database that stopped
+    /// answering in the middle of a transaction reaches it.
+    public var committingLimit: Duration { limit.map { max($0 * 10, .seconds(60)) } ?? .seconds(60) }
+
+    /// The result of `work`, or ``ServiceError/Code/unavailable`` naming `what` when it takes longer than ``limit``
+    /// (with a `claim`, only if the caller could abandon the work before the store began to commit it).
+    public func run<T: Sendable>(
+        _ what: String, claim: CommitClaim? = nil, _ work: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         inFlight.increment()
         defer { inFlight.decrement() }
         do {
-            return try await race(what, work)
+            return try await race(what, claim: claim, work)
         } catch let error as ServiceError where error.code == .unavailable {
             timeouts.increment()
             throw error
         }
     }
 
-    private func race<T: Sendable>(_ what: String, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
+    private func race<T: Sendable>(
+        _ what: String, claim: CommitClaim?, _ work: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         guard let limit else { return try await work() }
+        let committingLimit = committingLimit
         let race = Race<T>()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -52,6 +64,17 @@ public struct StoreDeadline: Sendable {
                 let timer = Task {
                     do {
                         try await Task.sleep(for: limit)
+                        // The store began to commit: the caller waits for the outcome (a delivery it marks must reach
+                        // the answer), unless the database stopped answering in the middle.
+                        if let claim, !claim.abandon() {
+                            try await Task.sleep(for: committingLimit - limit)
+                            race.finish(
+                                .failure(
+                                    ServiceError(
+                                        .unavailable, "\(what) began to commit and took longer than \(committingLimit)")
+                                ))
+                            return
+                        }
                     } catch {
                         return  // the work finished first
                     }
@@ -60,7 +83,8 @@ public struct StoreDeadline: Sendable {
                 race.hold(worker: worker, timer: timer)
             }
         } onCancel: {
-            race.finish(.failure(CancellationError()))
+            // A caller cancelled after the commit began still gets its outcome.
+            if claim?.abandon() ?? true { race.finish(.failure(CancellationError())) }
         }
     }
 }

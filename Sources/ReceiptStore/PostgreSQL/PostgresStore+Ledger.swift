@@ -258,8 +258,9 @@ struct PostgresLedgerWriter: LedgerWriting {
                 """
                 UPDATE ledger_transactions SET last_seen_at = \(date), revocation_date = \(revocation.revocationDate),
                     revocation_reason = \(revocation.revocationReason), revocation_type = \(revocation.revocationType),
-                    revocation_percentage = \(revocation.revocationPercentage)
+                    revocation_percentage = \(revocation.revocationPercentage), revocation_as_of = \(revocation.signedDate)
                 WHERE app_id = \(appID) AND environment = \(environment) AND transaction_id = \(transactionID)
+                    AND (revocation_as_of IS NULL OR revocation_as_of <= \(revocation.signedDate))
                 """, on: connection)
         } else {
             try await store.rows(

@@ -238,15 +238,17 @@ struct SQLiteLedgerWriter: LedgerWriting {
             _ = try await store.query(
                 """
                 UPDATE ledger_transactions SET last_seen_at = ?, revocation_date = ?, revocation_reason = ?,
-                    revocation_type = ?, revocation_percentage = ?
+                    revocation_type = ?, revocation_percentage = ?, revocation_as_of = ?
                 WHERE app_id = ? AND environment = ? AND transaction_id = ?
+                    AND (revocation_as_of IS NULL OR revocation_as_of <= ?)
                 """,
                 [
                     .millis(date), revocation.revocationDate.map { .integer(Int($0)) } ?? .null,
                     revocation.revocationReason.map { .integer($0) } ?? .null,
                     revocation.revocationType.map { .text($0) } ?? .null,
                     revocation.revocationPercentage.map { .integer($0) } ?? .null,
-                ] + key + [.text(transactionID)])
+                    revocation.signedDate.map { .integer(Int($0)) } ?? .null,
+                ] + key + [.text(transactionID), revocation.signedDate.map { .integer(Int($0)) } ?? .null])
         } else {
             _ = try await store.query(
                 "UPDATE ledger_transactions SET last_seen_at = ? WHERE app_id = ? AND environment = ? AND transaction_id = ?",

@@ -27,7 +27,7 @@ extension StoredForm {
                     state: try enumValue(state), attempts: try row.int("apple_finish_attempts"),
                     lastError: try row.optionalText("apple_finish_error"),
                     finishedAt: try row.optionalDate("apple_finished_at"))
-            })
+            }, revocationAsOf: try row.optionalInt("revocation_as_of").map(Int64.init))
     }
 
     /// A claimed finish task from its ledger row.

@@ -124,8 +124,16 @@ final class MemoryLedger: Sendable {
 
         func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws {
             change("touch") { ledger in
+                if let revocation {
+                    guard
+                        ledger.revocationAsOf[transactionID].map({ asOf in (revocation.signedDate ?? .min) >= asOf })
+                            ?? true
+                    else { return }
+                    ledger.rows[transactionID]?.transaction.copyRevocation(of: revocation)
+                    ledger.revocationAsOf[transactionID] = revocation.signedDate
+                    ledger.rows[transactionID]?.revocationAsOf = revocation.signedDate
+                }
                 ledger.rows[transactionID]?.lastSeenAt = date
-                if let revocation { ledger.rows[transactionID]?.transaction.copyRevocation(of: revocation) }
             }
         }
 
@@ -155,6 +163,7 @@ final class MemoryLedger: Sendable {
                 else { return false }
                 ledger.rows[transactionID]?.transaction.copyRevocation(of: transaction)
                 ledger.revocationAsOf[transactionID] = asOf
+                ledger.rows[transactionID]?.revocationAsOf = asOf
                 return true
             }
         }

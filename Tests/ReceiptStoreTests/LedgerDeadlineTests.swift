@@ -1,0 +1,128 @@
+import Foundation
+import ReceiptCore
+import ReceiptService
+import TestSupport
+import Testing
+
+@testable import ReceiptStore
+
+/// In `once` mode a delivery is marked only by the answer that says `deliver: true`, whatever the database deadline
+/// does: a caller that gave up before its recording was taken leaves nothing written, and a caller whose recording was
+/// taken waits for it, also when its group fails and it is recorded alone (docs/api.md, "Transactions: what to
+/// deliver").
+@Suite struct LedgerDeadlineTests {
+    /// Clients retry each request with a growing deadline until it is answered, as a backend retries a 503: every
+    /// transaction is answered `deliver: true` exactly once, and the ledger's delivered rows are exactly those.
+    @Test(arguments: StoreKind.available)
+    func aDeliveryMarkedIsAlwaysAnsweredAcrossDeadlinesAndRetries(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, stored in
+            var once = stored
+            once.deliveryMode = .once
+            once.claimsPolicy = .flag
+            let app = once
+            // A ledger per deadline, from shorter than a commit takes to far longer.
+            let ledgers = (0..<14).map { step in
+                Ledger(store: store, deadline: StoreDeadline(.microseconds(50 << step)))
+            }
+            let clients = 48
+            let answers = await withTaskGroup(of: (timeouts: Int, delivered: [String]).self) { group in
+                for client in 0..<clients {
+                    group.addTask {
+                        // Two clients present each transaction, of one user.
+                        let pair = client / 2
+                        let purchases = [
+                            LedgerStoreContractTests.purchase("t\(pair)"),
+                            LedgerStoreContractTests.purchase("r\(pair)", original: "t\(pair)"),
+                        ]
+                        var timeouts = 0
+                        for (attempt, ledger) in ledgers.enumerated() {
+                            do {
+                                guard
+                                    case .deliver(let entries) = try await ledger.decide(
+                                        purchases, environment: .production, user: "user\(pair)", app: app,
+                                        requestID: "c\(client)a\(attempt)")
+                                else { return (timeouts, []) }
+                                let delivered = entries.compactMap { entry -> String? in
+                                    guard case .object(let object) = entry, object["deliver"] == .bool(true),
+                                        case .string(let id)? = object["transaction_id"]
+                                    else { return nil }
+                                    return id
+                                }
+                                return (timeouts, delivered)
+                            } catch let error as ServiceError where error.code == .unavailable {
+                                timeouts += 1
+                            } catch {
+                                return (timeouts, ["error: \(error)"])
+                            }
+                        }
+                        return (timeouts, ["never answered"])
+                    }
+                }
+                var all: [(timeouts: Int, delivered: [String])] = []
+                for await answer in group { all.append(answer) }
+                return all
+            }
+            let delivered = answers.flatMap(\.delivered)
+            // Each transaction once, in some answer.
+            #expect(delivered.sorted() == (0..<clients / 2).flatMap { ["r\($0)", "t\($0)"] }.sorted())
+            let rows = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 1_000))
+            #expect(Set(rows.filter { $0.deliveredAt != nil }.map(\.transaction.transactionID)) == Set(delivered))
+            // (How many attempts gave up depends on the machine's load; on a quiet one, most first attempts do.)
+        }
+    }
+
+    /// A group that fails sends each member to a transaction of its own. A member the group had taken (as when two
+    /// servers' groups deadlock on PostgreSQL after their statements began) is recorded, and its caller waits for it
+    /// past its deadline; one it had not taken (as when the group failed before) is not recorded once its caller gave
+    /// up.
+    @Test(arguments: StoreKind.available)
+    func aFailedGroupsMembersAreRecordedForCallersThatWaitAndNotForThoseThatLeft(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            let committing = try #require(store as? any GroupCommittingStore)
+            let commit = LedgerGroupCommit(on: nil)
+            let committer = LedgerGroupCommit.Committer(
+                group: { members in
+                    let ids = members.flatMap { $0.transactions.map(\.transactionID) }
+                    guard ids != ["blocker"] else {
+                        // The group before: it holds the queue while the next members arrive.
+                        try await Task.sleep(for: .milliseconds(50))
+                        return try await committing.commitLedgerGroup(members)
+                    }
+                    #expect(ids.sorted() == ["left", "taken"])
+                    for member in members where member.transactions[0].transactionID == "taken" {
+                        #expect(member.commitClaim?.begin() == true)
+                    }
+                    try await Task.sleep(for: .milliseconds(800))
+                    throw ServiceError(.storage, "deadlock detected")
+                },
+                alone: { try await committing.commitLedgerRecording($0) }, announceChange: {})
+            let deadline = StoreDeadline(.milliseconds(400))
+            func recording(_ id: String) -> LedgerRecording {
+                var recording = LedgerStoreContractTests.recording(app, [LedgerStoreContractTests.purchase(id)])
+                recording.commitClaim = CommitClaim()
+                return recording
+            }
+            let blocker = LedgerStoreContractTests.recording(app, [LedgerStoreContractTests.purchase("blocker")])
+            async let blocked = commit.commit(blocker, with: committer)
+            try await Task.sleep(for: .milliseconds(10))
+            let taken = recording("taken")
+            let left = recording("left")
+            async let first = deadline.run("the ledger", claim: taken.commitClaim) {
+                try await commit.commit(taken, with: committer)
+            }
+            await #expect(throws: ServiceError(.unavailable)) {
+                _ = try await deadline.run("the ledger", claim: left.commitClaim) {
+                    try await commit.commit(left, with: committer)
+                }
+            }
+            _ = try await blocked
+            let results = try await first
+            #expect(results.map(\.deliveredNow) == [true])
+            // The abandoned member's own transaction comes and goes before the ledger is read.
+            try await Task.sleep(for: .milliseconds(300))
+            let rows = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
+            #expect(rows.map(\.transaction.transactionID).sorted() == ["blocker", "taken"])
+            #expect(rows.allSatisfy { $0.deliveredAt != nil })
+        }
+    }
+}
