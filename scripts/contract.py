@@ -1375,14 +1375,14 @@ class Run:
 
         ok = {"content_type": "text/plain; charset=utf-8"} if sealed else {"content_type": "application/json"}
         # By transaction id: Get Transaction Info, then (enrichment on) the customer's history and statuses.
-        body = {"token": token, "transaction_id": fake.TRANSACTION}
+        body = {"token": token, "transaction_id": fake.TRANSACTION, "lookup": "true"}
         self.valid_request("look-up by transaction_id", "application/x-www-form-urlencoded", body)
         c.check(f"{route} look-up by transaction_id", self.post(route, body), 200, **ok, extra=expect(
             0, fields=("receipt", "latest_receipt_info", "pending_renewal_info", "transactions"),
             kind="signed_transaction", assurance="id-lookup", enrichment="applied", environment="Sandbox"))
         if sealed:
             return
-        body = {"token": token, "app_transaction_id": fake.APP_TRANSACTION}
+        body = {"token": token, "app_transaction_id": fake.APP_TRANSACTION, "lookup": True}
         self.valid_request("look-up by app_transaction_id", "application/json", body)
         c.check(f"{route} look-up by app_transaction_id", self.post(route, body, as_json=True), 200, extra=expect(
             0, fields=("latest_receipt_info", "pending_renewal_info", "transactions"), kind="transaction_history",
@@ -1412,7 +1412,7 @@ class Run:
              400, 400),
         ]
         for label, fields, http_status, status in cases:
-            body = {"token": token, **fields}
+            body = {"token": token, "lookup": "true", **fields}
             self.valid_request(label, "application/x-www-form-urlencoded", body, valid=http_status != 400)
 
             def failed(a: Answer, b: Any, label: str = label, status: int = status) -> list[str]:
@@ -1429,13 +1429,18 @@ class Run:
             c.check(f"{route} look-up: {label}", self.post(route, body), http_status, extra=failed)
         if self.need("refusing_token"):
             c.check(f"{route} look-up refused by the app (403)", self.post(route, {
-                "token": self.cred["refusing_token"], "transaction_id": fake.TRANSACTION}), 403,
+                "token": self.cred["refusing_token"], "transaction_id": fake.TRANSACTION, "lookup": "true"}), 403,
                 extra=lambda a, b: [] if "transaction id alone" in b.get("description", "") else [
                     f"description {b.get('description')!r}"])
         c.check(f"{route} look-up by an app without credentials (403)", self.post(route, {
-            "token": self.cred["token"], "app_transaction_id": fake.APP_TRANSACTION}), 403,
+            "token": self.cred["token"], "app_transaction_id": fake.APP_TRANSACTION, "lookup": "true"}), 403,
             extra=lambda a, b: [] if "credentials" in b.get("description", "") else [
                 f"description {b.get('description')!r}"])
+        # Without lookup=true, an id with no receipt is no look-up: a receipt is missing (21002), and Apple is not asked.
+        c.check(f"{route} an id without a receipt or lookup is malformed (21002)", self.post(route, {
+            "token": token, "receipt": "", "transaction_id": fake.TRANSACTION}), 200,
+            extra=lambda a, b: [] if b.get("status") == 21002 and "assurance" not in b else [
+                f"status {b.get('status')}, assurance {b.get('assurance')!r}"])
         # With a receipt, transaction_id keeps its meaning: the receipt must hold it.
         c.check(f"{route} transaction_id with a receipt is an assertion (403)", self.post(route, {
             "token": token, "receipt": jws, "transaction_id": fake.UNKNOWN}), 403)

@@ -26,6 +26,12 @@ struct AppCommand: AsyncParsableCommand {
         @Option(help: "Cipher of /apiencrypted results: aes-256-cbc, aes-256-gcm.") var cipher: String?
         @Flag(inversion: .prefixedNo, help: "Accept data signed by a test root (Xcode StoreKit testing).")
         var allowTestData: Bool?
+        @Flag(
+            inversion: .prefixedNo,
+            help:
+                "Refuse (400) an /api request without app_user_id (or a StoreKit 2 appAccountToken) while claims are checked (default off)."
+        )
+        var requireUser: Bool?
         @Option(help: "When another user presents a claimed purchase: off, flag, refuse, transfer (default flag).")
         var claims: String?
         @Option(help: "Deliver a transaction once, or until confirmed: once, confirm (default once).")
@@ -35,7 +41,10 @@ struct AppCommand: AsyncParsableCommand {
         @Flag(help: "Remove the product catalog: any product is accepted.") var anyProduct = false
         @Option(help: "Enrich /api answers from the App Store Server API, with its credentials: off, on (default off).")
         var enrichment: String?
-        @Option(help: "Whether /api looks up a transaction or app transaction id alone: allow, refuse (default allow).")
+        @Option(
+            help:
+                "Whether /api looks up a transaction or app transaction id alone (asked with lookup=true): allow, refuse (default refuse)."
+        )
         var idLookups: String?
 
         func settings() throws -> AppSettings {
@@ -51,7 +60,7 @@ struct AppCommand: AsyncParsableCommand {
                 applePrivateKeyPEM: try applePrivateKeyFile.map { try readSecret($0, what: "Apple private key") },
                 resultCipher: cipher, allowsTestData: allowTestData, claimsPolicy: claims, deliveryMode: delivery,
                 productCatalog: anyProduct ? [] : products.isEmpty ? nil : products, enrichment: enrichment,
-                idLookups: idLookups)
+                idLookups: idLookups, requiresUser: requireUser)
         }
 
         private func readSecret(_ path: String, what: String) throws -> String {

@@ -46,6 +46,36 @@ import Testing
         return try await service.post(path, form: fields)
     }
 
+    @Test(
+        "an app that requires the user refuses a request without one (400) and records nothing; the setting is shown",
+        arguments: StoreKind.available)
+    func aRequiredUserIsRequired(kind: StoreKind) async throws {
+        try await withLiveService(kind) { service in
+            let tenant = try service.tenant(appArguments: ["--allow-test-data", "--claims", "refuse", "--require-user"])
+            let shown = try service.cli.expectSuccess(["app", "show", tenant.token, "--json"]).jsonObject()
+            #expect(shown["requires_user"] == .bool(true))
+            let receipt = try Self.receipt(service, count: 2)
+            for user in [nil, ""] as [String?] {
+                let refused = try await Self.call(service, tenant, receipt: receipt, user: user)
+                #expect(refused.httpStatus == 400)
+                let body = try refused.json()
+                #expect(body["status"] == .integer(400))
+                #expect(body["description"]?.stringValue?.contains("requires app_user_id") == true)
+                #expect(body["transactions"] == nil && body["receipt"] == nil)
+            }
+            let listed = try await service.post(
+                "/api/transactions", form: [("apikey", tenant.apiKey), ("token", tenant.token)]
+            ).json()
+            #expect(Self.transactions(listed).isEmpty, "nothing was recorded")
+            let alice = try await Self.call(service, tenant, receipt: receipt, user: "alice").json()
+            #expect(Self.states(alice) == ["new/true", "new/true"])
+            // Turned off, the request without a user is answered again (claims neither made nor checked).
+            try service.cli.expectSuccess(["app", "update", tenant.token, "--no-require-user"])
+            let anonymous = try await Self.call(service, tenant, receipt: receipt)
+            #expect(anonymous.httpStatus == 200)
+        }
+    }
+
     @Test("new, seen, refunded after delivery: each answer says what to deliver", arguments: StoreKind.available)
     func statesAndDelivery(kind: StoreKind) async throws {
         try await withLiveService(kind) { service in

@@ -306,11 +306,12 @@ import Testing
         arguments: StoreKind.available)
     func lookUpsByID(kind: StoreKind) async throws {
         try await Self.withServerAPI(kind) { service, fake in
-            let tenant = try Self.tenant(service)
+            let tenant = try Self.tenant(service, ["--id-lookups", "allow"])
             let signed = try Self.transaction("1000000002", hoursAfterBase: 24)
             fake.script("production", .json(#"{"signedTransactionInfo":"\#(signed)"}"#))
             let byTransaction = try await service.post(form: [
                 ("apikey", tenant.apiKey), ("token", tenant.token), ("transaction_id", "1000000002"),
+                ("lookup", "true"),
             ]).json()
             #expect(byTransaction["status"] == .integer(0))
             #expect(byTransaction["assurance"] == .string("id-lookup"))
@@ -321,6 +322,7 @@ import Testing
             fake.script("production", Self.history([try Self.transaction("1000000000", hoursAfterBase: 0)]))
             let byAppTransaction = try await service.post(form: [
                 ("apikey", tenant.apiKey), ("token", tenant.token), ("app_transaction_id", "704528340000000001"),
+                ("lookup", "true"),
             ]).json()
             #expect(byAppTransaction["status"] == .integer(0))
             #expect(byAppTransaction["assurance"] == .string("id-lookup"))
@@ -331,30 +333,54 @@ import Testing
             // An id Apple knows in neither environment: as if the purchase was never made.
             let unknown = try await service.post(form: [
                 ("apikey", tenant.apiKey), ("token", tenant.token), ("transaction_id", "1999999999"),
+                ("lookup", "true"),
             ]).json()
             #expect(unknown["status"] == .integer(21_010))
             #expect(unknown["assurance"] == nil)
             let both = try await service.post(form: [
                 ("apikey", tenant.apiKey), ("token", tenant.token), ("transaction_id", "1"),
-                ("app_transaction_id", "2"),
+                ("app_transaction_id", "2"), ("lookup", "true"),
             ])
             #expect(both.httpStatus == 400)
             let malformed = try await service.post(form: [
                 ("apikey", tenant.apiKey), ("token", tenant.token), ("transaction_id", "../../admin"),
+                ("lookup", "true"),
             ]).json()
             #expect(malformed["status"] == .integer(21_002))
 
-            // The app refuses ids alone; an app without credentials cannot look them up.
+            // The app refuses ids alone; an app without credentials cannot look them up; an app made without a
+            // choice refuses them (look-ups are off by default); and without lookup=true, an id with no receipt is
+            // a missing receipt, never a look-up.
             let requests = fake.received.count
+            let byDefault = try Self.tenant(service)
+            let defaultRefused = try await service.post(form: [
+                ("apikey", byDefault.apiKey), ("token", byDefault.token), ("transaction_id", "1000000002"),
+                ("lookup", "true"),
+            ])
+            #expect(defaultRefused.httpStatus == 403)
+            for receipt in [[("receipt", "")], []] {
+                let notALookUp = try await service.post(
+                    form: [("apikey", tenant.apiKey), ("token", tenant.token), ("transaction_id", "1000000002")]
+                        + receipt
+                ).json()
+                #expect(notALookUp["status"] == .integer(21_002))
+                #expect(notALookUp["assurance"] == nil)
+            }
+            let lookUpWithReceipt = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", signed), ("lookup", "true"),
+            ])
+            #expect(lookUpWithReceipt.httpStatus == 400)
             let refusing = try Self.tenant(service, ["--id-lookups", "refuse"])
             let refused = try await service.post(form: [
                 ("apikey", refusing.apiKey), ("token", refusing.token), ("transaction_id", "1000000002"),
+                ("lookup", "true"),
             ])
             #expect(refused.httpStatus == 403)
             #expect(try refused.json()["description"]?.stringValue?.contains("transaction id alone") == true)
             let bare = try service.tenant(appArguments: ["--allow-test-data"])
             let withoutCredentials = try await service.post(form: [
                 ("apikey", bare.apiKey), ("token", bare.token), ("transaction_id", "1000000002"),
+                ("lookup", "true"),
             ])
             #expect(withoutCredentials.httpStatus == 403)
             #expect(fake.received.count == requests, "refused look-ups never reach Apple")

@@ -358,7 +358,7 @@ import Testing
     func theAppsLedgerSettingsAreStored(kind: StoreKind) async throws {
         try await Self.withApp(kind) { store, app in
             #expect(app.claimsPolicy == .flag && app.deliveryMode == .once && app.productCatalog == nil)
-            #expect(app.enrichment == .off && app.idLookups == .allow)
+            #expect(app.enrichment == .off && app.idLookups == .refuse)
             let stored = try await store.app(token: app.token)
             #expect(stored == app)
             var changed = app
@@ -366,7 +366,7 @@ import Testing
             changed.deliveryMode = .confirm
             changed.productCatalog = ["com.example.coins", "com.example.pro_1"]
             changed.enrichment = .on
-            changed.idLookups = .refuse
+            changed.idLookups = .allow
             let updated = try await store.updateApp(changed)
             let reloaded = try await store.app(token: app.token)
             #expect(updated && reloaded == changed)
@@ -378,7 +378,7 @@ import Testing
             // Inserted with values other than the defaults, an app reads back as it was written.
             var inserted = TenancyStoreContractTests.app(accountID: app.accountID)
             inserted.enrichment = .on
-            inserted.idLookups = .refuse
+            inserted.idLookups = .allow
             try await store.insertApp(inserted)
             #expect(try await store.app(token: inserted.token) == inserted)
         }

@@ -159,19 +159,20 @@ import Testing
 
             let app = try await tenancy.addApp(
                 account: "a@example.com", settings: AppSettings(bundleIDs: ["com.example.app"]))
-            #expect(app.enrichment == .off && app.idLookups == .allow)
+            // Look-ups by id are off for a new app.
+            #expect(app.enrichment == .off && app.idLookups == .refuse)
             await #expect(throws: ServiceError(.invalidArgument)) {
                 try await tenancy.updateApp(token: app.token, settings: AppSettings(enrichment: "on"))
             }
-            let refusing = try await tenancy.updateApp(token: app.token, settings: AppSettings(idLookups: "refuse"))
-            #expect(refusing.idLookups == .refuse && refusing.enrichment == .off)
+            let allowing = try await tenancy.updateApp(token: app.token, settings: AppSettings(idLookups: "allow"))
+            #expect(allowing.idLookups == .allow && allowing.enrichment == .off)
 
             let enriched = try await tenancy.updateApp(
                 token: app.token,
                 settings: AppSettings(
                     appleIssuerID: "57246542-96fe-1a63-e053-0824d011072a", appleKeyID: "2X9R4HXF34",
                     applePrivateKeyPEM: P256PEM.make(), enrichment: "on"))
-            #expect(enriched.enrichment == .on && enriched.idLookups == .refuse)
+            #expect(enriched.enrichment == .on && enriched.idLookups == .allow)
             #expect(try await tenancy.app(token: app.token) == enriched)
             // Removing the credentials would leave enrichment without them.
             await #expect(throws: ServiceError(.invalidArgument)) {

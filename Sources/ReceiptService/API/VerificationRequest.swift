@@ -23,6 +23,9 @@ public struct VerificationRequest: Sendable, Equatable {
     public var productID: String?
     /// Echoed inside the answer, so a client can detect a replayed response.
     public var nonce: String?
+    /// Asks for a look-up by `transaction_id` or `app_transaction_id` alone, with no receipt (`lookup=true`); without
+    /// it, a request with no receipt is malformed (21002) whatever ids it carries.
+    public var lookup: Bool = false
     /// The app's own id of the user presenting the purchase, for claims (docs/api.md, "Transactions").
     public var appUserID: String?
     /// The original transaction a ledger look-up asks for.

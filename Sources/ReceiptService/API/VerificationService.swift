@@ -41,10 +41,18 @@ public struct VerificationService: Sendable {
         -> VerificationOutcome
     {
         guard let text = request.receipt, !text.isEmpty else {
-            if request.transactionID != nil || request.appTransactionID != nil {
+            // An id without a receipt is an assertion about a receipt that is missing, unless a look-up is asked for.
+            if request.lookup, request.transactionID != nil || request.appTransactionID != nil {
                 return await lookUp(request, for: caller, logger: logger)
             }
             return .failure(VerificationStatus.malformed.rawValue, detail: "no receipt")
+        }
+        if request.lookup {
+            var outcome = VerificationOutcome.failure(
+                ResponseStatus.badRequest, detail: "lookup with a receipt")
+            outcome.body["description"] = .string(
+                "lookup=true asks for a look-up by transaction_id or app_transaction_id alone; send no receipt with it")
+            return outcome
         }
         let input: ReceiptInput
         do {

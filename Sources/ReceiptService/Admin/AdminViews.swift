@@ -153,6 +153,8 @@ public struct AppView: Codable, Sendable, Equatable {
     public let enrichment: String
     /// `allow` or `refuse`: whether `/api` accepts a transaction id alone, with no receipt.
     public let idLookups: String
+    /// Whether `/api` requires a user while claims are checked.
+    public let requiresUser: Bool
     /// When it was created.
     public let createdAt: Date
     /// When it last changed.
@@ -175,6 +177,7 @@ public struct AppView: Codable, Sendable, Equatable {
         case allowsTestData = "allows_test_data"
         case claims, delivery, products, enrichment
         case idLookups = "id_lookups"
+        case requiresUser = "requires_user"
         case createdAt = "created_at"
         case updatedAt = "updated_at"
         case resultKey = "result_key"
@@ -201,6 +204,7 @@ public struct AppView: Codable, Sendable, Equatable {
         products = app.productCatalog
         enrichment = app.enrichment.rawValue
         idLookups = app.idLookups.rawValue
+        requiresUser = app.requiresUser
         createdAt = app.createdAt
         updatedAt = app.updatedAt
         resultKey = revealedKey.map { Data($0).base64EncodedString() }

@@ -3,6 +3,10 @@ import Logging
 import ReceiptCore
 
 extension Ledger {
+    /// The description of the 400 for a request without a user, to an app that requires one.
+    public static let userRequired =
+        "This app requires app_user_id, the app's own id of the user presenting the purchase"
+
     /// The user an input's purchases name themselves: the `appAccountToken` of a lone StoreKit 2 transaction.
     public static func user(statedBy purchases: [PurchaseTransaction]) -> String? {
         purchases.count == 1 ? purchases[0].appAccountToken : nil
@@ -22,6 +26,18 @@ extension Ledger {
         let user =
             request.appUserID.flatMap { $0.isEmpty ? nil : $0 } ?? outcome.inputUser
             ?? Self.user(statedBy: outcome.purchases)
+        // Without a user no claim is made or checked: an app that always knows its user says so, and a request
+        // without one (a code path that forgot it, a client-controlled field left out) is refused before anything is
+        // recorded.
+        if user == nil, caller.app.requiresUser, caller.app.claimsPolicy != .off, !outcome.purchases.isEmpty {
+            var refused = VerificationOutcome.failure(
+                ResponseStatus.badRequest, source: outcome.source, detail: "no app_user_id, which the app requires")
+            refused.body["description"] = .string(Self.userRequired)
+            refused.input = outcome.input
+            refused.nonce = outcome.nonce
+            outcome = refused
+            return
+        }
         switch try await decide(
             outcome.purchases, environment: environment, user: user, app: caller.app, requestID: requestID)
         {

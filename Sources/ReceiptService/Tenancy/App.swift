@@ -39,6 +39,9 @@ public struct App: Sendable, Hashable {
     public var enrichment: Enrichment
     /// Whether `/api` accepts a `transaction_id` or `app_transaction_id` alone, with no receipt.
     public var idLookups: IDLookups
+    /// Whether `/api` refuses (400) a request with no user (`app_user_id`, or a StoreKit 2 transaction's
+    /// `appAccountToken`) while claims are checked: without a user no claim is made or checked, even under `refuse`.
+    public var requiresUser: Bool
     /// When the app was created.
     public var createdAt: Date
     /// When the app was last changed.
@@ -50,8 +53,10 @@ public struct App: Sendable, Hashable {
         allowedEnvironments: Set<AppStoreEnvironment>, verificationMode: VerificationMode,
         sharedSecret: SealedSecret?, appStoreServerCredentials: AppStoreServerCredentials?,
         resultCipher: ResultCipher, resultKey: SealedSecret, allowsTestData: Bool, isEnabled: Bool,
-        claimsPolicy: ClaimsPolicy = .flag, deliveryMode: DeliveryMode = .once, productCatalog: [String]? = nil,
-        enrichment: Enrichment = .off, idLookups: IDLookups = .allow, createdAt: Date, updatedAt: Date
+        claimsPolicy: ClaimsPolicy = AppDefaults.claimsPolicy, deliveryMode: DeliveryMode = AppDefaults.deliveryMode,
+        productCatalog: [String]? = nil, enrichment: Enrichment = AppDefaults.enrichment,
+        idLookups: IDLookups = AppDefaults.idLookups, requiresUser: Bool = AppDefaults.requiresUser, createdAt: Date,
+        updatedAt: Date
     ) {
         self.id = id
         self.accountID = accountID
@@ -71,6 +76,7 @@ public struct App: Sendable, Hashable {
         self.productCatalog = productCatalog
         self.enrichment = enrichment
         self.idLookups = idLookups
+        self.requiresUser = requiresUser
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }

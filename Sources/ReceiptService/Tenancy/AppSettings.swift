@@ -40,6 +40,8 @@ public struct AppSettings: Sendable {
     public var enrichment: String?
     /// `allow` or `refuse`: whether `/api` accepts a transaction id alone, with no receipt.
     public var idLookups: String?
+    /// Whether `/api` requires a user while claims are checked.
+    public var requiresUser: Bool?
 
     /// Creates settings; every field defaults to "not given".
     public init(
@@ -48,7 +50,7 @@ public struct AppSettings: Sendable {
         appleKeyID: String? = nil, applePrivateKeyPEM: String? = nil, removeAppleCredentials: Bool = false,
         resultCipher: String? = nil, allowsTestData: Bool? = nil, isEnabled: Bool? = nil,
         claimsPolicy: String? = nil, deliveryMode: String? = nil, productCatalog: [String]? = nil,
-        enrichment: String? = nil, idLookups: String? = nil
+        enrichment: String? = nil, idLookups: String? = nil, requiresUser: Bool? = nil
     ) {
         self.name = name
         self.bundleIDs = bundleIDs
@@ -67,6 +69,7 @@ public struct AppSettings: Sendable {
         self.productCatalog = productCatalog
         self.enrichment = enrichment
         self.idLookups = idLookups
+        self.requiresUser = requiresUser
     }
 
     /// Settings checked and converted; secrets still in clear.
@@ -87,6 +90,7 @@ public struct AppSettings: Sendable {
         var productCatalog: [String]??
         var enrichment: Enrichment?
         var idLookups: IDLookups?
+        var requiresUser: Bool?
     }
 
     /// Checks every given field; throws ``ServiceError/Code/invalidArgument`` naming the first bad one.
@@ -173,6 +177,7 @@ public struct AppSettings: Sendable {
         }
         parsed.allowsTestData = allowsTestData
         parsed.isEnabled = isEnabled
+        parsed.requiresUser = requiresUser
         if let claimsPolicy {
             parsed.claimsPolicy = try Self.choice(
                 claimsPolicy, "claims policy", expected: "off, flag, refuse or transfer")

@@ -4,8 +4,9 @@
 /// An id alone does not prove that the caller owns the purchase: an app whose answers unlock content for whoever
 /// asks should refuse such look-ups.
 public enum IDLookups: String, Sendable, CaseIterable {
-    /// An id alone is looked up (the default).
+    /// An id alone is looked up when the request asks for it (`lookup=true`); apps made before look-ups were
+    /// refused by default keep this.
     case allow
-    /// Only a receipt is accepted; a request with an id alone is refused.
+    /// Only a receipt is accepted; a request with an id alone is refused (the default of new apps).
     case refuse
 }

@@ -220,12 +220,12 @@ public struct TenancyService: Sendable {
         var app = App(
             id: id, accountID: account.id, token: App.generateToken(),
             name: parsed.name ?? bundleIDs[0].value, bundleIDs: bundleIDs,
-            allowedEnvironments: parsed.allowedEnvironments ?? [.production, .sandbox],
-            verificationMode: parsed.verificationMode ?? .local, sharedSecret: nil, appStoreServerCredentials: nil,
-            resultCipher: parsed.resultCipher ?? .aes256CBC,
+            allowedEnvironments: parsed.allowedEnvironments ?? AppDefaults.allowedEnvironments,
+            verificationMode: parsed.verificationMode ?? AppDefaults.verificationMode, sharedSecret: nil,
+            appStoreServerCredentials: nil, resultCipher: parsed.resultCipher ?? AppDefaults.resultCipher,
             resultKey: try SealedSecret.seal(
                 SecureRandom.bytes(32), context: App.secretContext(appID: id, purpose: "result_key"), with: masterKey),
-            allowsTestData: parsed.allowsTestData ?? false, isEnabled: parsed.isEnabled ?? true,
+            allowsTestData: parsed.allowsTestData ?? AppDefaults.allowsTestData, isEnabled: parsed.isEnabled ?? true,
             createdAt: date, updatedAt: date)
         apply(answerSettingsOf: parsed, to: &app)
         try apply(secretsOf: parsed, to: &app)
@@ -271,13 +271,14 @@ public struct TenancyService: Sendable {
         return saved
     }
 
-    /// The claims policy, delivery mode, product catalog, enrichment and id look-ups, where given.
+    /// The claims policy, delivery mode, product catalog, enrichment, id look-ups and required user, where given.
     private func apply(answerSettingsOf parsed: AppSettings.Parsed, to app: inout App) {
         if let policy = parsed.claimsPolicy { app.claimsPolicy = policy }
         if let mode = parsed.deliveryMode { app.deliveryMode = mode }
         if let catalog = parsed.productCatalog { app.productCatalog = catalog }
         if let enrichment = parsed.enrichment { app.enrichment = enrichment }
         if let idLookups = parsed.idLookups { app.idLookups = idLookups }
+        if let requiresUser = parsed.requiresUser { app.requiresUser = requiresUser }
     }
 
     /// Refuses an app whose settings, once applied, contradict each other: enrichment asks the App Store Server

@@ -148,9 +148,9 @@ extension SQLiteStore {
                 """
                 INSERT INTO apps (id, account_id, token, name, allowed_environments, verification_mode, shared_secret,
                     apple_issuer_id, apple_key_id, apple_private_key, result_cipher, result_key, allows_test_data,
-                    enabled, claims_policy, delivery_mode, product_catalog, enrichment, id_lookups, created_at,
-                    updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    enabled, claims_policy, delivery_mode, product_catalog, enrichment, id_lookups, requires_user,
+                    created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [.uuid(app.id), .uuid(app.accountID), .text(app.token)] + Self.appColumns(app)
                     + [.millis(app.createdAt), .millis(app.updatedAt)])
@@ -165,7 +165,7 @@ extension SQLiteStore {
                 UPDATE apps SET name = ?, allowed_environments = ?, verification_mode = ?, shared_secret = ?,
                     apple_issuer_id = ?, apple_key_id = ?, apple_private_key = ?, result_cipher = ?, result_key = ?,
                     allows_test_data = ?, enabled = ?, claims_policy = ?, delivery_mode = ?, product_catalog = ?,
-                    enrichment = ?, id_lookups = ?, token = ?, updated_at = ?
+                    enrichment = ?, id_lookups = ?, requires_user = ?, token = ?, updated_at = ?
                 WHERE id = ? RETURNING id
                 """,
                 Self.appColumns(app) + [.text(app.token), .millis(app.updatedAt), .uuid(app.id)])
@@ -233,7 +233,7 @@ extension SQLiteStore {
             .bytes(app.resultKey.bytes), .bool(app.allowsTestData), .bool(app.isEnabled),
             .text(app.claimsPolicy.rawValue), .text(app.deliveryMode.rawValue),
             app.productCatalog.map { .text(StoredForm.productCatalog($0)) } ?? .null,
-            .text(app.enrichment.rawValue), .text(app.idLookups.rawValue),
+            .text(app.enrichment.rawValue), .text(app.idLookups.rawValue), .bool(app.requiresUser),
         ]
     }
 

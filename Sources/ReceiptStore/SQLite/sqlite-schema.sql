@@ -320,3 +320,6 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_endpoint_idx ON webhook_deliveries (endpoint_id);
 
+
+-- version: 10 An app may require the user (app_user_id) on /api while its claims are checked
+ALTER TABLE apps ADD COLUMN requires_user INTEGER NOT NULL DEFAULT 0 CHECK (requires_user IN (0, 1));

@@ -70,7 +70,7 @@ extension StoredForm {
             deliveryMode: try enumValue(try row.text("delivery_mode")),
             productCatalog: try row.optionalText("product_catalog").map(productCatalog),
             enrichment: try enumValue(try row.text("enrichment")), idLookups: try enumValue(try row.text("id_lookups")),
-            createdAt: try row.date("created_at"),
+            requiresUser: try row.bool("requires_user"), createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"))
     }
 

@@ -172,6 +172,7 @@ struct AppView: PageView {
     var products: String
     var enrichment: String
     var idLookups: String
+    var requiresUser: String
     var status: String
     var toggleValue: String
     var toggleLabel: String
@@ -195,7 +196,17 @@ struct AppView: PageView {
         delivery = app.deliveryMode.rawValue
         products = app.productCatalog?.joined(separator: ", ") ?? "any product"
         enrichment = app.enrichment.rawValue
-        idLookups = app.idLookups.rawValue
+        idLookups =
+            switch app.idLookups {
+            case .allow:
+                "allow: a request with lookup=true and a transaction_id or app_transaction_id but no receipt is "
+                    + "answered from Apple (an id alone does not prove the caller holds the purchase)"
+            case .refuse: "refuse: every answer is from a receipt or signed transaction"
+            }
+        requiresUser =
+            app.requiresUser
+            ? "required: /api answers 400 without app_user_id (or a StoreKit 2 appAccountToken) while claims are checked"
+            : "optional: a request without a user is answered, its purchases neither claimed nor checked"
         status = app.isEnabled ? "enabled" : "disabled"
         toggleValue = app.isEnabled ? "0" : "1"
         toggleLabel = app.isEnabled ? "Disable the app" : "Enable the app"
@@ -226,6 +237,7 @@ struct AppForm: PageView {
     var enrichments: [Option]
     var idLookups: [Option]
     var allowsTestData: Bool
+    var requiresUser: Bool
     var enabled: Bool
     var products: String
     var hasSharedSecret: Bool
@@ -243,7 +255,7 @@ struct AppForm: PageView {
         self.editing = editing
         let environments =
             form.map { Set($0.values("environments")) }
-            ?? Set((app?.allowedEnvironments ?? [.production, .sandbox]).map(\.configurationName))
+            ?? Set((app?.allowedEnvironments ?? AppDefaults.allowedEnvironments).map(\.configurationName))
         name = form?["name"] ?? app?.name ?? ""
         bundleIDs = form?["bundle_ids"] ?? app?.bundleIDs.map(\.value).joined(separator: "\n") ?? ""
         production = environments.contains("production")
@@ -253,23 +265,25 @@ struct AppForm: PageView {
         }
         modes = options(
             VerificationMode.allCases.map(\.rawValue),
-            selected: form?["mode"] ?? app?.verificationMode.rawValue ?? VerificationMode.local.rawValue)
+            selected: form?["mode"] ?? app?.verificationMode.rawValue ?? AppDefaults.verificationMode.rawValue)
         ciphers = options(
             ResultCipher.allCases.map(\.rawValue),
-            selected: form?["cipher"] ?? app?.resultCipher.rawValue ?? ResultCipher.aes256CBC.rawValue)
+            selected: form?["cipher"] ?? app?.resultCipher.rawValue ?? AppDefaults.resultCipher.rawValue)
         claims = options(
             ClaimsPolicy.allCases.map(\.rawValue),
-            selected: form?["claims"] ?? app?.claimsPolicy.rawValue ?? ClaimsPolicy.off.rawValue)
+            selected: form?["claims"] ?? app?.claimsPolicy.rawValue ?? AppDefaults.claimsPolicy.rawValue)
         deliveries = options(
             DeliveryMode.allCases.map(\.rawValue),
-            selected: form?["delivery"] ?? app?.deliveryMode.rawValue ?? DeliveryMode.once.rawValue)
+            selected: form?["delivery"] ?? app?.deliveryMode.rawValue ?? AppDefaults.deliveryMode.rawValue)
         enrichments = options(
             Enrichment.allCases.map(\.rawValue),
-            selected: form?["enrichment"] ?? app?.enrichment.rawValue ?? Enrichment.off.rawValue)
+            selected: form?["enrichment"] ?? app?.enrichment.rawValue ?? AppDefaults.enrichment.rawValue)
         idLookups = options(
             IDLookups.allCases.map(\.rawValue),
-            selected: form?["id_lookups"] ?? app?.idLookups.rawValue ?? IDLookups.allow.rawValue)
-        allowsTestData = form.map { $0.isChecked("allows_test_data") } ?? app?.allowsTestData ?? false
+            selected: form?["id_lookups"] ?? app?.idLookups.rawValue ?? AppDefaults.idLookups.rawValue)
+        allowsTestData =
+            form.map { $0.isChecked("allows_test_data") } ?? app?.allowsTestData ?? AppDefaults.allowsTestData
+        requiresUser = form.map { $0.isChecked("requires_user") } ?? app?.requiresUser ?? AppDefaults.requiresUser
         enabled = form.map { $0.isChecked("enabled") } ?? app?.isEnabled ?? true
         products = form?["products"] ?? app?.productCatalog?.joined(separator: "\n") ?? ""
         hasSharedSecret = app?.sharedSecret != nil
@@ -301,6 +315,7 @@ struct AppForm: PageView {
             removeAppleCredentials: form.isChecked("remove_apple_credentials"), resultCipher: form["cipher"],
             allowsTestData: form.isChecked("allows_test_data"), isEnabled: app == nil ? nil : form.isChecked("enabled"),
             claimsPolicy: form["claims"], deliveryMode: form["delivery"], productCatalog: lines("products"),
-            enrichment: form["enrichment"], idLookups: form["id_lookups"])
+            enrichment: form["enrichment"], idLookups: form["id_lookups"], requiresUser: form.isChecked("requires_user")
+        )
     }
 }
