@@ -87,8 +87,11 @@ import Testing
             let entry = try #require(Self.transactions(first)["1000000002"])
             #expect(
                 Array(entry.keys) == [
-                    "transaction_id", "original_transaction_id", "product_id", "first_seen_at", "state", "deliver",
+                    "transaction_id", "original_transaction_id", "product_id", "environment", "expires_date_ms",
+                    "first_seen_at", "state", "deliver",
                 ])
+            #expect(entry["environment"] == first["environment"])
+            #expect(entry["expires_date_ms"].map { if case .integer = $0 { true } else { false } } == true)
             #expect(entry["original_transaction_id"] == .string("1000000000"))
             #expect(entry["product_id"] == .string("com.example.app.monthly"))
             // Apple's shape is untouched: our fields come after it.

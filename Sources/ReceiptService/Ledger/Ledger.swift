@@ -119,10 +119,14 @@ public final class Ledger: Sendable {
         case .once: deliver = result.deliveredNow
         case .confirm: deliver = !entry.isRevoked && !otherUsers && entry.deliveredAt == nil
         }
-        var object = JSONObject(capacity: 12)
+        var object = JSONObject(capacity: 14)
         object.append("transaction_id", .string(transaction.transactionID))
         object.append("original_transaction_id", .string(transaction.originalTransactionID))
         object.append("product_id", .string(transaction.productID))
+        // What a backend needs to decide alone: where the purchase was made (a sandbox purchase is free), and until
+        // when a subscription period runs.
+        object.append("environment", .string(entry.environment.rawValue))
+        if let expires = transaction.expiresDate { object.append("expires_date_ms", .integer(expires)) }
         object.append("first_seen_at", .string(LedgerEntry.rfc3339(entry.firstSeenAt)))
         let state =
             entry.isRevoked ? "refunded" : otherUsers ? "claimed_by_other_user" : result.isNew ? "new" : "seen"
