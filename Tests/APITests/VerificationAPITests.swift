@@ -229,6 +229,22 @@ import Testing
                 try await status(credentials + [("receipt", signed), ("product_id", "com.example.app.yearly")]) == (
                     403, 403
                 ))
+            #expect(body["transactions"]?.arrayValue?.count == 1)
+
+            // Authentic but no purchase: status 0, its kind, and nothing to deliver. (A renewal info names no bundle
+            // ID, so no app can claim it: 403.)
+            for (payload, kind) in [
+                (JWSBuilder.Payload.appTransaction, "app_transaction"), (.notification, "notification"),
+            ] {
+                var item = JWSBuilder()
+                item.payload = payload
+                let answer = try await service.post(
+                    form: credentials + [("receipt", try item.build(signedBy: service.jwsPKI))]
+                ).json()
+                #expect(answer["status"] == .integer(0))
+                #expect(answer["kind"] == .string(kind))
+                #expect(answer["transactions"] == .array([]))
+            }
         }
     }
 
