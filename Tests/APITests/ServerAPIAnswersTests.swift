@@ -596,6 +596,20 @@ import Testing
             #expect(states[third]?["state"] == .string("failed"))
             #expect(states[third]?["last_error"]?.stringValue?.contains("HTTP 400") == true)
 
+            // In `once` mode the answer was the delivery: a confirmation never asks Apple to finish.
+            // (Recorded in `confirm` mode, so its rows are not yet delivered; then switched.)
+            let once = try Self.tenant(
+                service, ["--bundle-id", bundleID, "--environment", "sandbox", "--delivery", "confirm"])
+            _ = try await service.post(form: [("apikey", once.apiKey), ("token", once.token), ("receipt", receipt)])
+            try service.cli.expectSuccess(["app", "update", once.token, "--delivery", "once"])
+            let onceConfirmed = try await service.post(
+                "/api/transactions/delivered",
+                form: [("apikey", once.apiKey), ("token", once.token), ("transaction_ids", third)]
+            ).json()
+            #expect(onceConfirmed["transactions"]?.arrayValue?.first?["delivered_at"] != nil)
+            #expect(onceConfirmed["transactions"]?.arrayValue?.first?["apple_finish"] == nil)
+            try await Task.sleep(for: .milliseconds(1_500))
+
             let asked = fake.received
             #expect(asked.count == 7)
             #expect(asked.allSatisfy { $0.method == "POST" && $0.environment == "sandbox" })

@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptCore
 import ReceiptService
 import Synchronization
 
@@ -141,11 +142,15 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     func auditEntries(accountID: UUID?, limit: Int) async throws -> [AuditEntry] {
         try await base.auditEntries(accountID: accountID, limit: limit)
     }
-    func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date, finishingWithApple: Bool)
+    func confirmDelivery(
+        appID: UUID, environment: AppStoreEnvironment?, transactionIDs: [String], at date: Date,
+        finishingWithApple: Bool
+    )
         async throws -> [LedgerEntry]
     {
         try await base.confirmDelivery(
-            appID: appID, transactionIDs: transactionIDs, at: date, finishingWithApple: finishingWithApple)
+            appID: appID, environment: environment, transactionIDs: transactionIDs, at: date,
+            finishingWithApple: finishingWithApple)
     }
     func claimAppleFinishes(dueBy now: Date, lease: Duration, limit: Int) async throws -> [AppleFinishTask] {
         try await base.claimAppleFinishes(dueBy: now, lease: lease, limit: limit)

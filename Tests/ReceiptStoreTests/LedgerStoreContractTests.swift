@@ -152,18 +152,50 @@ import Testing
             let recorded = try await store.record(recording)
             #expect(recorded.allSatisfy { $0.entry.deliveredAt == nil })
             let confirmed = try await store.confirmDelivery(
-                appID: app.id, transactionIDs: ["1", "unknown"], at: Self.start.addingTimeInterval(5),
+                appID: app.id, environment: nil, transactionIDs: ["1", "unknown"], at: Self.start.addingTimeInterval(5),
                 finishingWithApple: false)
             #expect(confirmed.allSatisfy { $0.appleFinish == nil })
             #expect(confirmed.map(\.transaction.transactionID) == ["1"])
             #expect(confirmed[0].deliveredAt == Self.start.addingTimeInterval(5))
             let again = try await store.confirmDelivery(
-                appID: app.id, transactionIDs: ["1", "2"], at: Self.start.addingTimeInterval(9),
+                appID: app.id, environment: nil, transactionIDs: ["1", "2"], at: Self.start.addingTimeInterval(9),
                 finishingWithApple: false)
             #expect(
                 Dictionary(uniqueKeysWithValues: again.map { ($0.transaction.transactionID, $0.deliveredAt) }) == [
                     "1": Self.start.addingTimeInterval(5), "2": Self.start.addingTimeInterval(9),
                 ])
+        }
+    }
+
+    /// A confirmation names its environment (one id may be in two) and never confirms a refunded row.
+    @Test(arguments: StoreKind.available)
+    func aConfirmationStaysInItsEnvironmentAndSkipsRefundedRows(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            for environment in [AppStoreEnvironment.production, .sandbox] {
+                var recording = Self.recording(
+                    app, [Self.purchase("1"), Self.purchase("9", revokedAt: 1_700_000_100_000)],
+                    environment: environment)
+                recording.deliversNew = false
+                _ = try await store.record(recording)
+            }
+            let sandbox = try await store.confirmDelivery(
+                appID: app.id, environment: .sandbox, transactionIDs: ["1", "9"], at: Self.start,
+                finishingWithApple: true)
+            #expect(sandbox.map(\.environment) == [.sandbox, .sandbox])
+            #expect(sandbox.first { $0.transaction.transactionID == "1" }?.deliveredAt == Self.start)
+            #expect(sandbox.first { $0.transaction.transactionID == "9" }?.deliveredAt == nil)
+            #expect(sandbox.first { $0.transaction.transactionID == "9" }?.appleFinish == nil)
+            let rows = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
+            #expect(
+                rows.filter { $0.deliveredAt != nil }.map {
+                    "\($0.environment.rawValue) \($0.transaction.transactionID)"
+                }
+                    == ["Sandbox 1"])
+            // Without an environment, every environment's (the production row now).
+            let all = try await store.confirmDelivery(
+                appID: app.id, environment: nil, transactionIDs: ["1"], at: Self.start.addingTimeInterval(1),
+                finishingWithApple: false)
+            #expect(all.count == 2 && all.allSatisfy { $0.deliveredAt != nil })
         }
     }
 
@@ -177,16 +209,16 @@ import Testing
             _ = try await store.record(recording)
             let confirmedAt = Self.start.addingTimeInterval(5)
             let confirmed = try await store.confirmDelivery(
-                appID: app.id, transactionIDs: ["1", "2"], at: confirmedAt, finishingWithApple: true)
+                appID: app.id, environment: nil, transactionIDs: ["1", "2"], at: confirmedAt, finishingWithApple: true)
             #expect(confirmed.map(\.appleFinish?.state) == [.pending, .pending])
             _ = try await store.confirmDelivery(
-                appID: app.id, transactionIDs: ["3"], at: confirmedAt, finishingWithApple: false)
+                appID: app.id, environment: nil, transactionIDs: ["3"], at: confirmedAt, finishingWithApple: false)
             // Xcode's test transactions never reached Apple's servers: nothing to finish there.
             var xcode = Self.recording(app, [Self.purchase("x1")], environment: .xcode)
             xcode.deliversNew = false
             _ = try await store.record(xcode)
             let test = try await store.confirmDelivery(
-                appID: app.id, transactionIDs: ["x1"], at: confirmedAt, finishingWithApple: true)
+                appID: app.id, environment: nil, transactionIDs: ["x1"], at: confirmedAt, finishingWithApple: true)
             #expect(test.count == 1 && test[0].appleFinish == nil)
 
             // Due at once; a claim leases them, so a second claim (another server) gets none until the lease ends.

@@ -54,6 +54,7 @@ enum RequestBody {
         request.excludeOldTransactions = try fields.flag("exclude_old_transactions", "exclude-old-transactions")
         request.transactionID = try fields.text("transaction_id")
         request.lookup = try fields.flag("lookup")
+        request.environment = try fields.text("environment")
         request.appTransactionID = try fields.text("app_transaction_id")
         request.productID = try fields.text("product_id")
         request.nonce = try fields.text("nonce", limit: VerificationRequest.maximumNonceLength)

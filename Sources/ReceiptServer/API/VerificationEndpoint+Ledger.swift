@@ -55,7 +55,18 @@ extension VerificationEndpoint {
         guard let ids = request.transactionIDs, !ids.isEmpty else {
             throw HTTPFailure(status: ResponseStatus.badRequest, reason: "transaction_ids is required")
         }
-        let entries = try await ledger.confirmDelivery(app: caller.app, transactionIDs: ids)
+        var environment: AppStoreEnvironment?
+        if let name = request.environment, !name.isEmpty {
+            guard
+                let named = AppStoreEnvironment.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() })
+            else {
+                throw HTTPFailure(
+                    status: ResponseStatus.badRequest, reason: "environment must be Production, Sandbox or Xcode")
+            }
+            environment = named
+        }
+        let entries = try await ledger.confirmDelivery(
+            app: caller.app, environment: environment, transactionIDs: ids)
         var found = Set<String>()
         var confirmed: [JSONValue] = []
         for entry in entries where found.insert(entry.transaction.transactionID).inserted {

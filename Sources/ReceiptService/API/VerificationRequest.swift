@@ -23,6 +23,9 @@ public struct VerificationRequest: Sendable, Equatable {
     public var productID: String?
     /// Echoed inside the answer, so a client can detect a replayed response.
     public var nonce: String?
+    /// `/api/transactions/delivered`: the environment (`Production`, `Sandbox`, `Xcode`, any case) whose transactions
+    /// are confirmed; absent, every environment's.
+    public var environment: String?
     /// Asks for a look-up by `transaction_id` or `app_transaction_id` alone, with no receipt (`lookup=true`); without
     /// it, a request with no receipt is malformed (21002) whatever ids it carries.
     public var lookup: Bool = false

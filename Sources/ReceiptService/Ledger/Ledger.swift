@@ -95,16 +95,17 @@ public final class Ledger: Sendable {
         try await deadline.run("a ledger look-up") { [store] in try await store.ledgerEntries(query) }
     }
 
-    /// Confirms deliveries (``LedgerStore/confirmDelivery(appID:transactionIDs:at:finishingWithApple:)``), within
-    /// the database deadline; an app with App Store Server API credentials has each new confirmation finished with
-    /// Apple too.
-    public func confirmDelivery(app: App, transactionIDs: [String], at date: Date = Date()) async throws
-        -> [LedgerEntry]
-    {
+    /// Confirms deliveries (``LedgerStore/confirmDelivery(appID:environment:transactionIDs:at:finishingWithApple:)``)
+    /// of `environment` (nil: every one), within the database deadline; a revoked transaction is not confirmed. An
+    /// app in `confirm` mode with App Store Server API credentials has each new confirmation finished with Apple too;
+    /// in `once` mode Apple is never told (the answer that said `deliver: true` was the delivery).
+    public func confirmDelivery(
+        app: App, environment: AppStoreEnvironment? = nil, transactionIDs: [String], at date: Date = Date()
+    ) async throws -> [LedgerEntry] {
         try await deadline.run("a delivery confirmation") { [store] in
             try await store.confirmDelivery(
-                appID: app.id, transactionIDs: transactionIDs, at: date,
-                finishingWithApple: app.appStoreServerCredentials != nil)
+                appID: app.id, environment: environment, transactionIDs: transactionIDs, at: date,
+                finishingWithApple: app.deliveryMode == .confirm && app.appStoreServerCredentials != nil)
         }
     }
 

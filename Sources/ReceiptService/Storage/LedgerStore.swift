@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptCore
 
 /// The ledger concern of a store: every verified transaction once per app and environment, the claims of original
 /// transactions by the app's users, and deliveries (docs/api.md, "Transactions").
@@ -14,12 +15,14 @@ public protocol LedgerStore: StoreLifecycle {
     /// in the ledger, records a revocation the ledger did not know, and updates `last_seen_at` of the others. Returns
     /// one result per transaction, in the recording's order.
     func record(_ recording: LedgerRecording) async throws -> [LedgerRecorded]
-    /// Marks the app's transactions with these ids delivered at `date` where not yet delivered, and with
-    /// `finishingWithApple` their Apple finish pending, due at once (``AppleFinishStore``), in the same statement
-    /// (Xcode's test transactions excepted: Apple's servers never saw them);
-    /// returns every one of them found (in either environment), delivered then or before.
-    func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date, finishingWithApple: Bool) async throws
-        -> [LedgerEntry]
+    /// Marks the app's transactions with these ids (in `environment`, or in every one when nil) delivered at `date`
+    /// where not yet delivered and not revoked, and with `finishingWithApple` their Apple finish pending, due at once
+    /// (``AppleFinishStore``), in the same statement (Xcode's test transactions excepted: Apple's servers never saw
+    /// them); returns every one of them found, delivered then or before (a revoked one as it is).
+    func confirmDelivery(
+        appID: UUID, environment: AppStoreEnvironment?, transactionIDs: [String], at date: Date,
+        finishingWithApple: Bool
+    ) async throws -> [LedgerEntry]
     /// One page of the app's ledger in its order (first seen, environment, transaction id).
     func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry]
     /// Gives the original transaction's claim (in every environment it was seen) to `user`, or releases it when

@@ -45,9 +45,11 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
     /// Nothing after the commit: PostgreSQL's announcement went inside the transaction.
     func announceLedgerChange() {}
 
-    public func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date, finishingWithApple: Bool)
-        async throws -> [LedgerEntry]
-    {
+    public func confirmDelivery(
+        appID: UUID, environment: AppStoreEnvironment?, transactionIDs: [String], at date: Date,
+        finishingWithApple: Bool
+    ) async throws -> [LedgerEntry] {
+        let environment = environment?.rawValue
         let finishState: String? = finishingWithApple ? "pending" : nil
         let finishDue: Date? = finishingWithApple ? date : nil
         guard !transactionIDs.isEmpty else { return [] }
@@ -58,11 +60,15 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
                     apple_finish = CASE WHEN environment <> 'Xcode' THEN \(finishState) END,
                     apple_finish_due_at = CASE WHEN environment <> 'Xcode' THEN \(finishDue)::timestamptz END
                 WHERE app_id = \(appID) AND transaction_id = ANY(\(transactionIDs)) AND delivered_at IS NULL
+                    AND revocation_date IS NULL AND (\(environment)::text IS NULL OR environment = \(environment))
                 RETURNING transaction_id
                 """, on: connection)
             if !updated.isEmpty { try await self.announceChange(on: connection) }
             return try await self.rows(
-                "\(unescaped: StoredForm.ledgerSelect) WHERE t.app_id = \(appID) AND t.transaction_id = ANY(\(transactionIDs))",
+                """
+                \(unescaped: StoredForm.ledgerSelect) WHERE t.app_id = \(appID) AND t.transaction_id = ANY(\(transactionIDs))
+                    AND (\(environment)::text IS NULL OR t.environment = \(environment))
+                """,
                 on: connection
             ).map(StoredForm.ledgerEntry)
         }

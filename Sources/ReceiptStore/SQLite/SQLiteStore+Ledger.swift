@@ -25,9 +25,11 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
         SQLiteLedgerWriter(store: self, appID: recording.appID, environment: recording.environment)
     }
 
-    public func confirmDelivery(appID: UUID, transactionIDs: [String], at date: Date, finishingWithApple: Bool)
-        async throws -> [LedgerEntry]
-    {
+    public func confirmDelivery(
+        appID: UUID, environment: AppStoreEnvironment?, transactionIDs: [String], at date: Date,
+        finishingWithApple: Bool
+    ) async throws -> [LedgerEntry] {
+        let environment: SQLiteData = environment.map { .text($0.rawValue) } ?? .null
         guard !transactionIDs.isEmpty else { return [] }
         let (entries, updated) = try await transaction {
             var entries: [LedgerEntry] = []
@@ -40,16 +42,20 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
                         apple_finish = CASE WHEN ? AND environment <> 'Xcode' THEN 'pending' END,
                         apple_finish_due_at = CASE WHEN ? AND environment <> 'Xcode' THEN ? END
                     WHERE app_id = ? AND transaction_id IN (\(list)) AND delivered_at IS NULL
+                        AND revocation_date IS NULL AND (? IS NULL OR environment = ?)
                     RETURNING transaction_id
                     """,
                     [
                         .millis(date), .integer(finishingWithApple ? 1 : 0), .integer(finishingWithApple ? 1 : 0),
                         .millis(date), .uuid(appID),
-                    ] + chunk.map { .text($0) })
+                    ] + chunk.map { .text($0) } + [environment, environment])
                 updated = updated || !confirmed.isEmpty
                 entries += try await self.query(
-                    "\(StoredForm.ledgerSelect) WHERE t.app_id = ? AND t.transaction_id IN (\(list))",
-                    [.uuid(appID)] + chunk.map { .text($0) }
+                    """
+                    \(StoredForm.ledgerSelect) WHERE t.app_id = ? AND t.transaction_id IN (\(list))
+                        AND (? IS NULL OR t.environment = ?)
+                    """,
+                    [.uuid(appID)] + chunk.map { .text($0) } + [environment, environment]
                 ).map(StoredForm.ledgerEntry)
             }
             return (entries, updated)
