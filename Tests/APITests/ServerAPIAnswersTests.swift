@@ -49,10 +49,12 @@ import Testing
     static func transaction(
         _ id: String, original: String = "1000000000", type: String = "Auto-Renewable Subscription",
         product: String = "com.example.app.monthly", hoursAfterBase hours: Double, revoked: Bool = false,
-        appAccountToken: String? = nil
+        appAccountToken: String? = nil, bundleID: String? = nil, environment: String? = nil
     ) throws -> String {
         var builder = JWSBuilder()
         builder.appAccountToken = appAccountToken
+        if let bundleID { builder.bundleID = bundleID }
+        if let environment { builder.environment = environment }
         builder.transactionID = id
         builder.originalTransactionID = original
         builder.type = type
@@ -298,6 +300,44 @@ import Testing
                 ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", signed), ("app_user_id", "mallory"),
             ])
             #expect(mallory.httpStatus == 403)
+        }
+    }
+
+    @Test(
+        "enrichment keeps only the app's own: its bundle IDs and its catalog",
+        arguments: StoreKind.available)
+    func enrichmentMergesOnlyTheAppsOwn(kind: StoreKind) async throws {
+        try await Self.withServerAPI(kind) { service, fake in
+            let tenant = try Self.tenant(
+                service,
+                ["--enrichment", "on", "--product", "com.example.app.pro", "--product", "com.example.app.extra"])
+            func item(
+                _ id: String, product: String = "com.example.app.extra", bundleID: String? = nil,
+                environment: String? = nil
+            ) throws -> String {
+                try Self.transaction(
+                    id, original: id, type: "Non-Consumable", product: product, hoursAfterBase: 2,
+                    bundleID: bundleID, environment: environment)
+            }
+            let signed = try item("1000000400", product: "com.example.app.pro")
+            fake.script(
+                "production",
+                Self.history([
+                    signed, try item("1000000401"), try item("1000000402", bundleID: "com.other.app"),
+                    try item("1000000404", product: "com.example.app.not-sold"),
+                ]))
+            let answer = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", signed),
+            ]).json()
+            #expect(answer["enrichment"] == .string("applied"))
+            #expect(Set(Self.transactions(answer).keys) == ["1000000400", "1000000401"])
+            #expect(
+                answer["latest_receipt_info"]?.arrayValue?.compactMap { $0["transaction_id"]?.stringValue }.sorted()
+                    == ["1000000400", "1000000401"])
+            // (Test-signed items are all of the Xcode environment: EnrichmentTests holds the environment rule.)
+            let listed = try service.cli.expectSuccess(["transactions", "list", "--app", tenant.token, "--json"])
+            for id in ["1000000402", "1000000404"] { #expect(!listed.stdout.contains(id)) }
+            #expect(listed.stdout.contains("1000000401"))
         }
     }
 

@@ -32,7 +32,7 @@ extension VerificationService {
         do {
             let facts = try await serverFacts(
                 of: id, storeKit: storeKit, credentials: credentials, excludingOld: request.excludeOldTransactions,
-                withRenewals: true, app: caller.app)
+                withRenewals: true, app: caller.app, environment: verified.environment)
             outcome.body["latest_receipt_info"] = .array(facts.latestReceiptInfo)
             if let renewals = facts.pendingRenewalInfo { outcome.body["pending_renewal_info"] = .array(renewals) }
             outcome.body["enrichment"] = .string("applied")
@@ -62,25 +62,37 @@ extension VerificationService {
     }
 
     /// What Apple says of the customer with `id`, kept a moment for the app (``AnswerCache``): the app's id and last
-    /// change name its credentials.
+    /// change name its credentials and the settings that limit what is kept. Only the app's own is kept (its bundle
+    /// IDs; with `environment`, an enriched input's, only that environment's and the app's catalog's), so nothing
+    /// of another app, environment or product reaches the answer or the ledger.
     private func serverFacts(
         of id: String, storeKit: any AppStoreServerLooking, credentials: AppStoreServerAPICredentials,
-        excludingOld: Bool, withRenewals: Bool, app: App
+        excludingOld: Bool, withRenewals: Bool, app: App, environment: AppStoreEnvironment? = nil
     ) async throws -> ServerFacts {
         let key =
-            "\(app.id)/\(app.updatedAt.timeIntervalSince1970)/\(credentials.bundleID)/\(id)/\(excludingOld)/\(withRenewals)"
+            "\(app.id)/\(app.updatedAt.timeIntervalSince1970)/\(credentials.bundleID)/\(id)/\(excludingOld)/\(withRenewals)/\(environment?.rawValue ?? "")"
         return try await serverFactsMemo.value(key) {
             try await fetchServerFacts(
                 of: id, storeKit: storeKit, credentials: credentials, excludingOld: excludingOld,
-                withRenewals: withRenewals)
+                withRenewals: withRenewals, app: app, environment: environment)
         }.value
     }
 
     private func fetchServerFacts(
         of id: String, storeKit: any AppStoreServerLooking, credentials: AppStoreServerAPICredentials,
-        excludingOld: Bool, withRenewals: Bool
+        excludingOld: Bool, withRenewals: Bool, app: App, environment: AppStoreEnvironment?
     ) async throws -> ServerFacts {
-        let history = try await storeKit.history(of: id, credentials: credentials)
+        var history = try await storeKit.history(of: id, credentials: credentials)
+        let bundleIDs = Set(app.bundleIDs.map(\.value))
+        history.transactions = history.transactions.filter { transaction in
+            guard bundleIDs.contains(transaction.bundleID) else { return false }
+            guard let environment else { return true }
+            return transaction.environment == environment
+                && (app.productCatalog.map { catalog in
+                    catalog.isEmpty
+                        || PurchaseTransaction.all(in: transaction).allSatisfy { catalog.contains($0.productID) }
+                } ?? true)
+        }
         let payloads = history.transactions.map(\.receipt)
         var facts = ServerFacts(
             latestReceiptInfo: ServerAPIFields.latestReceiptInfo(payloads, excludingOld: excludingOld),

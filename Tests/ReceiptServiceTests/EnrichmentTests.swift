@@ -1,0 +1,81 @@
+import Foundation
+import Logging
+import ReceiptCore
+import Testing
+
+@testable import ReceiptService
+
+/// What an enriched answer takes from Apple's history: only the app's own transactions (its bundle IDs, the input's
+/// environment, its catalog), and the input's own user for all of them.
+@Suite struct EnrichmentTests {
+    /// Apple's history as given, every item already verified.
+    struct FixedHistory: AppStoreServerLooking {
+        let transactions: [VerifiedReceipt]
+
+        func transaction(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
+            -> VerifiedReceipt
+        { throw AppStoreServerAPIError(.notFound, "none") }
+        func history(of id: String, credentials: AppStoreServerAPICredentials) async throws
+            -> (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
+        { (transactions, .production) }
+        func renewals(of id: String, credentials: AppStoreServerAPICredentials) async throws -> [VerifiedReceipt] {
+            []
+        }
+        func notificationHistory(
+            from start: Date, to end: Date, onlyFailures: Bool, environment: AppStoreEnvironment,
+            credentials: AppStoreServerAPICredentials
+        ) async throws -> [String] { [] }
+        func requestTestNotification(environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials)
+            async throws -> String
+        { "" }
+        func finish(
+            _ transactionID: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+        ) async throws {}
+    }
+
+    static func item(
+        _ id: String, product: String = "com.example.app.extra", bundleID: String = "com.example.app",
+        environment: AppStoreEnvironment = .sandbox, token: String? = nil
+    ) -> VerifiedReceipt {
+        var payload = JSONObject()
+        payload.append("transactionId", .string(id))
+        payload.append("originalTransactionId", .string(id))
+        payload.append("productId", .string(product))
+        payload.append("bundleId", .string(bundleID))
+        payload.append("type", .string("Non-Consumable"))
+        payload.append("purchaseDate", .integer(1_700_000_000_000))
+        if let token { payload.append("appAccountToken", .string(token)) }
+        return VerifiedReceipt(
+            kind: .signedTransaction, environment: environment, bundleID: bundleID, receipt: payload,
+            signingDate: 1_700_000_001_000, isTestData: false)
+    }
+
+    @Test func onlyTheAppsOwnIsMergedAndTheInputsUserStays() async throws {
+        var app = try VerificationServiceTests.caller(mode: .local).app
+        app.enrichment = .on
+        app.productCatalog = ["com.example.app.pro", "com.example.app.extra"]
+        let caller = Caller(
+            account: try VerificationServiceTests.caller(mode: .local).account, apiKeyID: UUID(), app: app,
+            resultKey: Array(repeating: 7, count: 32), sharedSecret: nil,
+            appleKey: (issuerID: "57246542-96fe-1a63-e053-0824d011072a", keyID: "ABC123DEFG", privateKeyPEM: "pem"))
+        let input = Self.item("400", product: "com.example.app.pro", token: "owner")
+        let history = [
+            input, Self.item("401"), Self.item("402", bundleID: "com.other.app"),
+            Self.item("403", environment: .production), Self.item("404", product: "com.example.app.not-sold"),
+        ]
+        let service = VerificationService(verifier: nil, apple: nil, storeKit: FixedHistory(transactions: history))
+        var outcome = VerificationOutcome(status: 0, body: input.response, source: .local)
+        outcome.purchases = PurchaseTransaction.all(in: input)
+        outcome.environment = .sandbox
+        await service.enrich(
+            &outcome, verified: input, request: VerificationRequest(), caller: caller,
+            logger: VerificationServiceTests.logger)
+        #expect(outcome.body["enrichment"] == .string("applied"))
+        #expect(outcome.purchases.map(\.transactionID) == ["400", "401"])
+        #expect(
+            outcome.body["latest_receipt_info"]?.arrayValue?.compactMap { $0["transaction_id"]?.stringValue } == [
+                "400", "401",
+            ])
+        #expect(outcome.inputUser == "owner")
+    }
+}
