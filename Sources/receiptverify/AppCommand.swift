@@ -32,6 +32,11 @@ struct AppCommand: AsyncParsableCommand {
                 "Refuse (400) an /api request without app_user_id (or a StoreKit 2 appAccountToken) while claims are checked (default off)."
         )
         var requireUser: Bool?
+        @Option(
+            help:
+                "The app's Apple ID (App Store Connect's numeric app id): Production notifications must state it; \"\" removes it."
+        )
+        var appleAppID: String?
         @Option(help: "When another user presents a claimed purchase: off, flag, refuse, transfer (default flag).")
         var claims: String?
         @Option(help: "Deliver a transaction once, or until confirmed: once, confirm (default once).")
@@ -60,7 +65,7 @@ struct AppCommand: AsyncParsableCommand {
                 applePrivateKeyPEM: try applePrivateKeyFile.map { try readSecret($0, what: "Apple private key") },
                 resultCipher: cipher, allowsTestData: allowTestData, claimsPolicy: claims, deliveryMode: delivery,
                 productCatalog: anyProduct ? [] : products.isEmpty ? nil : products, enrichment: enrichment,
-                idLookups: idLookups, requiresUser: requireUser)
+                idLookups: idLookups, requiresUser: requireUser, appleAppID: appleAppID)
         }
 
         private func readSecret(_ path: String, what: String) throws -> String {

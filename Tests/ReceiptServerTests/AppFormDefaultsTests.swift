@@ -64,6 +64,7 @@ import Testing
             #expect(fromForm.enrichment == fromCLI.enrichment)
             #expect(fromForm.idLookups == fromCLI.idLookups)
             #expect(fromForm.requiresUser == fromCLI.requiresUser)
+            #expect(fromForm.appleAppID == fromCLI.appleAppID)
             // And those are the documented defaults.
             #expect(fromCLI.claimsPolicy == .flag && fromCLI.idLookups == .refuse)
         }

@@ -147,3 +147,48 @@ import Testing
         #expect(together.statements("insertNotifications") == 1)
     }
 }
+
+/// Whether a verified notification is the app's to take: its bundle ID, an allowed environment, and (a Production
+/// one, when the app's Apple ID is bound) its `appAppleId`, as Apple's library checks.
+@Suite struct NotificationOwnershipTests {
+    static func notification(environment: AppStoreEnvironment, appAppleID: Int64?) -> ServerNotification {
+        var data = JSONObject()
+        data.append("bundleId", .string("com.example.one"))
+        if let appAppleID { data.append("appAppleId", .integer(appAppleID)) }
+        var payload = JSONObject()
+        payload.append("notificationType", .string("DID_RENEW"))
+        payload.append("data", .object(data))
+        return ServerNotification(
+            type: "DID_RENEW", subtype: nil, uuid: "u", signedDate: 1, environment: environment,
+            bundleID: "com.example.one", payload: payload, transaction: nil, renewalInfo: nil, appTransaction: nil,
+            isTestData: false)
+    }
+
+    static func app(appleAppID: Int64?) throws -> App {
+        var app = try VerificationServiceTests.caller(mode: .local, bundleIDs: ["com.example.one"]).app
+        app.allowedEnvironments = [.production, .sandbox]
+        app.appleAppID = appleAppID
+        return app
+    }
+
+    @Test func aBoundAppleIDIsCheckedOnProductionNotifications() throws {
+        let bound = try Self.app(appleAppID: 1_234_567_890)
+        #expect(
+            NotificationIntake.refusal(
+                of: Self.notification(environment: .production, appAppleID: 1_234_567_890), for: bound) == nil)
+        #expect(
+            NotificationIntake.refusal(of: Self.notification(environment: .production, appAppleID: 99), for: bound)?
+                .kind == .notTheApps)
+        #expect(
+            NotificationIntake.refusal(of: Self.notification(environment: .production, appAppleID: nil), for: bound)?
+                .kind == .notTheApps)
+        // The sandbox states no Apple ID of a released app; unbound apps take any.
+        #expect(
+            NotificationIntake.refusal(of: Self.notification(environment: .sandbox, appAppleID: nil), for: bound) == nil
+        )
+        #expect(
+            NotificationIntake.refusal(
+                of: Self.notification(environment: .production, appAppleID: 99), for: try Self.app(appleAppID: nil))
+                == nil)
+    }
+}

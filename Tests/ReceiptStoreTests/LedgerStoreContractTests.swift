@@ -399,6 +399,8 @@ import Testing
             changed.productCatalog = ["com.example.coins", "com.example.pro_1"]
             changed.enrichment = .on
             changed.idLookups = .allow
+            changed.requiresUser = true
+            changed.appleAppID = 1_234_567_890
             let updated = try await store.updateApp(changed)
             let reloaded = try await store.app(token: app.token)
             #expect(updated && reloaded == changed)
@@ -411,6 +413,8 @@ import Testing
             var inserted = TenancyStoreContractTests.app(accountID: app.accountID)
             inserted.enrichment = .on
             inserted.idLookups = .allow
+            inserted.requiresUser = true
+            inserted.appleAppID = 987_654_321
             try await store.insertApp(inserted)
             #expect(try await store.app(token: inserted.token) == inserted)
         }

@@ -159,6 +159,17 @@ import Testing
 
             let app = try await tenancy.addApp(
                 account: "a@example.com", settings: AppSettings(bundleIDs: ["com.example.app"]))
+            // An Apple app id is App Store Connect's number; "" removes it.
+            await #expect(throws: ServiceError(.invalidArgument)) {
+                try await tenancy.addApp(
+                    account: "a@example.com", settings: AppSettings(bundleIDs: ["com.example.x"], appleAppID: "12a"))
+            }
+            let bound = try await tenancy.addApp(
+                account: "a@example.com", settings: AppSettings(bundleIDs: ["com.example.bound"], appleAppID: "1234"))
+            #expect(bound.appleAppID == 1_234)
+            #expect(
+                try await tenancy.updateApp(token: bound.token, settings: AppSettings(appleAppID: "")).appleAppID == nil
+            )
             // Look-ups by id are off for a new app.
             #expect(app.enrichment == .off && app.idLookups == .refuse)
             await #expect(throws: ServiceError(.invalidArgument)) {

@@ -82,14 +82,27 @@ struct JWSVerifier: Sendable {
         let chain = try chains.verify(
             leaf: 0, of: carried, policy: policy,
             at: Date(timeIntervalSince1970: TimeInterval(signedDate) / 1_000), allowTestData: allowTestData)
-        let environmentName = (payload["environment"] ?? data?["environment"] ?? payload["receiptType"])?.stringValue
-        let environment =
-            chain.anchorIsApple
-            ? environmentName.flatMap { AppStoreEnvironment(rawValue: $0) } ?? .production : .xcode
+        let environment = chain.anchorIsApple ? try Self.environment(of: payload) : .xcode
         return VerifiedReceipt(
             kind: kind, environment: environment,
             bundleID: (payload["bundleId"] ?? data?["bundleId"])?.stringValue ?? "", receipt: payload,
             signingDate: signedDate, isTestData: !chain.anchorIsApple)
+    }
+
+    /// The environment an Apple-signed item states: its `environment` (a notification's under `data`, `appData` or
+    /// `summary`), an AppTransaction's `receiptType`, or, for an external purchase token (which states none), its id as
+    /// Apple's library reads it (`SANDBOX…` is the sandbox). An item that states none, or one Apple does not sign in,
+    /// is refused: never taken as Production.
+    static func environment(of payload: JSONObject) throws -> AppStoreEnvironment {
+        let data = payload["data"] ?? payload["appData"] ?? payload["summary"]
+        var name = (payload["environment"] ?? data?["environment"] ?? payload["receiptType"])?.stringValue
+        if name == nil, case .object(let token)? = payload["externalPurchaseToken"] {
+            name = token["externalPurchaseId"]?.stringValue?.hasPrefix("SANDBOX") == true ? "Sandbox" : "Production"
+        }
+        guard let name, let environment = AppStoreEnvironment(rawValue: name), environment != .xcode else {
+            throw ReceiptError(.malformedJWS, "the item states no environment Apple signs in")
+        }
+        return environment
     }
 
     static func kind(of payload: JSONObject) -> VerifiedReceipt.Kind {

@@ -73,6 +73,15 @@ public struct ServerNotification: Sendable, Equatable {
         isTestData = verified.isTestData || nested.values.contains(where: \.isTestData)
     }
 
+    /// The app's Apple ID the notification states (`appAppleId` under `data`, `summary`, `externalPurchaseToken` or
+    /// `appData`), when it states one.
+    public var appAppleID: Int64? {
+        for key in ["data", "summary", "externalPurchaseToken", "appData"] {
+            if case .object(let part)? = payload[key], case .integer(let id)? = part["appAppleId"] { return id }
+        }
+        return nil
+    }
+
     /// The purchase the notification is about, when it carries a signed transaction.
     public var purchase: PurchaseTransaction? { transaction.flatMap(PurchaseTransaction.init(jwsPayload:)) }
 

@@ -155,6 +155,8 @@ public struct AppView: Codable, Sendable, Equatable {
     public let idLookups: String
     /// Whether `/api` requires a user while claims are checked.
     public let requiresUser: Bool
+    /// The app's Apple ID, when bound (Production notifications must state it).
+    public let appleAppID: Int64?
     /// When it was created.
     public let createdAt: Date
     /// When it last changed.
@@ -178,6 +180,7 @@ public struct AppView: Codable, Sendable, Equatable {
         case claims, delivery, products, enrichment
         case idLookups = "id_lookups"
         case requiresUser = "requires_user"
+        case appleAppID = "apple_app_id"
         case createdAt = "created_at"
         case updatedAt = "updated_at"
         case resultKey = "result_key"
@@ -205,6 +208,7 @@ public struct AppView: Codable, Sendable, Equatable {
         enrichment = app.enrichment.rawValue
         idLookups = app.idLookups.rawValue
         requiresUser = app.requiresUser
+        appleAppID = app.appleAppID
         createdAt = app.createdAt
         updatedAt = app.updatedAt
         resultKey = revealedKey.map { Data($0).base64EncodedString() }

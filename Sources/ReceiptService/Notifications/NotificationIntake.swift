@@ -90,17 +90,32 @@ public struct NotificationIntake: Sendable {
         } catch let error as ReceiptError {
             throw Refusal(error.isMalformed ? .malformed : .inauthentic, "\(error)")
         }
-        guard app.bundleIDs.contains(where: { $0.value == notification.bundleID }) else {
-            throw Refusal(.notTheApps, "bundle ID '\(notification.bundleID)' is not one of the app's")
-        }
-        guard notification.isTestData || app.allowedEnvironments.contains(notification.environment) else {
-            throw Refusal(.notTheApps, "environment \(notification.environment.rawValue) is not allowed for the app")
-        }
+        if let refusal = Self.refusal(of: notification, for: app) { throw refusal }
         let record = NotificationRecord(
             notification: notification, signedPayload: signedPayload, appID: app.id, source: source, receivedAt: now)
         let recorded = try await deadline.run("a notification") { [store] in
             try await store.recordNotification(record)
         }
         return Received(notification: notification, recorded: recorded)
+    }
+
+    /// Why a verified notification is not the app's to take, or nil when it is: its bundle ID must be one of the
+    /// app's, its environment one the app allows (test data aside, which the verifier let through only for an app that
+    /// takes it), and, for a Production notification of an app whose Apple ID is bound, its `appAppleId` that ID.
+    static func refusal(of notification: ServerNotification, for app: App) -> Refusal? {
+        guard app.bundleIDs.contains(where: { $0.value == notification.bundleID }) else {
+            return Refusal(.notTheApps, "bundle ID '\(notification.bundleID)' is not one of the app's")
+        }
+        guard notification.isTestData || app.allowedEnvironments.contains(notification.environment) else {
+            return Refusal(.notTheApps, "environment \(notification.environment.rawValue) is not allowed for the app")
+        }
+        // As Apple's library: a Production notification of an app whose Apple ID is bound must state that ID.
+        if let appleAppID = app.appleAppID, notification.environment == .production,
+            notification.appAppleID != appleAppID
+        {
+            return Refusal(
+                .notTheApps, "appAppleId \(notification.appAppleID.map(String.init) ?? "none") is not the app's")
+        }
+        return nil
     }
 }

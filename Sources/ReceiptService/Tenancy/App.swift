@@ -42,6 +42,9 @@ public struct App: Sendable, Hashable {
     /// Whether `/api` refuses (400) a request with no user (`app_user_id`, or a StoreKit 2 transaction's
     /// `appAccountToken`) while claims are checked: without a user no claim is made or checked, even under `refuse`.
     public var requiresUser: Bool
+    /// The app's Apple ID (App Store Connect's numeric app id), when the operator bound it: a Production notification
+    /// must state it (`appAppleId`), as Apple's library checks.
+    public var appleAppID: Int64?
     /// When the app was created.
     public var createdAt: Date
     /// When the app was last changed.
@@ -55,8 +58,8 @@ public struct App: Sendable, Hashable {
         resultCipher: ResultCipher, resultKey: SealedSecret, allowsTestData: Bool, isEnabled: Bool,
         claimsPolicy: ClaimsPolicy = AppDefaults.claimsPolicy, deliveryMode: DeliveryMode = AppDefaults.deliveryMode,
         productCatalog: [String]? = nil, enrichment: Enrichment = AppDefaults.enrichment,
-        idLookups: IDLookups = AppDefaults.idLookups, requiresUser: Bool = AppDefaults.requiresUser, createdAt: Date,
-        updatedAt: Date
+        idLookups: IDLookups = AppDefaults.idLookups, requiresUser: Bool = AppDefaults.requiresUser,
+        appleAppID: Int64? = nil, createdAt: Date, updatedAt: Date
     ) {
         self.id = id
         self.accountID = accountID
@@ -77,6 +80,7 @@ public struct App: Sendable, Hashable {
         self.enrichment = enrichment
         self.idLookups = idLookups
         self.requiresUser = requiresUser
+        self.appleAppID = appleAppID
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }

@@ -6,6 +6,7 @@ extension AppSettings {
         case name, bundleIDs = "bundle_ids", environments, mode, sharedSecret = "shared_secret"
         case appleCredentials = "apple_credentials", cipher, claims, delivery, products, enrichment
         case idLookups = "id_lookups"
+        case appleAppID = "apple_app_id"
     }
 
     /// Each given field that does not parse, with its error; empty when every given field is good.
@@ -45,6 +46,7 @@ extension AppSettings {
         case .products: productCatalog != nil
         case .enrichment: enrichment != nil
         case .idLookups: idLookups != nil
+        case .appleAppID: appleAppID != nil
         }
     }
 
@@ -66,6 +68,7 @@ extension AppSettings {
         case .products: AppSettings(productCatalog: productCatalog)
         case .enrichment: AppSettings(enrichment: enrichment)
         case .idLookups: AppSettings(idLookups: idLookups)
+        case .appleAppID: AppSettings(appleAppID: appleAppID)
         }
     }
 }

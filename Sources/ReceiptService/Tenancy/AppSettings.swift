@@ -42,6 +42,8 @@ public struct AppSettings: Sendable {
     public var idLookups: String?
     /// Whether `/api` requires a user while claims are checked.
     public var requiresUser: Bool?
+    /// The app's Apple ID (digits); empty removes it.
+    public var appleAppID: String?
 
     /// Creates settings; every field defaults to "not given".
     public init(
@@ -50,7 +52,7 @@ public struct AppSettings: Sendable {
         appleKeyID: String? = nil, applePrivateKeyPEM: String? = nil, removeAppleCredentials: Bool = false,
         resultCipher: String? = nil, allowsTestData: Bool? = nil, isEnabled: Bool? = nil,
         claimsPolicy: String? = nil, deliveryMode: String? = nil, productCatalog: [String]? = nil,
-        enrichment: String? = nil, idLookups: String? = nil, requiresUser: Bool? = nil
+        enrichment: String? = nil, idLookups: String? = nil, requiresUser: Bool? = nil, appleAppID: String? = nil
     ) {
         self.name = name
         self.bundleIDs = bundleIDs
@@ -70,6 +72,7 @@ public struct AppSettings: Sendable {
         self.enrichment = enrichment
         self.idLookups = idLookups
         self.requiresUser = requiresUser
+        self.appleAppID = appleAppID
     }
 
     /// Settings checked and converted; secrets still in clear.
@@ -91,6 +94,8 @@ public struct AppSettings: Sendable {
         var enrichment: Enrichment?
         var idLookups: IDLookups?
         var requiresUser: Bool?
+        /// `.some(nil)` removes it.
+        var appleAppID: Int64??
     }
 
     /// Checks every given field; throws ``ServiceError/Code/invalidArgument`` naming the first bad one.
@@ -178,6 +183,17 @@ public struct AppSettings: Sendable {
         parsed.allowsTestData = allowsTestData
         parsed.isEnabled = isEnabled
         parsed.requiresUser = requiresUser
+        if let appleAppID {
+            let text = appleAppID.trimmingCharacters(in: .whitespaces)
+            if text.isEmpty {
+                parsed.appleAppID = .some(nil)
+            } else {
+                guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let id = Int64(text), id > 0 else {
+                    throw ServiceError(.invalidArgument, "Apple app id must be App Store Connect's numeric app id")
+                }
+                parsed.appleAppID = .some(id)
+            }
+        }
         if let claimsPolicy {
             parsed.claimsPolicy = try Self.choice(
                 claimsPolicy, "claims policy", expected: "off, flag, refuse or transfer")

@@ -279,6 +279,7 @@ public struct TenancyService: Sendable {
         if let enrichment = parsed.enrichment { app.enrichment = enrichment }
         if let idLookups = parsed.idLookups { app.idLookups = idLookups }
         if let requiresUser = parsed.requiresUser { app.requiresUser = requiresUser }
+        if let appleAppID = parsed.appleAppID { app.appleAppID = appleAppID }
     }
 
     /// Refuses an app whose settings, once applied, contradict each other: enrichment asks the App Store Server

@@ -312,5 +312,6 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_endpoint_idx ON webhook_deliveries (endpoint_id);
 
--- version: 10 An app may require the user (app_user_id) on /api while its claims are checked
+-- version: 10 An app may require the user (app_user_id) on /api while its claims are checked, and bind its Apple app id
 ALTER TABLE apps ADD COLUMN requires_user BOOLEAN NOT NULL DEFAULT false;
+ALTER TABLE apps ADD COLUMN apple_app_id BIGINT CHECK (apple_app_id > 0);

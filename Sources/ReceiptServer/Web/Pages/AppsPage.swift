@@ -173,6 +173,7 @@ struct AppView: PageView {
     var enrichment: String
     var idLookups: String
     var requiresUser: String
+    var appleAppID: String
     var status: String
     var toggleValue: String
     var toggleLabel: String
@@ -207,6 +208,9 @@ struct AppView: PageView {
             app.requiresUser
             ? "required: /api answers 400 without app_user_id (or a StoreKit 2 appAccountToken) while claims are checked"
             : "optional: a request without a user is answered, its purchases neither claimed nor checked"
+        appleAppID =
+            app.appleAppID.map { "\($0): Production notifications must state it" }
+            ?? "not bound: notifications are taken by bundle ID alone"
         status = app.isEnabled ? "enabled" : "disabled"
         toggleValue = app.isEnabled ? "0" : "1"
         toggleLabel = app.isEnabled ? "Disable the app" : "Enable the app"
@@ -244,6 +248,7 @@ struct AppForm: PageView {
     var hasCredentials: Bool
     var appleIssuerID: String
     var appleKeyID: String
+    var appleAppID: String
     var errors: [String: String]
     var formError: String?
 
@@ -290,6 +295,7 @@ struct AppForm: PageView {
         hasCredentials = app?.appStoreServerCredentials != nil
         appleIssuerID = form?["apple_issuer_id"] ?? app?.appStoreServerCredentials?.issuerID ?? ""
         appleKeyID = form?["apple_key_id"] ?? app?.appStoreServerCredentials?.keyID ?? ""
+        appleAppID = form?["apple_app_id"] ?? app?.appleAppID.map(String.init) ?? ""
         errors = Dictionary(uniqueKeysWithValues: problems.map { ($0.key.rawValue, $0.value) })
     }
 
@@ -315,7 +321,9 @@ struct AppForm: PageView {
             removeAppleCredentials: form.isChecked("remove_apple_credentials"), resultCipher: form["cipher"],
             allowsTestData: form.isChecked("allows_test_data"), isEnabled: app == nil ? nil : form.isChecked("enabled"),
             claimsPolicy: form["claims"], deliveryMode: form["delivery"], productCatalog: lines("products"),
-            enrichment: form["enrichment"], idLookups: form["id_lookups"], requiresUser: form.isChecked("requires_user")
+            enrichment: form["enrichment"], idLookups: form["id_lookups"],
+            requiresUser: form.isChecked("requires_user"),
+            appleAppID: form["apple_app_id"]
         )
     }
 }
