@@ -66,7 +66,8 @@ field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])'
 account() { rv account create --name "$1" --email "$1@contract.test" --plan "$2" --json >/dev/null; }
 key() { rv key create --account "$1@contract.test" --json | field key; }
 # app ACCOUNT ARGS… → the app's JSON
-app() { local who=$1; shift; rv app add --account "$who@contract.test" --json "$@"; }
+# The contract's apps are variants of one bundle in one account: each is told it shares it.
+app() { local who=$1; shift; rv app add --account "$who@contract.test" --json --share-bundle-id "$@"; }
 
 log "setting up plans, accounts, keys and apps in $WORK"
 rv migrate >/dev/null

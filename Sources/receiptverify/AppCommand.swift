@@ -37,6 +37,11 @@ struct AppCommand: AsyncParsableCommand {
                 "The app's Apple ID (App Store Connect's numeric app id): Production notifications must state it; \"\" removes it."
         )
         var appleAppID: String?
+        @Flag(
+            help:
+                "Let the app hold a bundle ID another app of the account holds (each app then delivers its purchases once: staging variants only)."
+        )
+        var shareBundleID = false
         @Option(help: "When another user presents a claimed purchase: off, flag, refuse, transfer (default flag).")
         var claims: String?
         @Option(help: "Deliver a transaction once, or until confirmed: once, confirm (default once).")
@@ -57,7 +62,7 @@ struct AppCommand: AsyncParsableCommand {
                 throw CommandFailure("give --shared-secret or --shared-secret-file, not both")
             }
             if anyProduct && !products.isEmpty { throw CommandFailure("give --product or --any-product, not both") }
-            return AppSettings(
+            var settings = AppSettings(
                 name: name, bundleIDs: bundleIDs.isEmpty ? nil : bundleIDs,
                 allowedEnvironments: environments.isEmpty ? nil : environments, verificationMode: mode,
                 sharedSecret: try sharedSecret ?? sharedSecretFile.map { try readSecret($0, what: "shared secret") },
@@ -66,6 +71,8 @@ struct AppCommand: AsyncParsableCommand {
                 resultCipher: cipher, allowsTestData: allowTestData, claimsPolicy: claims, deliveryMode: delivery,
                 productCatalog: anyProduct ? [] : products.isEmpty ? nil : products, enrichment: enrichment,
                 idLookups: idLookups, requiresUser: requireUser, appleAppID: appleAppID)
+            settings.sharesBundleIDs = shareBundleID
+            return settings
         }
 
         private func readSecret(_ path: String, what: String) throws -> String {

@@ -47,6 +47,24 @@ import Testing
     }
 
     @Test(
+        "switching confirm to once does not deliver again what confirm offered", arguments: StoreKind.available)
+    func switchingToOnceDeliversNothingAgain(kind: StoreKind) async throws {
+        try await withLiveService(kind) { service in
+            let tenant = try service.tenant(appArguments: ["--allow-test-data", "--delivery", "confirm"])
+            let receipt = try Self.receipt(service, count: 2)
+            let first = try await Self.call(service, tenant, receipt: receipt, user: "alice").json()
+            #expect(Self.states(first) == ["new/true", "new/true"])
+            try service.cli.expectSuccess(["app", "update", tenant.token, "--delivery", "once"])
+            let after = try await Self.call(service, tenant, receipt: receipt, user: "alice").json()
+            #expect(Self.states(after) == ["seen/false", "seen/false"])
+            // A purchase new after the switch is delivered once, as once mode does.
+            let more = try Self.receipt(service, count: 3)
+            let third = try await Self.call(service, tenant, receipt: more, user: "alice").json()
+            #expect(Self.states(third) == ["seen/false", "seen/false", "new/true"])
+        }
+    }
+
+    @Test(
         "an app that requires the user refuses a request without one (400) and records nothing; the setting is shown",
         arguments: StoreKind.available)
     func aRequiredUserIsRequired(kind: StoreKind) async throws {

@@ -167,6 +167,24 @@ import Testing
         }
     }
 
+    /// Switching `confirm` to `once` settles what `confirm` offered: rows requests saw, not revoked, not delivered are
+    /// marked delivered; a row only a notification recorded stays to be delivered.
+    @Test(arguments: StoreKind.available)
+    func settlingUnconfirmedDeliveriesLeavesNotificationRowsAndRefunds(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            var requested = Self.recording(app, [Self.purchase("1"), Self.purchase("9", revokedAt: 1_700_000_100_000)])
+            requested.deliversNew = false
+            _ = try await store.record(requested)
+            var notified = Self.recording(app, [Self.purchase("2")], request: "notification:u1")
+            notified.deliversNew = false
+            _ = try await store.record(notified)
+            #expect(try await store.settleUnconfirmedDeliveries(appID: app.id, at: Self.start) == 1)
+            let rows = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
+            #expect(rows.filter { $0.deliveredAt != nil }.map(\.transaction.transactionID) == ["1"])
+            #expect(try await store.settleUnconfirmedDeliveries(appID: app.id, at: Self.start) == 0)
+        }
+    }
+
     /// A confirmation names its environment (one id may be in two) and never confirms a refunded row.
     @Test(arguments: StoreKind.available)
     func aConfirmationStaysInItsEnvironmentAndSkipsRefundedRows(kind: StoreKind) async throws {

@@ -170,6 +170,21 @@ import Testing
             #expect(
                 try await tenancy.updateApp(token: bound.token, settings: AppSettings(appleAppID: "")).appleAppID == nil
             )
+            // A bundle ID is one app's in an account (each app has its own ledger), unless the operator says the
+            // apps share it; another account's app may hold it.
+            await #expect(throws: ServiceError(.invalidArgument)) {
+                try await tenancy.addApp(
+                    account: "a@example.com", settings: AppSettings(bundleIDs: ["com.example.bound"]))
+            }
+            await #expect(throws: ServiceError(.invalidArgument)) {
+                try await tenancy.updateApp(token: app.token, settings: AppSettings(bundleIDs: ["com.example.bound"]))
+            }
+            var sharing = AppSettings(bundleIDs: ["com.example.bound"])
+            sharing.sharesBundleIDs = true
+            _ = try await tenancy.addApp(account: "a@example.com", settings: sharing)
+            _ = try await tenancy.createAccount(name: "B", email: "b@example.com", planName: "free")
+            _ = try await tenancy.addApp(
+                account: "b@example.com", settings: AppSettings(bundleIDs: ["com.example.bound"]))
             // Look-ups by id are off for a new app.
             #expect(app.enrichment == .off && app.idLookups == .refuse)
             await #expect(throws: ServiceError(.invalidArgument)) {

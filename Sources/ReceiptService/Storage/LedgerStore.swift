@@ -23,6 +23,10 @@ public protocol LedgerStore: StoreLifecycle {
         appID: UUID, environment: AppStoreEnvironment?, transactionIDs: [String], at date: Date,
         finishingWithApple: Bool
     ) async throws -> [LedgerEntry]
+    /// Marks delivered at `date` every transaction of the app that an answer in `confirm` mode said to deliver and the
+    /// backend never confirmed: not delivered, not revoked, seen by a request (not only by a notification). Called when
+    /// the app switches to `once`, whose next answer would otherwise deliver them again; returns how many.
+    func settleUnconfirmedDeliveries(appID: UUID, at date: Date) async throws -> Int
     /// One page of the app's ledger in its order (first seen, environment, transaction id).
     func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry]
     /// Gives the original transaction's claim (in every environment it was seen) to `user`, or releases it when

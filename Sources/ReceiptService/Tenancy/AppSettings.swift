@@ -44,6 +44,9 @@ public struct AppSettings: Sendable {
     public var requiresUser: Bool?
     /// The app's Apple ID (digits); empty removes it.
     public var appleAppID: String?
+    /// Lets the app hold a bundle ID another app of its account holds (each app then delivers that bundle's
+    /// purchases once: for an operator's staging variants, never a customer's default). Not stored.
+    public var sharesBundleIDs = false
 
     /// Creates settings; every field defaults to "not given".
     public init(

@@ -230,6 +230,7 @@ public struct TenancyService: Sendable {
         apply(answerSettingsOf: parsed, to: &app)
         try apply(secretsOf: parsed, to: &app)
         try checkConsistency(of: app)
+        if !settings.sharesBundleIDs { try await checkBundleIDsAreFree(app) }
         try await store.insertApp(app)
         try await audit(account.id, "app.create", "app \(app.id.uuidString.lowercased()) (\(app.name))")
         return app
@@ -252,6 +253,7 @@ public struct TenancyService: Sendable {
     /// Changes the given settings of an app; the rest stay as they are.
     public func updateApp(token: String, settings: AppSettings) async throws -> App {
         var app = try await app(token: token)
+        let before = app
         let parsed = try settings.parse()
         if let name = parsed.name { app.name = name }
         if let bundleIDs = parsed.bundleIDs { app.bundleIDs = bundleIDs }
@@ -263,7 +265,13 @@ public struct TenancyService: Sendable {
         apply(answerSettingsOf: parsed, to: &app)
         try apply(secretsOf: parsed, to: &app)
         try checkConsistency(of: app)
+        if !settings.sharesBundleIDs, settings.bundleIDs != nil { try await checkBundleIDsAreFree(app) }
         let saved = try await save(app)
+        // `confirm` answered `deliver: true` until the backend confirmed; `once` would answer it once more. What confirm
+        // mode offered is taken as delivered at the switch.
+        if before.deliveryMode == .confirm, saved.deliveryMode == .once {
+            _ = try await store.settleUnconfirmedDeliveries(appID: saved.id, at: now())
+        }
         // The names of the settings given, never their values (a secret may be among them).
         try await audit(
             app.accountID, "app.update",
@@ -280,6 +288,19 @@ public struct TenancyService: Sendable {
         if let idLookups = parsed.idLookups { app.idLookups = idLookups }
         if let requiresUser = parsed.requiresUser { app.requiresUser = requiresUser }
         if let appleAppID = parsed.appleAppID { app.appleAppID = appleAppID }
+    }
+
+    /// Refuses a bundle ID that another app of the same account holds: each app has a ledger of its own, so two apps
+    /// of one bundle would each deliver its purchases once (one app holds every bundle ID of a universal purchase).
+    private func checkBundleIDsAreFree(_ app: App) async throws {
+        for other in try await store.apps(accountID: app.accountID) where other.id != app.id {
+            if let shared = app.bundleIDs.first(where: { id in other.bundleIDs.contains(id) }) {
+                throw ServiceError(
+                    .invalidArgument,
+                    "bundle ID \(shared.value) is already app '\(Validation.printable(other.name))''s: each purchase would be delivered once per app"
+                )
+            }
+        }
     }
 
     /// Refuses an app whose settings, once applied, contradict each other: enrichment asks the App Store Server

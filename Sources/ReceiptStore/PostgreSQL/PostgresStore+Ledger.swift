@@ -74,6 +74,21 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
         }
     }
 
+    public func settleUnconfirmedDeliveries(appID: UUID, at date: Date) async throws -> Int {
+        try await transaction { connection in
+            let settled = try await self.rows(
+                """
+                UPDATE ledger_transactions SET delivered_at = \(date)
+                WHERE app_id = \(appID) AND delivered_at IS NULL AND revocation_date IS NULL
+                    AND (first_request_id NOT LIKE 'notification:%' OR last_seen_at > first_seen_at)
+                RETURNING transaction_id
+                """, on: connection
+            ).count
+            if settled > 0 { try await self.announceChange(on: connection) }
+            return settled
+        }
+    }
+
     public func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry] {
         // Absent filters are NULL and match everything; one statement, planned once.
         let after = query.after

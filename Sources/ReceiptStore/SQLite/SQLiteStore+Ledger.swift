@@ -64,6 +64,21 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
         return entries
     }
 
+    public func settleUnconfirmedDeliveries(appID: UUID, at date: Date) async throws -> Int {
+        let settled = try await run {
+            try await self.query(
+                """
+                UPDATE ledger_transactions SET delivered_at = ?
+                WHERE app_id = ? AND delivered_at IS NULL AND revocation_date IS NULL
+                    AND (first_request_id NOT LIKE 'notification:%' OR last_seen_at > first_seen_at)
+                RETURNING transaction_id
+                """, [.millis(date), .uuid(appID)]
+            ).count
+        }
+        if settled > 0 { announceLedgerChange() }
+        return settled
+    }
+
     public func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry] {
         var conditions = ["t.app_id = ?"]
         var binds: [SQLiteData] = [.uuid(query.appID)]
