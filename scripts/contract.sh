@@ -83,7 +83,7 @@ account quota contract-no-quota
 account disabled contract-encrypted
 
 MAIN_KEY=$(key main)
-MAIN_APP=$(app main --bundle-id "$BUNDLE" --environment sandbox --mode local)
+MAIN_APP=$(app main --bundle-id "$BUNDLE" --environment sandbox --mode local --id-lookups allow)
 TOKEN=$(field token <<<"$MAIN_APP")
 RESULT_KEY=$(rv app show "$TOKEN" --reveal-key --json | field result_key)
 GCM_TOKEN=$(app main --name gcm --bundle-id "$BUNDLE" --environment sandbox --mode local --cipher aes-256-gcm |

@@ -200,7 +200,12 @@ extension [String: RequestBody.Field] {
         let text: String
         switch field {
         case .text(let value), .json(.string(let value)): text = value
-        case .json(.integer(let number)): text = String(number)
+        case .json(.integer(let number)):
+            // Up to 2^53, where every JSON parser is exact (docs/api.md): a larger id was already rounded by a client.
+            guard number.magnitude <= 9_007_199_254_740_991 else {
+                throw RequestBody.Unreadable(reason: "field '\(name)' is an integer beyond 2^53")
+            }
+            text = String(number)
         case .json(.double(let number)):
             guard let whole = Self.wholeNumber(number) else {
                 throw RequestBody.Unreadable(reason: "field '\(name)' must be a string")
