@@ -73,7 +73,7 @@ rv account create --name Recipes --email recipes@example.com --plan recipes --js
 RV_KEY=$(rv key create --account recipes@example.com --label recipes --json | json key)
 add_app() { # CIPHER: prints the new app's token
     rv app add --account recipes@example.com --name "recipes $1" --bundle-id "$BUNDLE_ID" \
-        --environment "$ENVIRONMENT" --mode local --cipher "$1" --json | json token
+        --environment "$ENVIRONMENT" --mode local --cipher "$1" --share-bundle-id --json | json token
 }
 RV_TOKEN_CBC=$(add_app aes-256-cbc)
 RV_TOKEN_GCM=$(add_app aes-256-gcm)
@@ -82,7 +82,7 @@ RV_RESULT_KEY_GCM=$(rv app show "$RV_TOKEN_GCM" --reveal-key --json | json resul
 # The verifyReceipt drop-in's app: a shared secret, as a backend migrating from Apple has one.
 RV_SHARED_SECRET=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 RV_TOKEN_DROPIN=$(rv app add --account recipes@example.com --name "recipes drop-in" --bundle-id "$BUNDLE_ID" \
-    --environment "$ENVIRONMENT" --mode local --shared-secret "$RV_SHARED_SECRET" --json | json token)
+    --environment "$ENVIRONMENT" --mode local --shared-secret "$RV_SHARED_SECRET" --share-bundle-id --json | json token)
 export RV_SHARED_SECRET RV_TOKEN_DROPIN
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')

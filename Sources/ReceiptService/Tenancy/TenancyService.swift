@@ -297,7 +297,8 @@ public struct TenancyService: Sendable {
             if let shared = app.bundleIDs.first(where: { id in other.bundleIDs.contains(id) }) {
                 throw ServiceError(
                     .invalidArgument,
-                    "bundle ID \(shared.value) is already app '\(Validation.printable(other.name))''s: each purchase would be delivered once per app"
+                    "bundle ID \(shared.value) is already held by the app '\(Validation.printable(other.name))' of this "
+                        + "account: each purchase would be delivered once per app"
                 )
             }
         }
