@@ -186,10 +186,17 @@ struct AppCommand: AsyncParsableCommand {
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove an app and its settings.")
         @Argument(help: "App token.") var token: String
+        @Flag(
+            help:
+                "Remove it even though its ledger holds transactions: they are forgotten, and an app added again for its bundle IDs delivers them again."
+        )
+        var forgetLedger = false
         @OptionGroup var options: GlobalOptions
 
         func run() async throws {
-            let app = try await options.withTenancy { [token] in try await $0.removeApp(token: token) }
+            let app = try await options.withTenancy { [token, forgetLedger] in
+                try await $0.removeApp(token: token, forgettingLedger: forgetLedger)
+            }
             try Output.show(AppView(app), json: options.json)
         }
     }

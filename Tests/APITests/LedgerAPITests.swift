@@ -61,6 +61,14 @@ import Testing
             let more = try Self.receipt(service, count: 3)
             let third = try await Self.call(service, tenant, receipt: more, user: "alice").json()
             #expect(Self.states(third) == ["seen/false", "seen/false", "new/true"])
+
+            // Removing the app would forget its ledger (an app added again would deliver it all again): said, and
+            // done only when asked for.
+            let refused = try service.cli.run(["app", "remove", tenant.token])
+            #expect(refused.status != 0 && refused.stderr.contains("ledger holds transactions"))
+            #expect(try await Self.call(service, tenant, receipt: more, user: "alice").httpStatus == 200)
+            try service.cli.expectSuccess(["app", "remove", tenant.token, "--forget-ledger"])
+            #expect(try await Self.call(service, tenant, receipt: more, user: "alice").httpStatus == 401)
         }
     }
 

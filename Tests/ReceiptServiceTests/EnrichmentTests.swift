@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ReceiptCore
+import Synchronization
 import Testing
 
 @testable import ReceiptService
@@ -9,15 +10,22 @@ import Testing
 /// environment, its catalog), and the input's own user for all of them.
 @Suite struct EnrichmentTests {
     /// Apple's history as given, every item already verified.
-    struct FixedHistory: AppStoreServerLooking {
+    final class FixedHistory: AppStoreServerLooking {
         let transactions: [VerifiedReceipt]
+        /// The environment each history request asked.
+        let asked = Mutex<[AppStoreEnvironment?]>([])
+
+        init(transactions: [VerifiedReceipt]) { self.transactions = transactions }
 
         func transaction(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
             -> VerifiedReceipt
         { throw AppStoreServerAPIError(.notFound, "none") }
-        func history(of id: String, credentials: AppStoreServerAPICredentials) async throws
-            -> (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
-        { (transactions, .production) }
+        func history(of id: String, in environment: AppStoreEnvironment?, credentials: AppStoreServerAPICredentials)
+            async throws -> (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
+        {
+            asked.withLock { $0.append(environment) }
+            return (transactions, environment ?? .production)
+        }
         func renewals(of id: String, credentials: AppStoreServerAPICredentials) async throws -> [VerifiedReceipt] {
             []
         }
@@ -63,7 +71,8 @@ import Testing
             input, Self.item("401"), Self.item("402", bundleID: "com.other.app"),
             Self.item("403", environment: .production), Self.item("404", product: "com.example.app.not-sold"),
         ]
-        let service = VerificationService(verifier: nil, apple: nil, storeKit: FixedHistory(transactions: history))
+        let storeKit = FixedHistory(transactions: history)
+        let service = VerificationService(verifier: nil, apple: nil, storeKit: storeKit)
         var outcome = VerificationOutcome(status: 0, body: input.response, source: .local)
         outcome.purchases = PurchaseTransaction.all(in: input)
         outcome.environment = .sandbox
@@ -77,5 +86,7 @@ import Testing
                 "400", "401",
             ])
         #expect(outcome.inputUser == "owner")
+        // Only the input's environment was asked.
+        #expect(storeKit.asked.withLock { $0 } == [.sandbox])
     }
 }

@@ -13,14 +13,15 @@ extension AppStoreServerAPIClient: AppStoreServerLooking {
         try await transactionInfo(transactionID, credentials: credentials).verified
     }
 
-    public func history(of id: String, credentials: AppStoreServerAPICredentials) async throws
-        -> (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
+    public func history(of id: String, in only: AppStoreEnvironment?, credentials: AppStoreServerAPICredentials)
+        async throws -> (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
     {
         var transactions: [VerifiedReceipt] = []
         var revision: String?
         var environment = AppStoreEnvironment.production
+        let asked: Environment? = only.map { $0 == .production ? .production : .sandbox }
         for _ in 0..<Self.maximumHistoryPages {
-            let page = try await transactionHistory(id, revision: revision, credentials: credentials)
+            let page = try await transactionHistory(id, revision: revision, credentials: credentials, in: asked)
             transactions += page.transactions.map(\.verified)
             environment = page.environment == .production ? .production : .sandbox
             guard page.hasMore, let next = page.revision, next != revision else { break }

@@ -97,13 +97,14 @@ public final class AppStoreServerAPIClient: Sendable {
 
     /// Get Transaction History (v2): one page, from `revision` (nil: the first), oldest first.
     public func transactionHistory(
-        _ transactionID: String, revision: String?, credentials: AppStoreServerAPICredentials
+        _ transactionID: String, revision: String?, credentials: AppStoreServerAPICredentials,
+        in environment: Environment? = nil
     ) async throws -> Page {
         var query = [("sort", "ASCENDING")]
         if let revision { query.append(("revision", revision)) }
         return try await get(
             "/inApps/v2/history/\(try Self.pathID(transactionID))", query: query, endpoint: "transaction_history",
-            credentials: credentials, read: page)
+            credentials: credentials, in: environment, read: page)
     }
 
     /// Get Refund History (v2): one page of refunded transactions, from `revision`.
@@ -206,15 +207,18 @@ public final class AppStoreServerAPIClient: Sendable {
     /// reused is `read`'s result, so an answer from the cache costs no signature check.
     func get<T: Sendable>(
         _ path: String, query: [(String, String)] = [], endpoint: String, credentials: AppStoreServerAPICredentials,
-        read: @escaping @Sendable (Answer) throws -> T
+        in environment: Environment? = nil, read: @escaping @Sendable (Answer) throws -> T
     ) async throws -> T {
         // The credentials in full: an account that names another's app without its key must not read its answers.
         let key =
             "\(credentials.issuerID)/\(credentials.keyID)/\(Hex.encode(SHA256.hash(data: Array(credentials.privateKeyPEM.utf8))))"
             + "/\(credentials.bundleID)\(path)?"
-            + query.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
+            + query.map { "\($0.0)=\($0.1)" }.joined(separator: "&") + "#\(environment?.rawValue ?? "")"
         let (value, hit) = try await answers.value(key) {
-            try read(try await self.fetch(Call(path: path, query: query, endpoint: endpoint), credentials: credentials))
+            try read(
+                try await self.fetch(
+                    Call(path: path, query: query, endpoint: endpoint, environment: environment),
+                    credentials: credentials))
         }
         guard let answer = value as? T else {
             throw AppStoreServerAPIError(.invalidResponse, "a cached answer of another kind for \(endpoint)")

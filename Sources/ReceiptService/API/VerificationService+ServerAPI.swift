@@ -82,7 +82,10 @@ extension VerificationService {
         of id: String, storeKit: any AppStoreServerLooking, credentials: AppStoreServerAPICredentials,
         excludingOld: Bool, withRenewals: Bool, app: App, environment: AppStoreEnvironment?
     ) async throws -> ServerFacts {
-        var history = try await storeKit.history(of: id, credentials: credentials)
+        // An enriched input's environment is asked alone (Xcode's test data: Apple's servers never saw it, but a test
+        // server stands in for both); a look-up by app transaction id, production then the sandbox.
+        let asked = environment.flatMap { $0 == .xcode ? nil : $0 }
+        var history = try await storeKit.history(of: id, in: asked, credentials: credentials)
         let bundleIDs = Set(app.bundleIDs.map(\.value))
         history.transactions = history.transactions.filter { transaction in
             guard bundleIDs.contains(transaction.bundleID) else { return false }

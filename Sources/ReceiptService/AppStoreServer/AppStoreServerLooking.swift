@@ -14,9 +14,9 @@ public protocol AppStoreServerLooking: Sendable {
 
     /// Get Transaction History (v2), every page up to a bound: the customer's transactions in the app, oldest
     /// first, and the environment that answered. `id` is any transaction id, original transaction id or app
-    /// transaction id of the customer.
-    func history(of id: String, credentials: AppStoreServerAPICredentials) async throws
-        -> (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
+    /// transaction id of the customer; `environment` asks that one alone (nil: production, then the sandbox).
+    func history(of id: String, in environment: AppStoreEnvironment?, credentials: AppStoreServerAPICredentials)
+        async throws -> (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
 
     /// Get All Subscription Statuses: the signed renewal info of each of the customer's subscriptions, in Apple's
     /// order.

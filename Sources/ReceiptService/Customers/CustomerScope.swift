@@ -98,9 +98,9 @@ public struct CustomerScope: Sendable {
         return Data(key).base64EncodedString()
     }
 
-    /// Removes one of the account's apps.
+    /// Removes one of the account's apps, forgetting its ledger (the page's confirmation says so).
     public func removeApp(id: UUID) async throws -> App {
-        try await tenancy.removeApp(token: try await app(id: id).token)
+        try await tenancy.removeApp(token: try await app(id: id).token, forgettingLedger: true)
     }
 
     // MARK: Ledger

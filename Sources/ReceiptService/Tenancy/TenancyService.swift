@@ -332,8 +332,18 @@ public struct TenancyService: Sendable {
     }
 
     /// Deletes the app.
-    public func removeApp(token: String) async throws -> App {
+    ///
+    /// Removing an app deletes its ledger, and an app added again for its bundle IDs would deliver its purchases
+    /// again: an app whose ledger holds transactions is removed only when the caller says it forgets them
+    /// (`forgettingLedger`: the CLI's `--forget-ledger`, the account screen's confirmation, which says so).
+    public func removeApp(token: String, forgettingLedger: Bool = false) async throws -> App {
         let app = try await app(token: token)
+        if !forgettingLedger, try await !store.ledgerEntries(LedgerQuery(appID: app.id, limit: 1)).isEmpty {
+            throw ServiceError(
+                .invalidArgument,
+                "the app's ledger holds transactions: removing it forgets them, and an app added again for its bundle "
+                    + "IDs would deliver them again (disable the app instead, or say --forget-ledger)")
+        }
         guard try await store.deleteApp(id: app.id) else {
             throw ServiceError(.unknownApp, "unknown app '\(Validation.printable(token))'")
         }
