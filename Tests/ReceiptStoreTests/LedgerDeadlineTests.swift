@@ -85,18 +85,20 @@ import Testing
                     let ids = members.flatMap { $0.transactions.map(\.transactionID) }
                     guard ids != ["blocker"] else {
                         // The group before: it holds the queue while the next members arrive.
-                        try await Task.sleep(for: .milliseconds(50))
+                        try await Task.sleep(for: .milliseconds(500))
                         return try await committing.commitLedgerGroup(members)
                     }
                     #expect(ids.sorted() == ["left", "taken"])
                     for member in members where member.transactions[0].transactionID == "taken" {
                         #expect(member.commitClaim?.begin() == true)
                     }
-                    try await Task.sleep(for: .milliseconds(800))
+                    try await Task.sleep(for: .seconds(3))
                     throw ServiceError(.storage, "deadlock detected")
                 },
                 alone: { try await committing.commitLedgerRecording($0) }, announceChange: {})
-            let deadline = StoreDeadline(.milliseconds(400))
+            // Long enough to outlast the wait behind the blocker on a loaded machine, short enough to pass while the second
+            // group fails.
+            let deadline = StoreDeadline(.seconds(2))
             func recording(_ id: String) -> LedgerRecording {
                 var recording = LedgerStoreContractTests.recording(app, [LedgerStoreContractTests.purchase(id)])
                 recording.commitClaim = CommitClaim()
@@ -119,7 +121,7 @@ import Testing
             let results = try await first
             #expect(results.map(\.deliveredNow) == [true])
             // The abandoned member's own transaction comes and goes before the ledger is read.
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: .milliseconds(500))
             let rows = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
             #expect(rows.map(\.transaction.transactionID).sorted() == ["blocker", "taken"])
             #expect(rows.allSatisfy { $0.deliveredAt != nil })

@@ -230,7 +230,7 @@ public struct TenancyService: Sendable {
         apply(answerSettingsOf: parsed, to: &app)
         try apply(secretsOf: parsed, to: &app)
         try checkConsistency(of: app)
-        if !settings.sharesBundleIDs { try await checkBundleIDsAreFree(app) }
+        if !settings.sharesBundleIDs { try await checkBundleIDsAreFree(app.bundleIDs, of: app) }
         try await store.insertApp(app)
         try await audit(account.id, "app.create", "app \(app.id.uuidString.lowercased()) (\(app.name))")
         return app
@@ -265,7 +265,9 @@ public struct TenancyService: Sendable {
         apply(answerSettingsOf: parsed, to: &app)
         try apply(secretsOf: parsed, to: &app)
         try checkConsistency(of: app)
-        if !settings.sharesBundleIDs, settings.bundleIDs != nil { try await checkBundleIDsAreFree(app) }
+        // Only a bundle ID the app gains is checked: apps that shared one before the rule stay editable.
+        let gained = app.bundleIDs.filter { !before.bundleIDs.contains($0) }
+        if !settings.sharesBundleIDs, !gained.isEmpty { try await checkBundleIDsAreFree(gained, of: app) }
         let saved = try await save(app)
         // `confirm` answered `deliver: true` until the backend confirmed; `once` would answer it once more. What confirm
         // mode offered is taken as delivered at the switch.
@@ -292,9 +294,9 @@ public struct TenancyService: Sendable {
 
     /// Refuses a bundle ID that another app of the same account holds: each app has a ledger of its own, so two apps
     /// of one bundle would each deliver its purchases once (one app holds every bundle ID of a universal purchase).
-    private func checkBundleIDsAreFree(_ app: App) async throws {
+    private func checkBundleIDsAreFree(_ bundleIDs: [BundleID], of app: App) async throws {
         for other in try await store.apps(accountID: app.accountID) where other.id != app.id {
-            if let shared = app.bundleIDs.first(where: { id in other.bundleIDs.contains(id) }) {
+            if let shared = bundleIDs.first(where: { id in other.bundleIDs.contains(id) }) {
                 throw ServiceError(
                     .invalidArgument,
                     "bundle ID \(shared.value) is already held by the app '\(Validation.printable(other.name))' of this "
