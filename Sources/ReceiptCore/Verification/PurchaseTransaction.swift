@@ -65,6 +65,14 @@ public struct PurchaseTransaction: Sendable, Equatable {
         self.signedDate = signedDate
     }
 
+    /// Takes the revocation `other` states (date, reason, type, percentage), or none when `other` is nil.
+    public mutating func takeRevocation(of other: PurchaseTransaction?) {
+        revocationDate = other?.revocationDate
+        revocationReason = other?.revocationReason
+        revocationType = other?.revocationType
+        revocationPercentage = other?.revocationPercentage
+    }
+
     /// A transaction from an object in `verifyReceipt`'s field names (an `in_app` or `latest_receipt_info` entry, or an
     /// iOS 6 receipt); nil without a transaction id and a product id.
     public init?(verifyReceiptFields object: JSONObject) {
@@ -107,9 +115,14 @@ public struct PurchaseTransaction: Sendable, Equatable {
     /// Every distinct transaction of a verified input, by transaction id in first-seen order: a unified receipt's
     /// `in_app`, an iOS 6 receipt's one, a StoreKit 2 signed transaction's one (none for other JWS kinds).
     public static func all(in verified: VerifiedReceipt) -> [PurchaseTransaction] {
-        statedBy(verified).map { transaction in
+        signed(statedBy(verified), at: verified.signingDate)
+    }
+
+    /// `transactions`, each stated at `date`.
+    private static func signed(_ transactions: [PurchaseTransaction], at date: Int64?) -> [PurchaseTransaction] {
+        transactions.map { transaction in
             var transaction = transaction
-            transaction.signedDate = verified.signingDate
+            transaction.signedDate = date
             return transaction
         }
     }
@@ -139,11 +152,7 @@ public struct PurchaseTransaction: Sendable, Equatable {
             }
         }
         objects += body["latest_receipt_info"]?.arrayValue ?? []
-        return distinct(objects).map { transaction in
-            var transaction = transaction
-            transaction.signedDate = answeredAt
-            return transaction
-        }
+        return signed(distinct(objects), at: answeredAt)
     }
 
     /// The transactions of `objects`, one per transaction id in first-seen order; a revocation stated by a later

@@ -57,9 +57,7 @@ extension VerificationEndpoint {
         }
         var environment: AppStoreEnvironment?
         if let name = request.environment, !name.isEmpty {
-            guard
-                let named = AppStoreEnvironment.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() })
-            else {
+            guard let named = AppStoreEnvironment(configurationName: name) else {
                 throw HTTPFailure(
                     status: ResponseStatus.badRequest, reason: "environment must be Production, Sandbox or Xcode")
             }

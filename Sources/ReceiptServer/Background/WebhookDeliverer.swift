@@ -143,9 +143,9 @@ struct WebhookDeliverer: Service {
         do {
             secret = try tenancy.webhookSecret(task.secret, endpointID: task.endpointID)
         } catch {
-            return policy.failure(
-                attempts: task.attempts + 1, created: task.event.createdAt, now: now, status: nil,
-                error: "the endpoint's secret does not open with this master key")
+            return task.outcome(
+                status: nil, error: "the endpoint's secret does not open with this master key", policy: policy,
+                now: now)
         }
         let body = task.event.body(signedPayload: task.signedPayload)
         let answer = await client.deliver(

@@ -92,8 +92,7 @@ extension VerificationService {
             guard let environment else { return true }
             return transaction.environment == environment
                 && (app.productCatalog.map { catalog in
-                    catalog.isEmpty
-                        || PurchaseTransaction.all(in: transaction).allSatisfy { catalog.contains($0.productID) }
+                    PurchaseTransaction.all(in: transaction).allSatisfy { catalog.contains($0.productID) }
                 } ?? true)
         }
         let payloads = history.transactions.map(\.receipt)

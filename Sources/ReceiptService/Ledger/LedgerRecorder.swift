@@ -9,9 +9,7 @@ public enum LedgerRecorder {
     /// and cannot deadlock. (A group, ``recordGroup(_:with:)``, sorts its claims and inserts too, but its members'
     /// later updates go member by member: two servers' groups may deadlock, which PostgreSQL breaks by failing one,
     /// whose members are then recorded one by one.) `changed` tells whether an existing row's claim or revocation changed (to be announced).
-    public static func record(_ recording: LedgerRecording, with writer: some LedgerWriting) async throws
-        -> (result: [LedgerRecorded], changed: Bool)
-    {
+    public static func record(_ recording: LedgerRecording, with writer: some LedgerWriting) async throws -> Outcome {
         // Inside the store's transaction: a recording whose caller gave up before it began is not written.
         guard recording.commitClaim?.begin() ?? true else { throw CancellationError() }
         let originals = recording.originalTransactionIDs.sorted()
@@ -110,10 +108,7 @@ public enum LedgerRecorder {
                 entry.revocationAsOf.map { asOf in transaction.signedDate.map { $0 >= asOf } ?? false } ?? true
             let revokes = isCurrent && entry.transaction.revocationDate == nil && transaction.revocationDate != nil
             if revokes {
-                entry.transaction.revocationDate = transaction.revocationDate
-                entry.transaction.revocationReason = transaction.revocationReason
-                entry.transaction.revocationType = transaction.revocationType
-                entry.transaction.revocationPercentage = transaction.revocationPercentage
+                entry.transaction.takeRevocation(of: transaction)
                 entry.revocationAsOf = transaction.signedDate
                 changed = true
             }
@@ -148,7 +143,7 @@ public enum LedgerRecorder {
     /// For recordings that neither move claims nor refuse (those go through ``record(_:with:)``), of one app and
     /// environment (the writer's).
     public static func recordGroup(_ group: [LedgerRecording], with writer: some LedgerWriting) async throws
-        -> [(result: [LedgerRecorded], changed: Bool)]
+        -> [Outcome]
     {
         guard let first = group.first else { return [] }
         var originals = Set<String>()
@@ -175,7 +170,7 @@ public enum LedgerRecorder {
         let inserted = try await writer.insertIfAbsent(candidates)
         let offered = Dictionary(candidates.map { ($0.transaction.transactionID, $0) }) { first, _ in first }
 
-        var outcomes: [(result: [LedgerRecorded], changed: Bool)] = []
+        var outcomes: [Outcome] = []
         for (index, recording) in group.enumerated() {
             var recorded: [String: LedgerRecorded] = [:]
             var existing: [PurchaseTransaction] = []

@@ -104,10 +104,7 @@ public enum NotificationRecorder {
                     stored.isRevoked != revokes
                 {
                     outcomes[index].changed = true
-                    stored.transaction.revocationDate = revokes ? transaction.revocationDate : nil
-                    stored.transaction.revocationReason = revokes ? transaction.revocationReason : nil
-                    stored.transaction.revocationType = revokes ? transaction.revocationType : nil
-                    stored.transaction.revocationPercentage = revokes ? transaction.revocationPercentage : nil
+                    stored.transaction.takeRevocation(of: revokes ? transaction : nil)
                     events[index].append(
                         record.event(revokes ? .transactionRevoked : .transactionRevocationReversed, stored.json))
                 }

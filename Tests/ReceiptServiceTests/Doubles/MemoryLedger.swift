@@ -129,7 +129,7 @@ final class MemoryLedger: Sendable {
                         ledger.revocationAsOf[transactionID].map({ asOf in (revocation.signedDate ?? .min) >= asOf })
                             ?? true
                     else { return }
-                    ledger.rows[transactionID]?.transaction.copyRevocation(of: revocation)
+                    ledger.rows[transactionID]?.transaction.takeRevocation(of: revocation)
                     ledger.revocationAsOf[transactionID] = revocation.signedDate
                     ledger.rows[transactionID]?.revocationAsOf = revocation.signedDate
                 }
@@ -161,7 +161,7 @@ final class MemoryLedger: Sendable {
                 guard ledger.rows[transactionID] != nil,
                     ledger.revocationAsOf[transactionID].map({ $0 <= asOf }) ?? true
                 else { return false }
-                ledger.rows[transactionID]?.transaction.copyRevocation(of: transaction)
+                ledger.rows[transactionID]?.transaction.takeRevocation(of: transaction)
                 ledger.revocationAsOf[transactionID] = asOf
                 ledger.rows[transactionID]?.revocationAsOf = asOf
                 return true
@@ -198,15 +198,5 @@ final class MemoryLedger: Sendable {
                 state.deliveries += fanOut.deliveries
             }
         }
-    }
-}
-
-extension PurchaseTransaction {
-    /// Takes the revocation `other` states (none when nil).
-    mutating func copyRevocation(of other: PurchaseTransaction?) {
-        revocationDate = other?.revocationDate
-        revocationReason = other?.revocationReason
-        revocationType = other?.revocationType
-        revocationPercentage = other?.revocationPercentage
     }
 }
