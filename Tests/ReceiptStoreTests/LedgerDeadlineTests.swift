@@ -72,56 +72,53 @@ import Testing
     }
 
     /// A group that fails sends each member to a transaction of its own. A member the group had taken (as when two
-    /// servers' groups deadlock on PostgreSQL after their statements began) is recorded, and its caller waits for it
-    /// past its deadline; one it had not taken (as when the group failed before) is not recorded once its caller gave
-    /// up.
+    /// servers' groups deadlock on PostgreSQL after their statements began) is recorded, and its caller can no longer
+    /// give it up (its deadline waits for it, `StoreDeadlineClaimTests`); one the group had not taken (as when it
+    /// failed before) and whose caller gave up meanwhile is never recorded. The groups are arranged, not timed: the
+    /// group before holds the queue until both members wait in it.
     @Test(arguments: StoreKind.available)
     func aFailedGroupsMembersAreRecordedForCallersThatWaitAndNotForThoseThatLeft(kind: StoreKind) async throws {
         try await LedgerStoreContractTests.withApp(kind) { store, app in
             let committing = try #require(store as? any GroupCommittingStore)
             let commit = LedgerGroupCommit(on: nil)
-            let committer = LedgerGroupCommit.Committer(
-                group: { members in
-                    let ids = members.flatMap { $0.transactions.map(\.transactionID) }
-                    guard ids != ["blocker"] else {
-                        // The group before: it holds the queue while the next members arrive.
-                        try await Task.sleep(for: .milliseconds(500))
-                        return try await committing.commitLedgerGroup(members)
-                    }
-                    #expect(ids.sorted() == ["left", "taken"])
-                    for member in members where member.transactions[0].transactionID == "taken" {
-                        #expect(member.commitClaim?.begin() == true)
-                    }
-                    try await Task.sleep(for: .seconds(3))
-                    throw ServiceError(.storage, "deadlock detected")
-                },
-                alone: { try await committing.commitLedgerRecording($0) }, announceChange: {})
-            // Long enough to outlast the wait behind the blocker on a loaded machine, short enough to pass while the second
-            // group fails.
-            let deadline = StoreDeadline(.seconds(2))
+            let (started, starter) = AsyncStream<Void>.makeStream()
+            let (release, releaser) = AsyncStream<Void>.makeStream()
             func recording(_ id: String) -> LedgerRecording {
                 var recording = LedgerStoreContractTests.recording(app, [LedgerStoreContractTests.purchase(id)])
                 recording.commitClaim = CommitClaim()
                 return recording
             }
-            let blocker = LedgerStoreContractTests.recording(app, [LedgerStoreContractTests.purchase("blocker")])
-            async let blocked = commit.commit(blocker, with: committer)
-            try await Task.sleep(for: .milliseconds(10))
             let taken = recording("taken")
             let left = recording("left")
-            async let first = deadline.run("the ledger", claim: taken.commitClaim) {
-                try await commit.commit(taken, with: committer)
-            }
-            await #expect(throws: ServiceError(.unavailable)) {
-                _ = try await deadline.run("the ledger", claim: left.commitClaim) {
-                    try await commit.commit(left, with: committer)
-                }
-            }
+            let committer = LedgerGroupCommit.Committer(
+                group: { members in
+                    let ids = members.flatMap { $0.transactions.map(\.transactionID) }
+                    guard ids != ["blocker"] else {
+                        // The group before: it holds the queue until the test lets it go.
+                        starter.yield()
+                        for await _ in release { break }
+                        return try await committing.commitLedgerGroup(members)
+                    }
+                    #expect(ids.sorted() == ["left", "taken"])
+                    // The group takes one member before it fails; the other's caller gives up meanwhile.
+                    #expect(taken.commitClaim?.begin() == true)
+                    #expect(taken.commitClaim?.abandon() == false, "a taken member's caller waits for it")
+                    #expect(left.commitClaim?.abandon() == true)
+                    throw ServiceError(.storage, "deadlock detected")
+                },
+                alone: { try await committing.commitLedgerRecording($0) }, announceChange: {})
+            let blocker = LedgerStoreContractTests.recording(app, [LedgerStoreContractTests.purchase("blocker")])
+            async let blocked = commit.commit(blocker, with: committer)
+            // Once the blocker's group runs, both members join the next one.
+            for await _ in started { break }
+            async let first = commit.commit(taken, with: committer)
+            let second = Task { try await commit.commit(left, with: committer) }
+            while commit.waitingCount < 2 { try await Task.sleep(for: .milliseconds(5)) }
+            releaser.yield()
             _ = try await blocked
-            let results = try await first
-            #expect(results.map(\.deliveredNow) == [true])
-            // The abandoned member's own transaction comes and goes before the ledger is read.
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(try await first.map(\.deliveredNow) == [true])
+            // Its caller is gone; the store refused to write it (each store reports that in its own words).
+            await #expect(throws: (any Error).self) { _ = try await second.value }
             let rows = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
             #expect(rows.map(\.transaction.transactionID).sorted() == ["blocker", "taken"])
             #expect(rows.allSatisfy { $0.deliveredAt != nil })

@@ -46,6 +46,9 @@ final class GroupCommit<Member: Sendable, Result: Sendable>: Sendable {
         self.maximumWaiting = maximumWaiting
     }
 
+    /// How many members wait for the next group (for tests that arrange a group).
+    var waitingCount: Int { queue.withLock { $0.pending.count } }
+
     /// Commits `member` with the next group, or at once in a transaction of its own when `alone`.
     ///
     /// A caller that gives up (its task cancelled: the database deadline passed) while its member still waits takes
