@@ -7,7 +7,8 @@ struct AppCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "app", abstract: "Add and manage an account's apps.",
         subcommands: [
-            Add.self, List.self, Show.self, Update.self, RotateToken.self, RotateKey.self, Remove.self,
+            Add.self, List.self, Show.self, Update.self, Lock.self, Unlock.self, RotateToken.self, RotateKey.self,
+            Remove.self,
         ])
 
     /// The settings `app add` and `app update` share.
@@ -155,6 +156,32 @@ struct AppCommand: AsyncParsableCommand {
                 changes.isEnabled = availability.map { $0 == .enable }
                 return try await $0.updateApp(token: token, settings: changes)
             }
+            try Output.show(AppView(app), json: options.json)
+        }
+    }
+
+    struct Lock: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Disable an app so that its account cannot enable it again (its notifications get 401, nothing runs for it in the background)."
+        )
+        @Argument(help: "App token.") var token: String
+        @OptionGroup var options: GlobalOptions
+
+        func run() async throws {
+            let app = try await options.withTenancy { [token] in try await $0.setLocked(token: token, true) }
+            try Output.show(AppView(app), json: options.json)
+        }
+    }
+
+    struct Unlock: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Unlock a locked app; it stays disabled until enabled again (app update --enable).")
+        @Argument(help: "App token.") var token: String
+        @OptionGroup var options: GlobalOptions
+
+        func run() async throws {
+            let app = try await options.withTenancy { [token] in try await $0.setLocked(token: token, false) }
             try Output.show(AppView(app), json: options.json)
         }
     }

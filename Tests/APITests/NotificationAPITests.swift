@@ -200,6 +200,53 @@ import Testing
         }
     }
 
+    @Test(
+        "a disabled account's notifications get 401 and its events wait; re-enabled, they are delivered",
+        arguments: StoreKind.available)
+    func aDisabledAccountStopsEverywhere(kind: StoreKind) async throws {
+        try await FakeWebhookReceiver.run { receiver, receiverURL in
+            try await withLiveService(kind, serveArguments: ["--webhook-retry-seconds", "1"]) { service in
+                let tenant = try service.tenant(appArguments: ["--allow-test-data"])
+                let hook = try Self.addEndpoint(service, tenant.token, url: receiverURL + "/held")
+                receiver.expect(secret: hook.secret, on: "/held")
+                receiver.set("/held", .fail(503))
+                let first = try Self.notification(service, "DID_RENEW", uuid: "held-1")
+                #expect(try await Self.send(service, tenant.token, first).httpStatus == 200)
+                #expect(try await receiver.wait { $0.contains { $0.path == "/held" } })
+
+                try service.cli.expectSuccess(["account", "disable", tenant.email])
+                // The attempts in flight end; after that nothing of the account is sent.
+                try await Task.sleep(for: .seconds(2))
+                receiver.set("/held", .accept)
+                let second = try Self.notification(service, "DID_RENEW", uuid: "held-2")
+                #expect(try await Self.send(service, tenant.token, second).httpStatus == 401)
+                try await Task.sleep(for: .seconds(4))
+                #expect(receiver.accepted(on: "/held").isEmpty)
+
+                try service.cli.expectSuccess(["account", "enable", tenant.email])
+                #expect(try await Self.send(service, tenant.token, second).httpStatus == 200)
+                // The events made before the account was disabled, and the new notification's.
+                let listed = try service.cli.expectSuccess(["events", "list", "--app", tenant.token, "--json"])
+                let events = Set(
+                    try #require(try JSONParser.parse(Array(listed.stdout.utf8)).arrayValue).compactMap {
+                        $0["id"]?.stringValue
+                    })
+                #expect(events.count > 2)
+                #expect(try await receiver.wait { _ in Set(receiver.accepted(on: "/held").map(\.eventID)) == events })
+
+                // A locked app: 401 too, and its account cannot enable it; unlocked, it is enabled again by the CLI.
+                try service.cli.expectSuccess(["app", "lock", tenant.token])
+                let third = try Self.notification(service, "DID_RENEW", uuid: "held-3")
+                #expect(try await Self.send(service, tenant.token, third).httpStatus == 401)
+                let refused = try service.cli.run(["app", "update", tenant.token, "--enable"])
+                #expect(refused.status != 0 && refused.stderr.contains("locked"))
+                try service.cli.expectSuccess(["app", "unlock", tenant.token])
+                try service.cli.expectSuccess(["app", "update", tenant.token, "--enable"])
+                #expect(try await Self.send(service, tenant.token, third).httpStatus == 200)
+            }
+        }
+    }
+
     @Test("hanging, failing and redirecting receivers do not hold the others", arguments: StoreKind.available)
     func badReceiversDoNotBlockOthers(kind: StoreKind) async throws {
         try await FakeWebhookReceiver.run { receiver, receiverURL in

@@ -218,6 +218,49 @@ import Testing
     }
 
     @Test(
+        "Apple finishes are claimed in turns across apps, and none of a disabled account or app",
+        arguments: StoreKind.available)
+    func appleFinishesAreFairAndStopForDisabledTenants(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, busy in
+            var account = TenancyStoreContractTests.account(email: "quiet@example.com")
+            try await store.insertAccount(account)
+            var quiet = TenancyStoreContractTests.app(accountID: account.id)
+            try await store.insertApp(quiet)
+            let confirmedAt = Self.start.addingTimeInterval(5)
+            func confirm(_ app: App, _ ids: [String], after offset: TimeInterval) async throws {
+                var recording = Self.recording(app, ids.map { Self.purchase($0) })
+                recording.deliversNew = false
+                _ = try await store.record(recording)
+                _ = try await store.confirmDelivery(
+                    appID: app.id, environment: nil, transactionIDs: ids,
+                    at: confirmedAt.addingTimeInterval(offset), finishingWithApple: true)
+            }
+            // The busy app's backlog is older than the quiet app's one finish.
+            try await confirm(busy, (1...6).map { "b\($0)" }, after: 0)
+            try await confirm(quiet, ["q1"], after: 10)
+            let now = confirmedAt.addingTimeInterval(60)
+            let fair = try await store.claimAppleFinishes(dueBy: now, lease: .seconds(60), limit: 2)
+            #expect(Set(fair.map(\.appID)) == [busy.id, quiet.id])
+
+            // A disabled account's and a disabled app's finishes wait; enabled again, they are claimed.
+            let later = now.addingTimeInterval(61)
+            account.isEnabled = false
+            #expect(try await store.updateAccount(account))
+            let whileDisabled = try await store.claimAppleFinishes(dueBy: later, lease: .seconds(60), limit: 20)
+            #expect(!whileDisabled.isEmpty && whileDisabled.allSatisfy { $0.appID == busy.id })
+            account.isEnabled = true
+            #expect(try await store.updateAccount(account))
+            quiet.isEnabled = false
+            #expect(try await store.updateApp(quiet))
+            #expect(try await store.claimAppleFinishes(dueBy: later, lease: .seconds(60), limit: 20).isEmpty)
+            quiet.isEnabled = true
+            #expect(try await store.updateApp(quiet))
+            let resumed = try await store.claimAppleFinishes(dueBy: later, lease: .seconds(60), limit: 20)
+            #expect(resumed.map(\.transactionID) == ["q1"])
+        }
+    }
+
+    @Test(
         "Apple finishes: pending with the confirmation, leased by a claim, retried when due, finished or failed",
         arguments: StoreKind.available)
     func appleFinishesAreClaimedAndRecorded(kind: StoreKind) async throws {

@@ -274,6 +274,33 @@ import Testing
         }
     }
 
+    @Test(
+        "deliveries of a disabled account or app wait, and are claimed once it is enabled",
+        arguments: StoreKind.available)
+    func deliveriesWaitWhileTheTenantIsDisabled(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            try await store.addWebhookEndpoint(Self.endpoint(app))
+            let event = WebhookEvent(
+                appID: app.id, environment: .production, kind: .test, createdAt: Self.start,
+                data: JSONObject(capacity: 0))
+            try await store.recordEvents([event])
+            let now = Self.start.addingTimeInterval(10)
+            var account = try #require(try await store.account(id: app.accountID))
+            account.isEnabled = false
+            #expect(try await store.updateAccount(account))
+            #expect(try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 10).isEmpty)
+            account.isEnabled = true
+            #expect(try await store.updateAccount(account))
+            var disabled = app
+            disabled.isEnabled = false
+            #expect(try await store.updateApp(disabled))
+            #expect(try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 10).isEmpty)
+            #expect(try await store.updateApp(app))
+            let claimed = try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 10)
+            #expect(claimed.map(\.event.id) == [event.id])
+        }
+    }
+
     @Test(arguments: StoreKind.available)
     func deliveriesAreClaimedOnceRetriedKilledAndRedelivered(kind: StoreKind) async throws {
         try await LedgerStoreContractTests.withApp(kind) { store, app in

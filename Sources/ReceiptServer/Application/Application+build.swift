@@ -49,7 +49,8 @@ public func buildApplication(
         extraServices.append(
             AppleFinisher(
                 store: tenancy.store, tenancy: tenancy, storeKit: storeKit,
-                policy: RetryPolicy(first: configuration.appleFinishFirstRetry), deadline: components.deadline,
+                policy: RetryPolicy(first: configuration.appleFinishFirstRetry),
+                callTimeout: configuration.storeKit.totalTimeout, deadline: components.deadline,
                 metrics: metrics.factory, logger: logger))
     }
     extraServices.append(

@@ -23,12 +23,15 @@ struct AppleFinisher: Service {
     var policy = RetryPolicy(first: .seconds(60))
     /// Finishes claimed at once.
     var batch = 20
+    /// The longest one call to Apple may take (`--storekit-timeout`).
+    var callTimeout: Duration = .seconds(10)
     let deadline: StoreDeadline
     let metrics: any MetricsFactory
     let logger: Logger
 
-    /// How long a claim holds its rows from other servers: longer than one call to Apple may take.
-    static let lease = Duration.seconds(120)
+    /// How long a claim holds its rows from other servers: longer than the whole batch may take, each call waiting
+    /// for its timeout one after another, so that no other server claims a row this one is still finishing.
+    var lease: Duration { callTimeout * batch + .seconds(30) }
 
     func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
@@ -43,8 +46,8 @@ struct AppleFinisher: Service {
     func runOnce(now: Date) async -> Int {
         let tasks: [AppleFinishTask]
         do {
-            tasks = try await deadline.run("claiming Apple finishes") { [store, batch] in
-                try await store.claimAppleFinishes(dueBy: now, lease: Self.lease, limit: batch)
+            tasks = try await deadline.run("claiming Apple finishes") { [store, batch, lease] in
+                try await store.claimAppleFinishes(dueBy: now, lease: lease, limit: batch)
             }
         } catch {
             logger.warning("Apple finishes could not be claimed", metadata: ["error": "\(error)"])

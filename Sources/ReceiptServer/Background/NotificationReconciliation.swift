@@ -4,7 +4,7 @@ import Logging
 import ReceiptService
 import ServiceLifecycle
 
-/// Runs ``NotificationReconciler`` every ``interval`` for each enabled app with App Store Server API credentials,
+/// Runs ``NotificationReconciler`` every ``interval`` for each enabled app of an enabled account with App Store Server API credentials,
 /// over the last ``window`` (Apple gives up on a notification after about six days of retries): what Apple could not
 /// deliver is recorded all the same (docs/notifications.md, "Reconciliation"). Several servers may each run it: a
 /// notification is recorded once by its UUID.
@@ -28,7 +28,10 @@ struct NotificationReconciliation: Service {
     func runOnce(now: Date) async {
         let apps: [App]
         do {
-            apps = try await store.apps(accountID: nil).filter { $0.isEnabled && $0.appStoreServerCredentials != nil }
+            let enabledAccounts = Set(try await store.accounts().filter(\.isEnabled).map(\.id))
+            apps = try await store.apps(accountID: nil).filter {
+                $0.isEnabled && enabledAccounts.contains($0.accountID) && $0.appStoreServerCredentials != nil
+            }
         } catch {
             logger.warning("apps to reconcile could not be read", metadata: ["error": "\(error)"])
             return

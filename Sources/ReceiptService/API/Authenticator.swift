@@ -28,6 +28,7 @@ public final class Authenticator: Sendable {
     private let apps = Mutex<[String: Remembered<App>]>([:])
     private let unknownTokens = Mutex<[String: ContinuousClock.Instant]>([:])
     private let secrets = Mutex<[UUID: Remembered<AppSecrets>]>([:])
+    private let accounts = Mutex<[UUID: Remembered<Bool>]>([:])
 
     private struct Remembered<Value: Sendable>: Sendable {
         let value: Value
@@ -129,9 +130,10 @@ public final class Authenticator: Sendable {
         return entry
     }
 
-    /// The enabled app with `token`, for a route that names its app by token alone (Apple's notifications); every
-    /// failure is the same ``ServiceError/Code/unauthorized``, and an unknown token is remembered, as in
-    /// ``authenticate(apiKey:token:mayQueryStore:logger:)``.
+    /// The enabled app of an enabled account with `token`, for a route that names its app by token alone (Apple's
+    /// notifications); every failure is the same ``ServiceError/Code/unauthorized``, and an unknown token is
+    /// remembered, as in ``authenticate(apiKey:token:mayQueryStore:logger:)``. The account's flag is remembered for
+    /// ``cacheTTL`` like the app.
     public func app(token: String?, mayQueryStore: @Sendable () -> Bool = { true }) async throws -> App {
         guard let token, !token.isEmpty, token.utf8.count <= VerificationRequest.maximumFieldLength else {
             throw Self.refusal("token missing")
@@ -139,7 +141,19 @@ public final class Authenticator: Sendable {
         guard let app = try await app(for: token, mayQueryStore: mayQueryStore), app.isEnabled else {
             throw Self.refusal("unknown or disabled token")
         }
+        guard try await accountIsEnabled(app.accountID) else { throw Self.refusal("the account is disabled") }
         return app
+    }
+
+    /// Whether the account exists and is enabled; remembered for ``cacheTTL``.
+    private func accountIsEnabled(_ id: UUID) async throws -> Bool {
+        let now = ContinuousClock.now
+        if let cached = accounts.withLock({ $0[id] }), cached.expires > now { return cached.value }
+        let store = tenancy.store
+        let account = try await deadline.run("the account lookup") { try await store.account(id: id) }
+        let enabled = account?.isEnabled ?? false
+        remember(enabled, at: id, in: accounts, now: now)
+        return enabled
     }
 
     /// The app with `token`, or nil when there is none; the answer is remembered either way.

@@ -143,6 +143,8 @@ public struct AppView: Codable, Sendable, Equatable {
     public let allowsTestData: Bool
     /// Whether it may be used.
     public let enabled: Bool
+    /// Whether the operator locked it (disabled until the operator unlocks it).
+    public let locked: Bool
     /// `off`, `flag`, `refuse` or `transfer`.
     public let claims: String
     /// `once` or `confirm`.
@@ -166,7 +168,7 @@ public struct AppView: Codable, Sendable, Equatable {
 
     /// The JSON names, snake_case as in the rest of the API.
     enum CodingKeys: String, CodingKey {
-        case id, token, name, enabled
+        case id, token, name, enabled, locked
         case accountID = "account_id"
         case bundleIDs = "bundle_ids"
         case allowedEnvironments = "allowed_environments"
@@ -202,6 +204,7 @@ public struct AppView: Codable, Sendable, Equatable {
         resultCipher = app.resultCipher.rawValue
         allowsTestData = app.allowsTestData
         enabled = app.isEnabled
+        locked = app.isLocked
         claims = app.claimsPolicy.rawValue
         delivery = app.deliveryMode.rawValue
         products = app.productCatalog

@@ -27,8 +27,10 @@ public struct App: Sendable, Hashable {
     public var resultKey: SealedSecret
     /// Whether data signed by a test root (Xcode StoreKit testing) is accepted.
     public var allowsTestData: Bool
-    /// Whether the app may be used; a disabled app gets 401.
+    /// Whether the app may be used; a disabled app gets 401, and nothing runs for it in the background.
     public var isEnabled: Bool
+    /// Whether the operator locked the app: it stays disabled, and only the operator can unlock it (`app unlock`).
+    public var isLocked: Bool
     /// What happens when another user presents a claimed purchase.
     public var claimsPolicy: ClaimsPolicy
     /// When a transaction stops being delivered.
@@ -59,7 +61,7 @@ public struct App: Sendable, Hashable {
         claimsPolicy: ClaimsPolicy = AppDefaults.claimsPolicy, deliveryMode: DeliveryMode = AppDefaults.deliveryMode,
         productCatalog: [String]? = nil, enrichment: Enrichment = AppDefaults.enrichment,
         idLookups: IDLookups = AppDefaults.idLookups, requiresUser: Bool = AppDefaults.requiresUser,
-        appleAppID: Int64? = nil, createdAt: Date, updatedAt: Date
+        appleAppID: Int64? = nil, isLocked: Bool = false, createdAt: Date, updatedAt: Date
     ) {
         self.id = id
         self.accountID = accountID
@@ -81,6 +83,7 @@ public struct App: Sendable, Hashable {
         self.idLookups = idLookups
         self.requiresUser = requiresUser
         self.appleAppID = appleAppID
+        self.isLocked = isLocked
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }

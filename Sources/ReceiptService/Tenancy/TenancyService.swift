@@ -261,7 +261,12 @@ public struct TenancyService: Sendable {
         if let mode = parsed.verificationMode { app.verificationMode = mode }
         if let cipher = parsed.resultCipher { app.resultCipher = cipher }
         if let allowsTestData = parsed.allowsTestData { app.allowsTestData = allowsTestData }
-        if let isEnabled = parsed.isEnabled { app.isEnabled = isEnabled }
+        if let isEnabled = parsed.isEnabled {
+            guard !(isEnabled && app.isLocked) else {
+                throw ServiceError(.invalidArgument, "the operator locked this app; only the operator can unlock it")
+            }
+            app.isEnabled = isEnabled
+        }
         apply(answerSettingsOf: parsed, to: &app)
         try apply(secretsOf: parsed, to: &app)
         try checkConsistency(of: app)
@@ -312,6 +317,17 @@ public struct TenancyService: Sendable {
         if app.enrichment == .on && app.appStoreServerCredentials == nil {
             throw ServiceError(.invalidArgument, "enrichment needs the app's App Store Server API credentials")
         }
+    }
+
+    /// Locks an app (it is disabled, and neither its account nor the CLI's `--enable` can enable it) or unlocks it
+    /// (it stays disabled until enabled again).
+    public func setLocked(token: String, _ isLocked: Bool) async throws -> App {
+        var app = try await app(token: token)
+        app.isLocked = isLocked
+        if isLocked { app.isEnabled = false }
+        let saved = try await save(app)
+        try await audit(app.accountID, isLocked ? "app.lock" : "app.unlock", "app \(app.id.uuidString.lowercased())")
+        return saved
     }
 
     /// Gives the app a new token; the old one stops working at once.

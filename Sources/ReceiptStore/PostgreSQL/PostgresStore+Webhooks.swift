@@ -5,7 +5,7 @@ import ReceiptService
 
 /// Webhook endpoints and the outbox of their events (``WebhookStore``). A claim locks the due deliveries it takes and
 /// skips those another server's claim holds, then leases them past `lease`: each delivery is attempted by one server
-/// at a time.
+/// at a time. Deliveries of a disabled app or account wait, and are claimed again once it is enabled.
 extension PostgresStore: WebhookStore {
     public func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws {
         try await run {
@@ -48,9 +48,11 @@ extension PostgresStore: WebhookStore {
                 """
                 UPDATE webhook_deliveries SET next_attempt_at = \(leased)
                 WHERE (event_id, endpoint_id) IN (
-                    SELECT event_id, endpoint_id FROM webhook_deliveries
-                    WHERE state = 'pending' AND next_attempt_at <= \(now)
-                    ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                    SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
+                    JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN apps a ON a.id = w.app_id
+                    JOIN accounts c ON c.id = a.account_id
+                    WHERE d.state = 'pending' AND d.next_attempt_at <= \(now) AND a.enabled AND c.enabled
+                    ORDER BY d.next_attempt_at LIMIT \(limit) FOR UPDATE OF d SKIP LOCKED)
                 RETURNING event_id, endpoint_id
                 """, on: connection)
             guard !claimed.isEmpty else { return [] }

@@ -315,3 +315,6 @@ CREATE INDEX webhook_deliveries_endpoint_idx ON webhook_deliveries (endpoint_id)
 -- version: 10 An app may require the user (app_user_id) on /api while its claims are checked, and bind its Apple app id
 ALTER TABLE apps ADD COLUMN requires_user BOOLEAN NOT NULL DEFAULT false;
 ALTER TABLE apps ADD COLUMN apple_app_id BIGINT CHECK (apple_app_id > 0);
+
+-- version: 11 The operator may lock an app (it stays disabled until the operator unlocks it)
+ALTER TABLE apps ADD COLUMN locked BOOLEAN NOT NULL DEFAULT false;

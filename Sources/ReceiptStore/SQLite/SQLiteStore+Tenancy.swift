@@ -149,8 +149,8 @@ extension SQLiteStore {
                 INSERT INTO apps (id, account_id, token, name, allowed_environments, verification_mode, shared_secret,
                     apple_issuer_id, apple_key_id, apple_private_key, result_cipher, result_key, allows_test_data,
                     enabled, claims_policy, delivery_mode, product_catalog, enrichment, id_lookups, requires_user,
-                    apple_app_id, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    apple_app_id, locked, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [.uuid(app.id), .uuid(app.accountID), .text(app.token)] + Self.appColumns(app)
                     + [.millis(app.createdAt), .millis(app.updatedAt)])
@@ -165,7 +165,8 @@ extension SQLiteStore {
                 UPDATE apps SET name = ?, allowed_environments = ?, verification_mode = ?, shared_secret = ?,
                     apple_issuer_id = ?, apple_key_id = ?, apple_private_key = ?, result_cipher = ?, result_key = ?,
                     allows_test_data = ?, enabled = ?, claims_policy = ?, delivery_mode = ?, product_catalog = ?,
-                    enrichment = ?, id_lookups = ?, requires_user = ?, apple_app_id = ?, token = ?, updated_at = ?
+                    enrichment = ?, id_lookups = ?, requires_user = ?, apple_app_id = ?, locked = ?, token = ?,
+                    updated_at = ?
                 WHERE id = ? RETURNING id
                 """,
                 Self.appColumns(app) + [.text(app.token), .millis(app.updatedAt), .uuid(app.id)])
@@ -234,7 +235,7 @@ extension SQLiteStore {
             .text(app.claimsPolicy.rawValue), .text(app.deliveryMode.rawValue),
             app.productCatalog.map { .text(StoredForm.productCatalog($0)) } ?? .null,
             .text(app.enrichment.rawValue), .text(app.idLookups.rawValue), .bool(app.requiresUser),
-            app.appleAppID.map { .integer(Int($0)) } ?? .null,
+            app.appleAppID.map { .integer(Int($0)) } ?? .null, .bool(app.isLocked),
         ]
     }
 

@@ -52,8 +52,11 @@ extension SQLiteStore: WebhookStore {
                 """
                 UPDATE webhook_deliveries SET next_attempt_at = ?
                 WHERE (event_id, endpoint_id) IN (
-                    SELECT event_id, endpoint_id FROM webhook_deliveries
-                    WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?)
+                    SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
+                    JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN apps a ON a.id = w.app_id
+                    JOIN accounts c ON c.id = a.account_id
+                    WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND a.enabled AND c.enabled
+                    ORDER BY d.next_attempt_at LIMIT ?)
                 RETURNING event_id, endpoint_id
                 """, [.millis(leased), .millis(now), .integer(limit)])
             var tasks: [WebhookDeliveryTask] = []

@@ -324,3 +324,6 @@ CREATE INDEX webhook_deliveries_endpoint_idx ON webhook_deliveries (endpoint_id)
 -- version: 10 An app may require the user (app_user_id) on /api while its claims are checked, and bind its Apple app id
 ALTER TABLE apps ADD COLUMN requires_user INTEGER NOT NULL DEFAULT 0 CHECK (requires_user IN (0, 1));
 ALTER TABLE apps ADD COLUMN apple_app_id INTEGER CHECK (apple_app_id > 0);
+
+-- version: 11 The operator may lock an app (it stays disabled until the operator unlocks it)
+ALTER TABLE apps ADD COLUMN locked INTEGER NOT NULL DEFAULT 0 CHECK (locked IN (0, 1));

@@ -71,7 +71,8 @@ extension StoredForm {
             productCatalog: try row.optionalText("product_catalog").map(productCatalog),
             enrichment: try enumValue(try row.text("enrichment")), idLookups: try enumValue(try row.text("id_lookups")),
             requiresUser: try row.bool("requires_user"),
-            appleAppID: try row.optionalInt("apple_app_id").map(Int64.init), createdAt: try row.date("created_at"),
+            appleAppID: try row.optionalInt("apple_app_id").map(Int64.init), isLocked: try row.bool("locked"),
+            createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"))
     }
 

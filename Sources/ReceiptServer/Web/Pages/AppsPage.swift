@@ -175,6 +175,7 @@ struct AppView: PageView {
     var requiresUser: String
     var appleAppID: String
     var status: String
+    var locked: Bool
     var toggleValue: String
     var toggleLabel: String
     var resultKey: String?
@@ -211,7 +212,8 @@ struct AppView: PageView {
         appleAppID =
             app.appleAppID.map { "\($0): Production notifications must state it" }
             ?? "not bound: notifications are taken by bundle ID alone"
-        status = app.isEnabled ? "enabled" : "disabled"
+        status = app.isLocked ? "locked by the operator" : app.isEnabled ? "enabled" : "disabled"
+        locked = app.isLocked
         toggleValue = app.isEnabled ? "0" : "1"
         toggleLabel = app.isEnabled ? "Disable the app" : "Enable the app"
     }
