@@ -99,6 +99,67 @@ import Testing
         }
     }
 
+    /// Made-up keys sent at once from one address (the abuse run's 32 connections) reach the database no more often
+    /// than the budget allows: each lookup spends its unit before it is made, so concurrent requests cannot all pass
+    /// one check. The database is held, as under load, so that every request is in flight together.
+    @Test func concurrentMadeUpKeysSpendTheBudgetBeforeTheirLookups() async throws {
+        var configuration = ServerConfiguration()
+        configuration.failedAuthenticationsPerSecond = 10
+        configuration.databaseTimeout = .milliseconds(500)
+        try await withApplication(configuration) { app, store, tenant, _ in
+            try await app.test(.router) { client in
+                let before = store.count("apiKey")
+                let clock = ContinuousClock()
+                let started = clock.now
+                store.stall()
+                let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                    for _ in 0..<100 {
+                        group.addTask {
+                            try await Self.post(client, [("apikey", Self.randomKey()), ("token", tenant.token)]).status
+                        }
+                    }
+                    return try await group.reduce(into: [HTTPResponse.Status]()) { $0.append($1) }
+                }
+                store.resume()
+                let seconds = Int(started.duration(to: clock.now).components.seconds) + 1
+                let reads = store.count("apiKey") - before
+                #expect(reads <= 10 + 10 * seconds, "\(reads) key lookups in \(seconds) s")
+                #expect(statuses.filter { $0 == .tooManyRequests }.count >= 100 - (10 + 10 * seconds))
+            }
+        }
+    }
+
+    /// A token busy in its own account's cache and a token that does not exist are refused alike to another account's
+    /// key: the same store lookup, and past the address's budget the same 429.
+    @Test func aTokenInUseIsRefusedLikeAnUnknownOne() async throws {
+        var configuration = ServerConfiguration()
+        configuration.failedAuthenticationsPerSecond = 2
+        configuration.authenticationCacheTTL = .seconds(600)
+        try await withApplication(configuration) { app, store, tenant, other in
+            try await app.test(.router) { client in
+                // Both accounts use their apps: their keys and tokens are in the cache.
+                for credentials in [
+                    [("apikey", other.apiKey), ("token", other.token)],
+                    [("apikey", tenant.apiKey), ("token", tenant.token)],
+                ] {
+                    let own = try await Self.post(client, credentials)
+                    #expect(own.status != .unauthorized && own.status != .tooManyRequests)
+                }
+                // The budget is spent on made-up keys.
+                for _ in 0..<10 {
+                    _ = try await Self.post(client, [("apikey", Self.randomKey()), ("token", tenant.token)])
+                }
+                let appReads = store.count("app")
+                let unknownToken = "app_" + String(repeating: "c", count: 32)
+                let foreign = try await Self.post(client, [("apikey", tenant.apiKey), ("token", other.token)])
+                let unknown = try await Self.post(client, [("apikey", tenant.apiKey), ("token", unknownToken)])
+                #expect(foreign.status == .tooManyRequests)
+                #expect(unknown.status == .tooManyRequests)
+                #expect(store.count("app") == appReads)
+            }
+        }
+    }
+
     @Test func repeatedUnknownCredentialsAreAnsweredFromTheCache() async throws {
         var configuration = ServerConfiguration()
         configuration.failedAuthenticationsPerSecond = nil

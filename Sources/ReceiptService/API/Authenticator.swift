@@ -26,13 +26,19 @@ public final class Authenticator: Sendable {
     private let keys = Mutex<[[UInt8]: Remembered<KeyEntry>]>([:])
     private let unknownKeys = Mutex<[[UInt8]: ContinuousClock.Instant]>([:])
     private let apps = Mutex<[String: Remembered<App>]>([:])
-    private let unknownTokens = Mutex<[String: ContinuousClock.Instant]>([:])
+    private let unknownTokens = Mutex<[UnknownToken: ContinuousClock.Instant]>([:])
     private let secrets = Mutex<[UUID: Remembered<AppSecrets>]>([:])
     private let accounts = Mutex<[UUID: Remembered<Bool>]>([:])
 
     private struct Remembered<Value: Sendable>: Sendable {
         let value: Value
         let expires: ContinuousClock.Instant
+    }
+
+    /// A token not found for an account (nil: for a route that names its app by token alone).
+    private struct UnknownToken: Hashable, Sendable {
+        let owner: UUID?
+        let token: String
     }
 
     private struct KeyEntry: Sendable {
@@ -73,9 +79,10 @@ public final class Authenticator: Sendable {
             token.utf8.count <= VerificationRequest.maximumFieldLength
         else { throw Self.refusal("apikey or token missing") }
         let key = try await keyEntry(for: apiKey, mayQueryStore: mayQueryStore, logger: logger)
-        let app = try await app(for: token, mayQueryStore: mayQueryStore)
-        // An unknown token and another account's token fail here alike.
-        guard let app, app.accountID == key.account.id else { throw Self.refusal("unknown token or another account's") }
+        // An unknown token and another account's token fail here alike, after the same work.
+        guard let app = try await app(for: token, of: key.account.id, mayQueryStore: mayQueryStore) else {
+            throw Self.refusal("unknown token or another account's")
+        }
         guard app.isEnabled else { throw Self.refusal("the app is disabled") }
         let opened = try secrets(of: app)
         return Caller(
@@ -138,7 +145,7 @@ public final class Authenticator: Sendable {
         guard let token, !token.isEmpty, token.utf8.count <= VerificationRequest.maximumFieldLength else {
             throw Self.refusal("token missing")
         }
-        guard let app = try await app(for: token, mayQueryStore: mayQueryStore), app.isEnabled else {
+        guard let app = try await app(for: token, of: nil, mayQueryStore: mayQueryStore), app.isEnabled else {
             throw Self.refusal("unknown or disabled token")
         }
         guard try await accountIsEnabled(app.accountID) else { throw Self.refusal("the account is disabled") }
@@ -156,19 +163,30 @@ public final class Authenticator: Sendable {
         return enabled
     }
 
-    /// The app with `token`, or nil when there is none; the answer is remembered either way.
-    private func app(for token: String, mayQueryStore: () -> Bool) async throws -> App? {
+    /// The app with `token` (of the account `owner`, when one is given), or nil when there is none; the answer is
+    /// remembered either way.
+    ///
+    /// A token not found is remembered for the owner that asked: another account's token, even one busy in the cache,
+    /// is looked up in the store, refused and remembered exactly as a token that does not exist, so neither the time
+    /// of the refusal nor the budget of failed look-ups tells a stranger which tokens are in use.
+    private func app(for token: String, of owner: UUID?, mayQueryStore: () -> Bool) async throws -> App? {
         let now = ContinuousClock.now
-        if let cached = apps.withLock({ $0[token] }), cached.expires > now { return cached.value }
-        if let until = unknownTokens.withLock({ $0[token] }), until > now { return nil }
+        if let cached = apps.withLock({ $0[token] }), cached.expires > now,
+            owner == nil || cached.value.accountID == owner
+        {
+            return cached.value
+        }
+        let unknown = UnknownToken(owner: owner, token: token)
+        if let until = unknownTokens.withLock({ $0[unknown] }), until > now { return nil }
         guard mayQueryStore() else { throw ServiceError(.throttled, "too many failed authentications") }
         let store = tenancy.store
-        guard let app = try await deadline.run("the app lookup", { try await store.app(token: token) }) else {
-            remember(unknown: token, in: unknownTokens, now: now)
+        let found = try await deadline.run("the app lookup", { try await store.app(token: token) })
+        if let found { remember(found, at: token, in: apps, now: now) }
+        guard let found, owner == nil || found.accountID == owner else {
+            remember(unknown: unknown, in: unknownTokens, now: now)
             return nil
         }
-        remember(app, at: token, in: apps, now: now)
-        return app
+        return found
     }
 
     /// The app's secrets in clear, opened for its own account only, and remembered while the app is unchanged.

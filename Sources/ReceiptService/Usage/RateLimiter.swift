@@ -28,6 +28,16 @@ public final class RateLimiter<Key: Hashable & Sendable>: Sendable {
         update(key, rate: rate, now: now, taking: true)
     }
 
+    /// Gives back a token taken by ``acquire(_:rate:now:)`` (the bucket never holds more than its burst).
+    public func giveBack(_ key: Key, rate: Int) {
+        let rate = Double(max(rate, 1))
+        buckets.withLock { buckets in
+            guard var bucket = buckets[key] else { return }
+            bucket.tokens = min(rate, bucket.tokens + 1)
+            buckets[key] = bucket
+        }
+    }
+
     /// How long until the key's bucket has a token, or nil when it has one now; takes nothing.
     public func wait(for key: Key, rate: Int, now: ContinuousClock.Instant) -> Duration? {
         update(key, rate: rate, now: now, taking: false)
