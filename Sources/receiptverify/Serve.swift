@@ -164,6 +164,18 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "on: the main port answers /metrics to anyone; off: only to requests from loopback that no proxy forwarded. Env: RECEIPTVERIFY_METRICS_PUBLIC. Default: off"
+    )
+    var metricsPublic: String?
+
+    @Option(
+        help:
+            "CIDRs of reverse proxies (comma-separated) whose Forwarded / X-Forwarded-For headers name the client, for per-address budgets and the log. Env: RECEIPTVERIFY_TRUSTED_PROXIES. Default: none"
+    )
+    var trustedProxies: String?
+
+    @Option(
+        help:
             "The address customers reach the account screen at; https:// makes its cookies Secure. Env: RECEIPTVERIFY_PUBLIC_URL. Default: http://HOSTNAME:PORT"
     )
     var publicURL: String?
@@ -212,7 +224,8 @@ struct Serve: AsyncParsableCommand {
             "usage-flush-interval-ms": usageFlushIntervalMs, "apple-production-url": appleProductionURL,
             "apple-sandbox-url": appleSandboxURL, "apple-connect-timeout": appleConnectTimeout,
             "apple-timeout": appleTimeout, "apple-attempts": appleAttempts, "metrics-port": metricsPort,
-            "metrics-hostname": metricsHostname, "public-url": publicURL, "oidc-issuer": oidcIssuer,
+            "metrics-hostname": metricsHostname, "metrics-public": metricsPublic,
+            "trusted-proxies": trustedProxies, "public-url": publicURL, "oidc-issuer": oidcIssuer,
             "oidc-client-id": oidcClientID, "oidc-name": oidcName, "self-signup": selfSignup,
             "session-idle-minutes": sessionIdleMinutes, "session-lifetime-hours": sessionLifetimeHours,
             "login-link-minutes": loginLinkMinutes, "storekit-production-url": storekitProductionURL,

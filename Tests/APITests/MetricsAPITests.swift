@@ -61,3 +61,46 @@ import Testing
         }
     }
 }
+
+/// A live `serve` behind a reverse proxy on loopback (`--trusted-proxies`): each client the proxy names has its own
+/// budget of failed authentications, and `/metrics` on the main port answers only this machine's own scrapers.
+@Suite struct ProxyAPITests {
+    @Test("behind a trusted proxy, one client spending its budget leaves another client's new key answered")
+    func everyClientBehindAProxyIsItself() async throws {
+        try await withLiveService(
+            .sqlite, serveArguments: ["--trusted-proxies", "127.0.0.1/32,::1/128", "--auth-failures-per-second", "2"]
+        ) { service in
+            let tenant = try service.tenant()
+            let stranger = [("X-Forwarded-For", "203.0.113.66")]
+            var statuses: [Int] = []
+            for index in 0..<12 {
+                let key = "rvk_" + String(repeating: String(index % 10), count: 48)
+                statuses.append(
+                    try await service.post(
+                        form: [("apikey", key), ("token", tenant.token), ("receipt", "MIIB")], headers: stranger
+                    ).httpStatus)
+            }
+            #expect(statuses.last == 429, "\(statuses)")
+            // The stranger's budget is its own: a customer behind the same proxy, with a key never seen, is answered.
+            let customer = [("X-Forwarded-For", "198.51.100.7, 203.0.113.10")]
+            let answered = try await service.post(
+                form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", try service.receipt(count: 1))],
+                headers: customer)
+            #expect(answered.httpStatus != 401 && answered.httpStatus != 429)
+            // A header the stranger sends itself names no one: the proxy appends the stranger's real address last.
+            let spoofing = [("X-Forwarded-For", "198.51.100.8, 203.0.113.66")]
+            let key = "rvk_" + String(repeating: "f", count: 48)
+            #expect(
+                try await service.post(
+                    form: [("apikey", key), ("token", tenant.token), ("receipt", "MIIB")], headers: spoofing
+                ).httpStatus == 429)
+
+            // /metrics: this machine's scraper, not a request the proxy forwarded.
+            #expect(try await service.post("/metrics", body: "", method: .GET).httpStatus == 200)
+            #expect(try await service.post("/metrics", body: "", headers: customer, method: .GET).httpStatus == 404)
+            #expect(
+                try await service.post("/metrics", body: "", headers: [("Forwarded", "for=192.0.2.1")], method: .GET)
+                    .httpStatus == 404)
+        }
+    }
+}

@@ -43,8 +43,10 @@ import Testing
             let metrics = ServerMetrics()
             try await body(
                 Fixture(
+                    // The in-process client has no peer address, so /metrics is served to anyone here; the live
+                    // tests (ProxyAPITests) check that it is served to loopback only by default.
                     app: try buildApplication(
-                        configuration: ServerConfiguration(), tenancy: tenancy,
+                        configuration: ServerConfiguration(publicMetrics: true), tenancy: tenancy,
                         verification: VerificationService(verifier: verifier, apple: nil), metrics: metrics,
                         logger: logger),
                     metrics: metrics, key: key, token: app.token, resultKey: try tenancy.resultKey(of: app),

@@ -88,6 +88,7 @@ import Testing
         #expect(configuration.apple.productionURL == "https://buy.itunes.apple.com/verifyReceipt")
         #expect(configuration.apple.maximumAttempts == 3 && configuration.apple.totalTimeout == .seconds(15))
         #expect(configuration.metricsPort == nil && configuration.metricsHostname == "127.0.0.1")
+        #expect(!configuration.publicMetrics && configuration.trustedProxies.isEmpty)
     }
 
     @Test func theFlagWinsOverTheVariableAndZeroMeansNone() throws {
@@ -97,7 +98,10 @@ import Testing
                 "RECEIPTVERIFY_PORT": "7000", "RECEIPTVERIFY_DATABASE_TIMEOUT_MS": "0",
                 "RECEIPTVERIFY_AUTH_FAILURES_PER_SECOND": "0", "RECEIPTVERIFY_METRICS_HOSTNAME": "0.0.0.0",
                 "RECEIPTVERIFY_APPLE_SANDBOX_URL": "http://127.0.0.1:9/verifyReceipt",
+                "RECEIPTVERIFY_METRICS_PUBLIC": "on", "RECEIPTVERIFY_TRUSTED_PROXIES": "127.0.0.1/32, fd00::/8",
             ])
+        #expect(configuration.publicMetrics)
+        #expect(configuration.trustedProxies.networks.map(\.description) == ["127.0.0.1/32", "fd00::/8"])
         #expect(configuration.port == 9000 && configuration.idleTimeout == nil)
         #expect(configuration.databaseTimeout == nil && configuration.failedAuthenticationsPerSecond == nil)
         #expect(configuration.metricsPort == 9100 && configuration.metricsHostname == "0.0.0.0")
@@ -112,6 +116,11 @@ import Testing
             (["max-connections": "5000"], [:], "--max-connections must be a whole number in 1...4032"),
             (["max-body-size": "4096", "max-body-memory": "1024"], [:], "--max-body-memory must be a whole number in"),
             (["port": "9000", "metrics-port": "9000"], [:], "the metrics port must differ from the main port"),
+            (
+                ["trusted-proxies": "10.0.0.0/8,10.0.0.0/40"], [:],
+                "--trusted-proxies: '10.0.0.0/40' is not an IP address"
+            ),
+            ([:], ["RECEIPTVERIFY_METRICS_PUBLIC": "maybe"], "RECEIPTVERIFY_METRICS_PUBLIC must be on or off"),
         ] as [([String: String], [String: String], String)])
     func aBadValueIsRefusedNamingItsSetting(flags: [String: String], environment: [String: String], message: String) {
         do {

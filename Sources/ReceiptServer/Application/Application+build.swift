@@ -135,7 +135,11 @@ func buildRouter(
     ]
     if configuration.metricsPort == nil { routes["/metrics"] = [.get] }
     let router = Router(context: ServerContext.self)
-    // Outermost first: the log line and the metrics see every answer, errors turned into JSON included.
+    // Outermost first: the client's address, then the log line and the metrics, which see every answer, errors turned
+    // into JSON included.
+    if !configuration.trustedProxies.isEmpty {
+        router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
+    }
     router.add(middleware: RequestLogMiddleware(logger: logger))
     router.add(middleware: MetricsMiddleware(metrics: components.metrics))
     router.add(middleware: JSONErrorMiddleware(methods: routes))
@@ -157,7 +161,13 @@ func buildRouter(
     }
     router.get("/openapi.json") { _, _ in OpenAPIDocument.response() }
     if configuration.metricsPort == nil {
-        router.get("/metrics") { _, _ in components.renderMetrics() }
+        // Only to this machine's own scrapers unless the operator made them public: a request from loopback that no
+        // proxy forwarded (a proxy on this machine adds its forwarding headers).
+        let isPublic = configuration.publicMetrics
+        router.get("/metrics") { request, context in
+            guard isPublic || isLocal(request, context) else { throw NotServed() }
+            return components.renderMetrics()
+        }
     }
 
     // The verification API.
@@ -194,6 +204,20 @@ func buildRouter(
             templates: try PageTemplates(), deadline: components.deadline, plans: PlanList(),
             publicURL: configuration.effectivePublicURL, logger: logger))
     return router
+}
+
+/// A route that exists but is not served to this client: 404, as if it did not exist (not the 405 of a known path).
+struct NotServed: HTTPResponseError {
+    var status: HTTPResponse.Status { .notFound }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response { Response(status: status) }
+}
+
+/// Whether a request came from this machine directly: a loopback peer, and no proxy's forwarding header.
+func isLocal(_ request: Request, _ context: ServerContext) -> Bool {
+    guard let peer = context.remoteAddress?.ipAddress, let bytes = IPAddressText.parse(peer) else { return false }
+    let loopback = bytes.count == 4 ? bytes[0] == 127 : bytes == [UInt8](repeating: 0, count: 15) + [1]
+    return loopback && request.headers[.forwarded] == nil && request.headers[.xForwardedFor] == nil
 }
 
 /// The metrics listener on its own port: `/metrics` and nothing else (JSON 404 for the rest).

@@ -5,8 +5,8 @@ import ReceiptService
 /// The request id on every answer (`X-Request-ID`), and one log line per answer, never with the receipt, a key or a
 /// secret: `info` for the verification routes (`error`
 /// for a 5xx answer), `debug` for the others (health checks and metrics scrapes would drown the log), with the
-/// request id, route template, HTTP status, our `status`, the app token, who judged, the latency and, for a failure,
-/// the reason.
+/// request id, route template, HTTP status, our `status`, the app token, who judged, the latency, the client's address
+/// (the one a trusted proxy forwarded) and, for a failure, the reason.
 struct RequestLogMiddleware: RouterMiddleware {
     typealias Context = ServerContext
     let logger: Logger
@@ -26,7 +26,7 @@ struct RequestLogMiddleware: RouterMiddleware {
         var metadata: Logger.Metadata = [
             "request_id": "\(context.requestID)", "http.route": "\(context.endpointPath ?? "NotFound")",
             "http.method": "\(request.method)", "http.status": "\(httpStatus)",
-            "latency_ms": "\(Double(microseconds) / 1000)",
+            "latency_ms": "\(Double(microseconds) / 1000)", "client.address": "\(context.clientAddress)",
         ]
         if let outcome {
             metadata["status"] = "\(outcome.status)"
@@ -59,5 +59,20 @@ struct MetricsMiddleware: RouterMiddleware {
                 input: outcome.input ?? "none", source: outcome.source.rawValue, status: outcome.status)
         }
         return response
+    }
+}
+
+/// Sets the client's address from a trusted proxy's forwarding headers (``TrustedProxies``), before anything else
+/// reads it: the log line, and every per-address budget (failed authentications, sign-in attempts, notifications).
+struct ClientAddressMiddleware: RouterMiddleware {
+    typealias Context = ServerContext
+    let proxies: TrustedProxies
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        var context = context
+        context.forwardedClient = proxies.client(peer: context.remoteAddress?.ipAddress, headers: request.headers)
+        return try await next(request, context)
     }
 }

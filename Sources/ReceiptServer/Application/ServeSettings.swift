@@ -99,6 +99,7 @@ public struct ServeSettings: Sendable {
             usageFlushInterval: .milliseconds(try number("usage-flush-interval-ms", 10...60_000, default: 1000)),
             apple: apple, metricsPort: metricsPort.nonZero,
             metricsHostname: text("metrics-hostname")?.text ?? "127.0.0.1",
+            publicMetrics: try onOff("metrics-public", default: false), trustedProxies: try trustedProxies(),
             publicURL: text("public-url") == nil ? nil : try url("public-url", default: ""),
             openID: try openID(), customers: try customers(),
             storeKit: try storeKit(acceptsTestSignatures: trustAnchorDirectory != nil),
@@ -155,16 +156,32 @@ public struct ServeSettings: Sendable {
             issuer: issuer, clientID: clientID, clientSecret: secret, displayName: text("oidc-name")?.text ?? "Google")
     }
 
+    /// An `on`/`off` setting (`true`/`false`, `yes`/`no` too), or `value` when it is absent.
+    func onOff(_ name: String, default value: Bool) throws -> Bool {
+        guard let (text, source) = text(name) else { return value }
+        switch text.lowercased() {
+        case "on", "true", "yes": return true
+        case "off", "false", "no": return false
+        default: throw Invalid(description: "\(source) must be on or off")
+        }
+    }
+
+    /// The reverse proxies whose forwarding headers are believed.
+    func trustedProxies() throws -> TrustedProxies {
+        guard let (text, source) = text("trusted-proxies") else { return TrustedProxies() }
+        do {
+            return try TrustedProxies.parse(text)
+        } catch {
+            throw Invalid(
+                description:
+                    "\(source): '\(error.entry)' is not an IP address or CIDR network (10.0.0.0/8, fd00::/8)")
+        }
+    }
+
     /// Sign-up and session settings.
     func customers() throws -> CustomerSettings {
         var settings = CustomerSettings()
-        if let (value, source) = text("self-signup") {
-            switch value.lowercased() {
-            case "on", "true", "yes": settings.allowsSelfSignUp = true
-            case "off", "false", "no": settings.allowsSelfSignUp = false
-            default: throw Invalid(description: "\(source) must be on or off")
-            }
-        }
+        settings.allowsSelfSignUp = try onOff("self-signup", default: true)
         settings.sessionIdleTimeout = Double(try number("session-idle-minutes", 1...43_200, default: 120) * 60)
         settings.sessionLifetime = Double(try number("session-lifetime-hours", 1...8_760, default: 168) * 3_600)
         settings.signInLinkLifetime = Double(try number("login-link-minutes", 1...1_440, default: 15) * 60)

@@ -43,6 +43,8 @@ import ReceiptStore
 /// | `--notification-reconcile-hours` / `RECEIPTVERIFY_NOTIFICATION_RECONCILE_HOURS` | `6` | how often apps with credentials are reconciled with Apple's Notification History (0: never) |
 /// | `--metrics-port` / `RECEIPTVERIFY_METRICS_PORT` | none | serve `/metrics` on this port instead of the main one |
 /// | `--metrics-hostname` / `RECEIPTVERIFY_METRICS_HOSTNAME` | `127.0.0.1` | address of the metrics listener |
+/// | `--metrics-public` / `RECEIPTVERIFY_METRICS_PUBLIC` | `off` | `on`: the main port answers `/metrics` to anyone; `off`: only to requests from loopback that no proxy forwarded |
+/// | `--trusted-proxies` / `RECEIPTVERIFY_TRUSTED_PROXIES` | none | CIDRs of reverse proxies whose `Forwarded` / `X-Forwarded-For` name the client (for per-address budgets and the log) |
 /// | `--public-url` / `RECEIPTVERIFY_PUBLIC_URL` | `http://HOSTNAME:PORT` | the address customers reach the account screen at; `https://…` makes its cookies `Secure` |
 /// | `--oidc-issuer` / `RECEIPTVERIFY_OIDC_ISSUER` | none | the OpenID Connect issuer customers sign in with (`https://accounts.google.com`); none: sign-in links only |
 /// | `--oidc-client-id` / `RECEIPTVERIFY_OIDC_CLIENT_ID` | none | our client id at the issuer |
@@ -91,6 +93,10 @@ public struct ServerConfiguration: Sendable {
     public var metricsPort: Int?
     /// The address the metrics listener binds to.
     public var metricsHostname: String
+    /// Whether the main port answers `/metrics` to anyone (else only to loopback requests no proxy forwarded).
+    public var publicMetrics: Bool
+    /// The reverse proxies whose forwarding headers name the client.
+    public var trustedProxies: TrustedProxies
     /// The address customers reach the account screen at, without a trailing slash; nil: `http://hostname:port`.
     public var publicURL: String?
     /// The identity provider customers sign in with; nil: sign-in links only.
@@ -121,6 +127,7 @@ public struct ServerConfiguration: Sendable {
         shutdownTimeout: Duration = .seconds(25),
         usageFlushInterval: Duration = .seconds(1),
         apple: VerifyReceiptConfiguration = .init(), metricsPort: Int? = nil, metricsHostname: String = "127.0.0.1",
+        publicMetrics: Bool = false, trustedProxies: TrustedProxies = TrustedProxies(),
         publicURL: String? = nil, openID: OpenIDConfiguration? = nil, customers: CustomerSettings = .init(),
         storeKit: AppStoreServerAPIConfiguration = .init(), appleFinishFirstRetry: Duration = .seconds(60),
         webhookTimeout: Duration = .seconds(10), webhookRetry: RetryPolicy = RetryPolicy(first: .seconds(30)),
@@ -150,6 +157,8 @@ public struct ServerConfiguration: Sendable {
         self.apple = apple
         self.metricsPort = metricsPort
         self.metricsHostname = metricsHostname
+        self.publicMetrics = publicMetrics
+        self.trustedProxies = trustedProxies
         self.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.openID = openID
         self.customers = customers

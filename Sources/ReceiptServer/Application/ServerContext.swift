@@ -5,8 +5,8 @@ import NIOCore
 import ReceiptService
 import Synchronization
 
-/// The request context of every route: Hummingbird's core context, the address the request came from (the TCP peer:
-/// behind a reverse proxy, the proxy's address), the request's id, and the ``RequestRecord`` a handler fills in for
+/// The request context of every route: Hummingbird's core context, the address the request came from (the TCP peer,
+/// or the client a trusted reverse proxy names), the request's id, and the ``RequestRecord`` a handler fills in for
 /// the log line and the metrics written after it.
 public struct ServerContext: RequestContext {
     /// Hummingbird's per-request storage.
@@ -26,8 +26,12 @@ public struct ServerContext: RequestContext {
         record = RequestRecord()
     }
 
-    /// The peer's address without the port (`127.0.0.1`, `::1`), or `unknown`; made when asked (only failures ask).
-    public var clientAddress: String { remoteAddress?.ipAddress ?? "unknown" }
+    /// The client's address as a trusted proxy forwarded it (``ClientAddressMiddleware``), when it did.
+    public var forwardedClient: String?
+
+    /// The client's address without the port (`127.0.0.1`, `::1`): the one a trusted proxy forwarded, else the peer's,
+    /// or `unknown`; made when asked (only failures and the log line ask).
+    public var clientAddress: String { forwardedClient ?? remoteAddress?.ipAddress ?? "unknown" }
 }
 
 /// What a request's handlers learned, read by the middleware that logs and measures the answer: the authenticated
