@@ -193,6 +193,45 @@ import Testing
         }
     }
 
+    /// D7: an app of another account that names this app's issuer and bundle ID with a key of its own spends its own
+    /// turns, not this app's: Apple refuses its key once, and it is refused here from then on without asking Apple.
+    @Test func anotherTenantsAppWithTheSameIssuerTakesNoTurnFromTheApp() async throws {
+        try await Self.withClient(.init(productionRequestsPerSecond: 2)) { fake, client in
+            for index in 0..<4 {
+                let signed = try Self.transaction(String(4000 + index))
+                fake.script("production", .json(#"{"signedTransactionInfo":"\#(signed)"}"#))
+            }
+            var named = Self.credentials
+            named.privateKeyPEM = P256.Signing.PrivateKey().pemRepresentation
+            let impostor = named
+            let clock = ContinuousClock()
+            let started = clock.now
+            // Each of the app's look-ups reports when it was answered.
+            let answered = try await withThrowingTaskGroup(of: Duration?.self) { group in
+                for index in 0..<30 {
+                    group.addTask {
+                        // Refused by Apple, then here (or out of its own turns): never answered.
+                        await #expect(throws: AppStoreServerAPIError.self) {
+                            try await client.transactionInfo("\(9000 + index)", credentials: impostor)
+                        }
+                        return nil
+                    }
+                }
+                for index in 0..<4 {
+                    group.addTask {
+                        _ = try await client.transactionInfo("\(4000 + index)", credentials: Self.credentials)
+                        return started.duration(to: clock.now)
+                    }
+                }
+                return try await group.reduce(into: [Duration]()) { if let at = $1 { $0.append(at) } }
+            }
+            // The app's four look-ups at its own two a second: about 1.5 s, not behind the impostor's 15 s of turns.
+            #expect(answered.count == 4)
+            #expect(answered.allSatisfy { $0 < .seconds(4) }, "\(answered)")
+            #expect(fake.badTokens <= 2, "the impostor reached Apple \(fake.badTokens) times")
+        }
+    }
+
     @Test func aBurstAboutOneTransactionCostsAppleOneRequest() async throws {
         try await Self.withClient { fake, client in
             let signed = try Self.transaction("2001")

@@ -7,12 +7,16 @@ import NIOCore
 import NIOHTTP1
 import ReceiptCore
 import ReceiptService
+import Synchronization
 
 /// The App Store Server API: what Apple's servers know of an app's transactions, within Apple's limits.
 /// [Apple's documentation](https://developer.apple.com/documentation/appstoreserverapi)
 ///
 /// Every call is authorized by an ES256 JWT of the app's credentials (reused until near its expiry), paced by a
-/// per-app request budget below Apple's limits, and bounded by one total time: 429 is honoured with its
+/// request budget per app's credentials (issuer, key and bundle ID: an app that names another team's issuer with its
+/// own key spends only its own turns) and a ceiling per issuer below Apple's limits, and bounded by one total time.
+/// Credentials Apple refused (401) are refused here for a pause without asking Apple, so that they cost its issuer
+/// nothing more; 429 is honoured with its
 /// `Retry-After` (a UNIX time in milliseconds), 5xx and network errors are retried with jittered backoff, and an id
 /// Apple does not know yet (4040010) is asked of the sandbox, then again after a backoff. Every signed value Apple
 /// returns is verified (chain to Apple's root at its `signedDate`) before it is handed back.
@@ -44,6 +48,8 @@ public final class AppStoreServerAPIClient: Sendable {
     private let http: HTTPClient
     private let tokens: AppStoreServerTokens
     private let budget = RequestBudget()
+    /// Credentials Apple refused, by digest, until when they are refused without asking.
+    private let refused = Mutex<[String: ContinuousClock.Instant]>([:])
     private let verifier: ReceiptVerifier
     /// What each endpoint made of Apple's answer (its signed values verified), by request.
     private let answers: AnswerCache<any Sendable>
@@ -280,13 +286,22 @@ public final class AppStoreServerAPIClient: Sendable {
         guard let url = components?.url?.absoluteString else {
             throw AppStoreServerAPIError(.refused, "not a URL: \(base)\(path)")
         }
+        let digest = Self.digest(of: credentials)
         while true {
-            let key = "\(credentials.issuerID)/\(credentials.bundleID)/\(environment.rawValue)"
-            guard let waited = try await budget.acquire(key, rate: rate, deadline: deadline) else {
+            try checkNotRefused(digest)
+            guard
+                let waited = try await budget.acquire(
+                    "app/\(digest)/\(environment.rawValue)", rate: rate, deadline: deadline),
+                let waitedForIssuer = try await budget.acquire(
+                    "issuer/\(credentials.issuerID)/\(environment.rawValue)",
+                    rate: rate * max(1, configuration.issuerCeiling), deadline: deadline)
+            else {
                 throw AppStoreServerAPIError(
                     .rateLimited, "the app's request budget has no turn within the call's time")
             }
-            if waited > .zero { recordWait(waited) }
+            if waited + waitedForIssuer > .zero { recordWait(waited + waitedForIssuer) }
+            // Another call may have learned meanwhile that Apple refuses these credentials.
+            try checkNotRefused(digest)
             var request = HTTPClientRequest(url: url)
             request.method = call.method
             if let body = call.body {
@@ -325,6 +340,10 @@ public final class AppStoreServerAPIClient: Sendable {
                 }
                 return object
             case 401:
+                refused.withLock { refused in
+                    if refused.count >= 10_000 { refused = refused.filter { $0.value > .now } }
+                    refused[digest] = .now + configuration.refusedCredentialsPause
+                }
                 throw AppStoreServerAPIError(
                     .credentials, "Apple refused the app's App Store Server API credentials (401)")
             case 429:
@@ -352,6 +371,20 @@ public final class AppStoreServerAPIClient: Sendable {
                     appleErrorCode: appleCode)
             }
         }
+    }
+
+    /// The credentials' identity: issuer, key id, the key's SHA-256 and the bundle ID.
+    static func digest(of credentials: AppStoreServerAPICredentials) -> String {
+        let text =
+            "\(credentials.issuerID)\u{0}\(credentials.keyID)\u{0}\(credentials.privateKeyPEM)\u{0}\(credentials.bundleID)"
+        return Hex.encode(SHA256.hash(data: Array(text.utf8)))
+    }
+
+    /// Throws ``AppStoreServerAPIError/Code/credentials`` while Apple's refusal of these credentials is recent.
+    private func checkNotRefused(_ digest: String) throws {
+        guard let until = refused.withLock({ $0[digest] }), until > .now else { return }
+        throw AppStoreServerAPIError(
+            .credentials, "Apple refused the app's App Store Server API credentials (401) within the last minute")
     }
 
     /// Counts one exchange (its HTTP status, or `network`) and its duration.

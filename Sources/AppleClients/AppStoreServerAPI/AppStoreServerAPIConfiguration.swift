@@ -7,6 +7,8 @@
 /// | `sandboxURL` | `https://api.storekit-sandbox.apple.com` | the sandbox host |
 /// | `productionRequestsPerSecond` | `40` | requests per second per app to production, below Apple's 50 for the look-ups |
 /// | `sandboxRequestsPerSecond` | `4` | the same for the sandbox (Apple allows a tenth of production) |
+/// | `issuerCeiling` | `4` | all apps of one issuer (team) together take at most this many times one app's rate |
+/// | `refusedCredentialsPause` | 60 s | how long credentials Apple refused (401) are refused here without asking Apple |
 /// | `totalTimeout` | 10 s | one call's whole budget: waiting for the request budget, retries, backoff |
 /// | `maximumAttempts` | `4` | attempts on 5xx, network errors and a transaction not found yet (4040010) |
 /// | `cacheLifetime` | 30 s | how long an answer is reused for the same request (0: not cached) |
@@ -20,6 +22,10 @@ public struct AppStoreServerAPIConfiguration: Sendable {
     public var productionRequestsPerSecond: Int
     /// Requests per second per app to the sandbox.
     public var sandboxRequestsPerSecond: Int
+    /// All apps of one issuer together take at most this many times one app's rate.
+    public var issuerCeiling: Int
+    /// How long credentials Apple refused are refused without asking Apple again.
+    public var refusedCredentialsPause: Duration
     /// One call's whole budget.
     public var totalTimeout: Duration
     /// Attempts on retryable failures.
@@ -38,7 +44,8 @@ public struct AppStoreServerAPIConfiguration: Sendable {
     public init(
         productionURL: String = "https://api.storekit.apple.com",
         sandboxURL: String = "https://api.storekit-sandbox.apple.com", productionRequestsPerSecond: Int = 40,
-        sandboxRequestsPerSecond: Int = 4, totalTimeout: Duration = .seconds(10), maximumAttempts: Int = 4,
+        sandboxRequestsPerSecond: Int = 4, issuerCeiling: Int = 4, refusedCredentialsPause: Duration = .seconds(60),
+        totalTimeout: Duration = .seconds(10), maximumAttempts: Int = 4,
         cacheLifetime: Duration = .seconds(30),
         tokenLifetime: Duration = .seconds(1_800), maximumResponseSize: Int = 4 << 20,
         acceptsTestSignatures: Bool = false
@@ -47,6 +54,8 @@ public struct AppStoreServerAPIConfiguration: Sendable {
         self.sandboxURL = sandboxURL
         self.productionRequestsPerSecond = productionRequestsPerSecond
         self.sandboxRequestsPerSecond = sandboxRequestsPerSecond
+        self.issuerCeiling = issuerCeiling
+        self.refusedCredentialsPause = refusedCredentialsPause
         self.totalTimeout = totalTimeout
         self.maximumAttempts = maximumAttempts
         self.cacheLifetime = cacheLifetime
