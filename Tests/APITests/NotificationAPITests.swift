@@ -289,6 +289,39 @@ import Testing
         }
     }
 
+    @Test("refused notifications are budgeted per address and per app")
+    func refusedNotificationsAreBudgeted() async throws {
+        try await withLiveService(
+            .sqlite, serveArguments: ["--auth-failures-per-second", "2", "--trusted-proxies", "127.0.0.1/32"]
+        ) { service in
+            let tenant = try service.tenant(appArguments: ["--allow-test-data"])
+            let path = "/notifications/\(tenant.token)"
+            func post(_ body: String, from address: String) async throws -> Int {
+                try await service.post(
+                    path, body: body, contentType: "application/json", headers: [("X-Forwarded-For", address)]
+                ).httpStatus
+            }
+            // A stranger's forged notifications: refused, then past its address's budget 429 without a check.
+            let forged =
+                #"{"signedPayload":"\#(try JWSBuilder().build(signedBy: try TestPKI(TestPKI.Options(keyType: .p256))))"}"#
+            var statuses: [Int] = []
+            for _ in 0..<6 { statuses.append(try await post(forged, from: "203.0.113.1")) }
+            #expect(statuses.prefix(2).allSatisfy { $0 == 400 || $0 == 403 }, "\(statuses)")
+            #expect(statuses.last == 429, "\(statuses)")
+            // Apple, from another address, is not held back by it.
+            var body = JSONObject(capacity: 1)
+            body.append("signedPayload", .string(try Self.notification(service, "TEST", uuid: "budget-1")))
+            let genuine = JSONValue.object(body).encodedString
+            #expect(try await post(genuine, from: "17.0.0.5") == 200)
+            // Strangers at many addresses together spend the app's budget (ten addresses' worth).
+            for index in 0..<30 { _ = try await post(forged, from: "198.51.100.\(index)") }
+            #expect(try await post(genuine, from: "17.0.0.6") == 429)
+            // The budget refills: Apple's retry is taken.
+            try await Task.sleep(for: .seconds(2))
+            #expect(try await post(genuine, from: "17.0.0.6") == 200)
+        }
+    }
+
     @Test("bad notifications are refused and store nothing", arguments: StoreKind.available)
     func badNotificationsAreRefused(kind: StoreKind) async throws {
         try await withLiveService(kind) { service in

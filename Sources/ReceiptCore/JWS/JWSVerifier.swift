@@ -9,7 +9,8 @@ import X509
 /// intermediate, whatever the root (Apple Root CA - G3, or a test root an app allows); Xcode's StoreKit testing signs
 /// with one self-signed certificate, accepted only as a configured test anchor. The date is `signedDate`, except for
 /// an AppTransaction, which Apple signs at its `receiptCreationDate`, and a notification without one, which takes its
-/// nested items' (verified too).
+/// first nested item's. A notification's own chain is verified before its nested items (then verified too), and only
+/// a header whose chain holds is remembered.
 struct JWSVerifier: Sendable {
     let chains: ChainVerifier
     let headers: JWSHeaderCache
@@ -31,6 +32,7 @@ struct JWSVerifier: Sendable {
         let jws: SignedJWS
         let header: JWSHeaderCache.Entry
         let headerPart = SignedJWS.headerPart(of: text)
+        var headerIsNew = false
         if let headerPart, let known = headers.entry(for: headerPart) {
             jws = try SignedJWS(compact: text, headerIsKnown: true)
             header = known
@@ -44,7 +46,7 @@ struct JWSVerifier: Sendable {
             let carried = try chains.certificates(jws.certificates)
             header = JWSHeaderCache.Entry(
                 carried: carried, signerKey: P256.Signing.PublicKey(carried.certificates[0].publicKey))
-            if let headerPart { headers.remember(header, for: headerPart) }
+            headerIsNew = true
         }
         let policy: ChainPolicy = header.carried.certificates.count == 3 ? .storeKit : .xcodeStoreKit
         let carried = header.carried
@@ -54,10 +56,11 @@ struct JWSVerifier: Sendable {
         let payload = jws.payload
         let kind = Self.kind(of: payload)
 
-        var signedDate = Self.milliseconds(payload[kind == .appTransaction ? "receiptCreationDate" : "signedDate"])
+        var signedDate = Self.signingDate(of: payload, kind: kind)
         // A notification states its app under `data`; under `appData` (RESCIND_CONSENT), `summary` (RENEWAL_EXTENSION's
         // SUMMARY) or `externalPurchaseToken` (EXTERNAL_PURCHASE_TOKEN) when it has no `data`.
         let data = payload["data"] ?? payload["appData"] ?? payload["summary"] ?? payload["externalPurchaseToken"]
+        var items: [(key: String, text: String)] = []
         if kind == .notification {
             guard depth == 0 else { throw ReceiptError(.malformedJWS, "a notification cannot nest a notification") }
             for (container, key) in Self.nestedKeys {
@@ -65,11 +68,14 @@ struct JWSVerifier: Sendable {
                 guard case .string(let text) = item else {
                     throw ReceiptError(.malformedJWS, "the notification's \(key) is not a string")
                 }
-                var none: [String: VerifiedReceipt] = [:]
-                let verified = try verify(
-                    Array(text.utf8), allowTestData: allowTestData, depth: depth + 1, nested: &none)
-                nested[key] = verified
-                signedDate = signedDate ?? verified.signingDate
+                items.append((key, text))
+            }
+            // A notification without a signing date is checked at its first item's, read (not yet verified) from
+            // the item: the outer chain is verified before any nested item costs a signature check.
+            if signedDate == nil, let first = items.first,
+                let item = try? SignedJWS(compact: Array(first.text.utf8), headerIsKnown: true)
+            {
+                signedDate = Self.signingDate(of: item.payload, kind: Self.kind(of: item.payload))
             }
         }
         guard let signedDate else {
@@ -82,11 +88,22 @@ struct JWSVerifier: Sendable {
         let chain = try chains.verify(
             leaf: 0, of: carried, policy: policy,
             at: Date(timeIntervalSince1970: TimeInterval(signedDate) / 1_000), allowTestData: allowTestData)
+        // Only a header whose chain holds is remembered: a stranger's certificates take no place in the cache.
+        if headerIsNew, let headerPart { headers.remember(header, for: headerPart) }
         let environment = chain.anchorIsApple ? try Self.environment(of: payload) : .xcode
+        for (key, text) in items {
+            var none: [String: VerifiedReceipt] = [:]
+            nested[key] = try verify(Array(text.utf8), allowTestData: allowTestData, depth: depth + 1, nested: &none)
+        }
         return VerifiedReceipt(
             kind: kind, environment: environment,
             bundleID: (payload["bundleId"] ?? data?["bundleId"])?.stringValue ?? "", receipt: payload,
             signingDate: signedDate, isTestData: !chain.anchorIsApple)
+    }
+
+    /// The date an item is signed at: its `signedDate`, an AppTransaction's `receiptCreationDate`.
+    static func signingDate(of payload: JSONObject, kind: VerifiedReceipt.Kind) -> Int64? {
+        milliseconds(payload[kind == .appTransaction ? "receiptCreationDate" : "signedDate"])
     }
 
     /// The environment an Apple-signed item states: its `environment` (a notification's under `data`, `appData` or

@@ -62,7 +62,11 @@ final class ChainVerifier: Sendable {
         self.capacity = capacity
     }
 
-    /// The carried certificates parsed (remembered by the SHA-256 of their DER) and the key naming them.
+    /// How many sets of carried certificates are remembered (with their validated chains).
+    var cachedCount: Int { cache.withLock { $0.count } }
+
+    /// The carried certificates parsed (remembered by the SHA-256 of their DER once a chain of them validates) and the
+    /// key naming them.
     func certificates(_ carried: [[UInt8]]) throws -> (key: Data, certificates: [Certificate]) {
         var hasher = SHA256()
         for der in carried { hasher.update(data: SHA256.hash(data: der).withUnsafeBytes { Data($0) }) }
@@ -75,10 +79,8 @@ final class ChainVerifier: Sendable {
                 throw ReceiptError(.malformedContainer, "a carried certificate is not DER X.509")
             }
         }
-        cache.withLock { entries in
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            if entries[key] == nil { entries[key] = Entry(certificates: certificates) }
-        }
+        // Remembered only with a chain that holds (``verify(leaf:of:policy:at:allowTestData:)``): a stranger's
+        // certificates evict nothing.
         return (key, certificates)
     }
 

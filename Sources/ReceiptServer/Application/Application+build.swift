@@ -189,7 +189,9 @@ func buildRouter(
     if let verifier = verification.verifier {
         let notifications = NotificationEndpoint(
             intake: NotificationIntake(verifier: verifier, store: tenancy.store, deadline: components.deadline),
-            authenticator: authenticator, failedAuthentications: failedAuthentications, bodies: bodies,
+            authenticator: authenticator, failedAuthentications: failedAuthentications,
+            failedNotifications: FailedNotifications(perSecond: configuration.failedAuthenticationsPerSecond),
+            bodies: bodies,
             metrics: components.metrics.factory, logger: logger)
         router.post("/notifications/:token") { request, context in
             await notifications.respond(to: request, context: context)

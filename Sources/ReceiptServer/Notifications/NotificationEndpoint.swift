@@ -15,11 +15,14 @@ import ReceiptService
 /// does not verify or is not this app's, 401 for an unknown or disabled token, 413 for a body over the limit: Apple's
 /// retries of those cannot succeed, and nothing of them is stored. A database that does not answer in time is our
 /// transient fault: 503, and Apple retries. An unknown token costs a stranger what it costs on `/api` (remembered,
-/// and counted against the address), and a body is read only for a known token.
+/// and counted against the address), and a body is read only for a known token. Refused notifications are budgeted
+/// per address and per app (``FailedNotifications``): past either budget the answer is 429 with `Retry-After`, and
+/// nothing is verified.
 struct NotificationEndpoint: Sendable {
     let intake: NotificationIntake
     let authenticator: Authenticator
     let failedAuthentications: FailedAuthentications
+    let failedNotifications: FailedNotifications
     let bodies: BodyBudget
     let metrics: any MetricsFactory
     let logger: Logger
@@ -53,10 +56,21 @@ struct NotificationEndpoint: Sendable {
             let token = context.parameters.get("token")
             context.record.token = token
             let app = try await appOf(token, from: context)
+            // A verification spends a unit of the address's and the app's budgets of refused notifications before
+            // it runs, given back when the notification is taken.
+            let spent = try failedNotifications.spend(address: context.clientAddress, app: app.id)
             let bytes = try await VerificationEndpoint.collect(
                 request, limit: Self.maximumBodySize, bodies: bodies, into: &body)
-            let received = try await intake.receive(
-                body: bytes.readableBytesView, for: app, source: .apple, now: Date())
+            let received: NotificationIntake.Received
+            do {
+                received = try await intake.receive(
+                    body: bytes.readableBytesView, for: app, source: .apple, now: Date())
+            } catch {
+                // A refusal keeps what it spent; our own failure (the database) gives it back.
+                if !(error is NotificationIntake.Refusal) { failedNotifications.giveBack(spent) }
+                throw error
+            }
+            failedNotifications.giveBack(spent)
             type = Self.knownTypes.contains(received.notification.type) ? received.notification.type : "other"
             var answer = JSONObject(capacity: 5)
             answer.append("status", .integer(0))
@@ -108,5 +122,48 @@ struct NotificationEndpoint: Sendable {
         context.record.outcome = RequestRecord.Outcome(
             status: outcome.status, source: outcome.source, input: "notification", detail: outcome.detail)
         return VerificationEndpoint.response(outcome, sealed: nil, requestID: context.requestID)
+    }
+}
+
+/// Refused notifications (malformed, not authentic, not the app's) per client address and per app: each verification
+/// spends a unit of both before it runs, a notification taken gives them back, and past either budget the route
+/// answers 429 without verifying, so that a stranger who knows a token cannot make the server check signatures at
+/// will. Apple's notifications are not refused and spend nothing; the app's budget is larger than an address's
+/// (``appMultiple``), and what Apple is refused meanwhile it retries, or the reconciliation takes in.
+struct FailedNotifications: Sendable {
+    /// Refusals per second per address; nil for no limit. An app may take ``appMultiple`` times as many.
+    let perSecond: Int?
+    private let addresses = RateLimiter<String>(capacity: 10_000)
+    private let apps = RateLimiter<UUID>(capacity: 10_000)
+
+    /// How many times an address's budget an app's is.
+    static let appMultiple = 10
+
+    init(perSecond: Int?) {
+        self.perSecond = perSecond
+    }
+
+    /// What ``spend(address:app:)`` took.
+    struct Spent: Sendable {
+        let address: String
+        let app: UUID
+    }
+
+    /// Takes a unit of the address's and the app's budgets; throws ``Throttled`` when either has none.
+    func spend(address: String, app: UUID) throws -> Spent? {
+        guard let perSecond else { return nil }
+        if let wait = addresses.acquire(address, rate: perSecond, now: .now) { throw Throttled(wait: wait) }
+        if let wait = apps.acquire(app, rate: perSecond * Self.appMultiple, now: .now) {
+            addresses.giveBack(address, rate: perSecond)
+            throw Throttled(wait: wait)
+        }
+        return Spent(address: address, app: app)
+    }
+
+    /// Gives back what a notification that was not refused spent.
+    func giveBack(_ spent: Spent?) {
+        guard let perSecond, let spent else { return }
+        addresses.giveBack(spent.address, rate: perSecond)
+        apps.giveBack(spent.app, rate: perSecond * Self.appMultiple)
     }
 }
