@@ -12,6 +12,9 @@ import TestSupport
 /// - forwarding: bytes flow both ways.
 /// - silent: connections stay open and nothing flows (a hung database or a dropped network).
 /// - refusing: every connection is closed and new ones are closed at once (a stopped database).
+///
+/// Apart from the mode, ``silencesListeners`` makes every connection that has sent a `LISTEN` go silent, while the
+/// others flow: a listening connection dropped without a reset (a NAT timeout, a failover), the pool unharmed.
 final class FaultyLink: Sendable {
     enum Mode: Sendable {
         case forwarding
@@ -23,7 +26,7 @@ final class FaultyLink: Sendable {
     let port: Int
     private let upstreamPort: Int
     private let listener: Int32
-    private let state = Mutex<(mode: Mode, stopped: Bool)>((.forwarding, false))
+    private let state = Mutex<(mode: Mode, stopped: Bool, silencesListeners: Bool)>((.forwarding, false, false))
 
     init(upstreamPort: Int) throws {
         self.upstreamPort = upstreamPort
@@ -46,6 +49,12 @@ final class FaultyLink: Sendable {
     var mode: Mode {
         get { state.withLock { $0.mode } }
         set { state.withLock { $0.mode = newValue } }
+    }
+
+    /// Whether connections that have sent a `LISTEN` go silent.
+    var silencesListeners: Bool {
+        get { state.withLock { $0.silencesListeners } }
+        set { state.withLock { $0.silencesListeners = newValue } }
     }
 
     func stop() {
@@ -74,6 +83,7 @@ final class FaultyLink: Sendable {
         guard let server = connectLoopback(port: upstreamPort) else { return }
         defer { close(server) }
         var buffer = [UInt8](repeating: 0, count: 65_536)
+        var listens = false
         while !stopped {
             switch mode {
             case .refusing: return
@@ -81,6 +91,10 @@ final class FaultyLink: Sendable {
                 usleep(20_000)
                 continue
             case .forwarding: break
+            }
+            if listens, silencesListeners {
+                usleep(20_000)
+                continue
             }
             var descriptors = [
                 pollfd(fd: client, events: Int16(POLLIN), revents: 0),
@@ -91,7 +105,16 @@ final class FaultyLink: Sendable {
             where descriptors[index].revents != 0 {
                 let count = recv(from, &buffer, buffer.count, 0)
                 guard count > 0, Self.sendAll(to, buffer[0..<count]) else { return }
+                if from == client, !listens { listens = Self.contains(buffer[0..<count], "LISTEN ") }
             }
+        }
+    }
+
+    private static func contains(_ bytes: ArraySlice<UInt8>, _ text: String) -> Bool {
+        let needle = Array(text.utf8)
+        guard bytes.count >= needle.count else { return false }
+        return bytes.indices.dropLast(needle.count - 1).contains {
+            bytes[$0..<($0 + needle.count)].elementsEqual(needle)
         }
     }
 

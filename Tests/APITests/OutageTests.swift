@@ -67,4 +67,76 @@ import Testing
             #expect(!server.logText.contains("http.status=500"))
         }
     }
+
+    @Test("a listening connection that goes silent stops the in-memory answers until another one listens")
+    func aDeafListenerStopsTheMemoryAnswers() async throws {
+        guard StoreKind.available.contains(.postgres) else {
+            if SharedFixtures.isCI { Issue.record("the deaf-listener test needs PostgreSQL under CI") }
+            return
+        }
+        try await withLiveService(.postgres) { service in
+            var url = try #require(URLComponents(string: service.cli.database))
+            let link = try FaultyLink(upstreamPort: try #require(url.port))
+            defer { link.stop() }
+            url.port = link.port
+            // Server A reaches the database through the relay; the service's own server, B, directly.
+            let server = try await service.startServer(
+                arguments: ["--database", try #require(url.string)], logName: "deaf.log")
+            defer { _ = server.stop() }
+            let tenant = try service.tenant(appArguments: ["--allow-test-data", "--delivery", "confirm"])
+            let receipt = try LedgerAPITests.receipt(service, count: 1)
+            let fields = [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", receipt)]
+            func delivers() async throws -> Bool {
+                let answer = try await service.post(to: server, form: fields).json()
+                return answer["transactions"]?.arrayValue?.first?["deliver"] == .bool(true)
+            }
+            // Confirm mode: delivered until confirmed; A answers the second time from memory.
+            #expect(try await delivers())
+            #expect(try await delivers())
+
+            // A's listening connection goes silent, with no reset; its pool still works.
+            link.silencesListeners = true
+            let confirmed = try await service.post(
+                "/api/transactions/delivered",
+                form: [("apikey", tenant.apiKey), ("token", tenant.token), ("transaction_ids", "1000000000")])
+            #expect(confirmed.httpStatus == 200)
+            // A never hears B's confirmation; once its heartbeat is missed it stops answering from memory.
+            let clock = ContinuousClock()
+            let started = clock.now
+            var stillDelivers = true
+            while stillDelivers, started.duration(to: clock.now) < .seconds(20) {
+                stillDelivers = try await delivers()
+                if stillDelivers { try await Task.sleep(for: .milliseconds(250)) }
+            }
+            #expect(!stillDelivers, "A still answered deliver: true from memory")
+            #expect(started.duration(to: clock.now) < .seconds(10))
+            // It closes the silent connection...
+            var closed = false
+            for _ in 0..<60 where !closed {
+                closed = server.logText.contains("went silent")
+                if !closed { try await Task.sleep(for: .milliseconds(250)) }
+            }
+            #expect(closed)
+            // ...and listens on another one: then it answers from memory again.
+            link.silencesListeners = false
+            func memoryAnswers() async throws -> Int {
+                let text = String(
+                    decoding: try await service.post("/metrics", body: "", method: .GET, baseURL: server.baseURL).body,
+                    as: UTF8.self)
+                let line = text.split(separator: "\n").first {
+                    $0.hasPrefix("receiptverify_ledger_memory_answers_total ")
+                }
+                return Int(line?.split(separator: " ").last ?? "") ?? -1
+            }
+            var answersFromMemory = false
+            for _ in 0..<40 where !answersFromMemory {
+                let before = try await memoryAnswers()
+                _ = try await delivers()
+                _ = try await delivers()
+                answersFromMemory = try await memoryAnswers() > before
+                if !answersFromMemory { try await Task.sleep(for: .milliseconds(250)) }
+            }
+            #expect(answersFromMemory)
+        }
+    }
 }

@@ -19,11 +19,17 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
 
     /// Whether ``run()`` keeps a connection listening for changes (a server does; a one-off CLI command need not).
     let listensForChanges: Bool
+    /// How often the listening connection proves it still hears (``heartbeat``).
+    let heartbeatInterval: Duration
 
     /// Creates a store for the database at `url` (`postgres://user:password@host:port/database?sslmode=…`);
-    /// `listensForChanges` makes ``changeMarker()`` work, at the cost of one pooled connection.
-    public init(url: String, logger: Logger, listensForChanges: Bool = false) throws {
+    /// `listensForChanges` makes ``changeMarker()`` work, at the cost of one pooled connection, which sends itself a
+    /// heartbeat every `heartbeatInterval`.
+    public init(
+        url: String, logger: Logger, listensForChanges: Bool = false, heartbeatInterval: Duration = .seconds(2)
+    ) throws {
         self.listensForChanges = listensForChanges
+        self.heartbeatInterval = heartbeatInterval
         let configuration = try PostgresURL.configuration(from: url)
         self.script = try MigrationScript(String(decoding: PackageResources.schema_sql, as: UTF8.self))
         // Last: nothing throws once the thread runs (a store that failed to initialize would never stop it).
@@ -58,6 +64,10 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
     static let changeChannel = "receiptverify_changes"
     /// The payload on ``changeChannel`` of status writes, which move ``statusChangeMarker()`` only.
     static let statusChange = "statuses"
+    /// The payload on ``changeChannel`` of the listening connections' heartbeats, which move no marker.
+    static let heartbeat = "heartbeat"
+    /// Heartbeats missed before the listening connection counts as deaf (and is closed and opened again).
+    static let missedHeartbeats = 3
 
     /// An absent number in the arrays a multi-row statement sends, one per column (arrays of optionals are not
     /// encodable), which `NULLIF` turns back into NULL.
@@ -65,25 +75,38 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
     /// An absent text in those arrays: U+0001, never in Apple's ids or names.
     static let absentText = "\u{1}"
 
-    /// Notifications received (those of status writes apart), and whether a connection is listening now.
-    let changes = Mutex<(count: Int, statuses: Int, listening: Bool)>((0, 0, false))
+    /// Notifications received (those of status writes apart), whether a connection is listening now, and when it
+    /// last heard anything on the channel.
+    let changes = Mutex<(count: Int, statuses: Int, listening: Bool, heardAt: ContinuousClock.Instant)>(
+        (0, 0, false, .now))
     /// The group commit of ledger recordings (``record(_:)``).
     let ledgerGroups: LedgerGroupCommit
     /// The group commit of notifications (``recordNotification(_:)``).
     let notificationGroups: GroupCommit<NotificationRecord, NotificationRecorded>
 
-    /// Counts notifications on ``changeChannel`` while a connection listens; nil (reuse nothing) while none does,
-    /// so a lost connection can never leave a server trusting a stale cache.
+    /// Counts notifications on ``changeChannel`` while a connection listens and has heard its heartbeat lately; nil
+    /// (reuse nothing) otherwise, so that neither a lost connection nor a silently dead one (a NAT timeout, a
+    /// failover without a reset) can leave a server trusting a stale cache.
     public func changeMarker() -> Int? {
-        changes.withLock { $0.listening ? $0.count : nil }
+        changes.withLock { isHearing($0) ? $0.count : nil }
     }
 
     /// Counts the status writes announced on ``changeChannel`` (payload `statuses`), and moves with every other
     /// change too (a reconnection among them).
     public func statusChangeMarker() -> Int? {
-        changes.withLock { $0.listening ? $0.count &+ $0.statuses : nil }
+        changes.withLock { isHearing($0) ? $0.count &+ $0.statuses : nil }
     }
 
+    private func isHearing(_ state: (count: Int, statuses: Int, listening: Bool, heardAt: ContinuousClock.Instant))
+        -> Bool
+    {
+        state.listening && state.heardAt.duration(to: .now) <= heartbeatInterval * Self.missedHeartbeats
+    }
+
+    /// Keeps a connection listening on ``changeChannel``. The connection notifies the channel itself every
+    /// ``heartbeatInterval`` (PostgreSQL delivers a session's own notifications to it, after a round trip through
+    /// the server); when nothing has been heard for ``missedHeartbeats`` intervals the connection is closed and another
+    /// one listens, the marker moving at each change of connection.
     func listenForChanges() async {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
@@ -92,12 +115,26 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
                         self.changes.withLock {
                             $0.count += 1
                             $0.listening = true
+                            $0.heardAt = .now
                         }
-                        for try await notification in notifications {
-                            let isStatus = notification.payload == Self.statusChange
-                            self.changes.withLock {
-                                if isStatus { $0.statuses += 1 } else { $0.count += 1 }
+                        try await withThrowingTaskGroup(of: Void.self) { group in
+                            group.addTask {
+                                for try await notification in notifications {
+                                    let payload = notification.payload
+                                    self.changes.withLock {
+                                        $0.heardAt = .now
+                                        if payload == Self.statusChange {
+                                            $0.statuses += 1
+                                        } else if payload != Self.heartbeat {
+                                            $0.count += 1
+                                        }
+                                    }
+                                }
                             }
+                            group.addTask { try await self.beat(on: connection) }
+                            // Whichever ends first (the connection failed, or it went deaf) ends the listening.
+                            _ = try await group.next()
+                            group.cancelAll()
                         }
                     }
                 }
@@ -109,6 +146,25 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
                 $0.listening = false
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
+        }
+    }
+
+    /// Sends the heartbeat every ``heartbeatInterval`` on `connection` (without waiting for its answer: a deaf
+    /// connection never answers), and returns once nothing has been heard for ``missedHeartbeats`` intervals,
+    /// having closed the connection.
+    private func beat(on connection: PostgresConnection) async throws {
+        let query: PostgresQuery = "SELECT pg_notify(\(Self.changeChannel), \(Self.heartbeat))"
+        while true {
+            Task { try? await connection.query(query, logger: logger) }
+            try await Task.sleep(for: heartbeatInterval)
+            let heard = changes.withLock { $0.heardAt }
+            if heard.duration(to: .now) > heartbeatInterval * Self.missedHeartbeats {
+                logger.warning(
+                    "the connection listening for changes went silent; listening on another",
+                    metadata: ["silent_seconds": "\(heard.duration(to: .now).components.seconds)"])
+                try? await connection.close()
+                return
+            }
         }
     }
 
