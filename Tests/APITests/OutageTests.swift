@@ -139,4 +139,46 @@ import Testing
             #expect(answersFromMemory)
         }
     }
+
+    @Test("a stop during a database outage logs every unwritten count, per account")
+    func aStopDuringAnOutageLogsTheCountsItCouldNotWrite() async throws {
+        guard StoreKind.available.contains(.postgres) else {
+            if SharedFixtures.isCI { Issue.record("the outage test needs PostgreSQL under CI") }
+            return
+        }
+        try await withLiveService(.postgres) { service in
+            var url = try #require(URLComponents(string: service.cli.database))
+            let link = try FaultyLink(upstreamPort: try #require(url.port))
+            defer { link.stop() }
+            url.port = link.port
+            // Counts wait in memory (no flush for a minute) until the stop.
+            let server = try await service.startServer(
+                arguments: [
+                    "--database", try #require(url.string), "--database-timeout-ms", "500", "--shutdown-timeout", "5",
+                    "--usage-flush-interval-ms", "60000",
+                ], logName: "stop-outage.log")
+            defer { _ = server.stop() }
+            let tenant = try service.tenant(appArguments: ["--allow-test-data"])
+            let account = try service.cli.expectSuccess(["account", "show", tenant.email, "--json"]).jsonObject()
+            let accountID = try #require(account["id"]?.stringValue)
+            let receipt = try service.receipt(count: 1)
+            let fields = [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", receipt)]
+            for _ in 0..<5 { #expect(try await service.post(to: server, form: fields).httpStatus == 200) }
+
+            link.mode = .silent
+            kill(server.process.processIdentifier, SIGTERM)
+            let clock = ContinuousClock()
+            let stopping = clock.now
+            while server.process.isRunning, stopping.duration(to: clock.now) < .seconds(20) {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(!server.process.isRunning)
+            let lines = server.logText.split(separator: "\n").filter {
+                $0.contains("usage counts could not be written before stopping")
+            }
+            #expect(lines.count == 1, "\(server.logText.suffix(2000))")
+            #expect(lines.first?.contains("account.id=\(accountID)") == true)
+            #expect(lines.first?.contains("usage.lost_calls=5") == true, "\(lines)")
+        }
+    }
 }

@@ -8,8 +8,9 @@ import ServiceLifecycle
 /// Writes the meter's counts to the store every ``interval``, and once more on graceful shutdown, after the HTTP
 /// server has answered its last request.
 ///
-/// A failed flush keeps the counts in memory for the next one and logs an error; counts still unwritten when the
-/// process stops are logged as lost (their number only).
+/// A failed flush keeps the counts in memory for the next one and logs an error (with the counts still unwritten,
+/// those of a flush the database has not answered included); counts still unwritten when the process stops are
+/// logged as lost, one line per account with its number.
 struct UsageFlusher: Service {
     let meter: UsageMeter
     let store: any UsageStore
@@ -34,9 +35,14 @@ struct UsageFlusher: Service {
             if await flushOnce() || attempt == Self.finalAttempts { break }
             try? await Task.sleep(for: .milliseconds(200))
         }
-        let lost = meter.unflushedCalls
-        if lost > 0 {
-            logger.error("usage counts could not be written before stopping", metadata: ["usage.lost_calls": "\(lost)"])
+        let lost = meter.unflushedCallsByAccount
+        if !lost.isEmpty {
+            // One line per account, with its number: what billing must add by hand.
+            for (account, calls) in lost.sorted(by: { $0.key.uuidString < $1.key.uuidString }) {
+                logger.error(
+                    "usage counts could not be written before stopping",
+                    metadata: ["account.id": "\(account.uuidString.lowercased())", "usage.lost_calls": "\(calls)"])
+            }
         } else {
             // What this server was granted and did not use goes back to the others now, not when it expires.
             do {
@@ -49,8 +55,15 @@ struct UsageFlusher: Service {
         }
     }
 
-    /// Flushes once; returns whether it succeeded.
+    /// Flushes once; returns whether it succeeded. A flush still waiting for the store (its caller gave up at the
+    /// deadline) is not a success: its counts are not written yet.
     private func flushOnce() async -> Bool {
+        if meter.isFlushing {
+            logger.warning(
+                "usage flush still waiting for the database; counts kept",
+                metadata: ["usage.pending_calls": "\(meter.unflushedCalls)"])
+            return false
+        }
         do {
             let startedAt = ContinuousClock.now
             let date = Date()

@@ -160,8 +160,24 @@ public final class UsageMeter: Sendable {
         }
     }
 
-    /// Counts that no flush has taken yet.
-    public var unflushedCalls: Int { state.withLock { $0.pending.values.reduce(0, +) } }
+    /// Counts not yet written: those no flush has taken, and those of a flush the store has not confirmed (a flush
+    /// whose caller gave up at its deadline still holds its counts until the store answers).
+    public var unflushedCalls: Int {
+        state.withLock { $0.pending.values.reduce(0, +) + $0.flushing.values.reduce(0, +) }
+    }
+
+    /// ``unflushedCalls`` by account.
+    public var unflushedCallsByAccount: [UUID: Int] {
+        state.withLock { state in
+            var calls: [UUID: Int] = [:]
+            for (key, count) in state.pending { calls[key.accountID, default: 0] += count }
+            for (key, count) in state.flushing { calls[key.accountID, default: 0] += count }
+            return calls
+        }
+    }
+
+    /// Whether a flush is running (begun and not yet answered by the store).
+    public var isFlushing: Bool { state.withLock { $0.flushInProgress } }
 
     /// Writes everything counted so far with one ``UsageStore/addUsage(_:)``; on failure the counts stay here for
     /// the next flush. Returns how many calls were written; a call while another flush runs writes nothing.
