@@ -205,34 +205,74 @@ import Testing
     @Test("bodies in flight share one memory budget; a stranger's bearer key is refused before its body is read")
     func bodyMemoryBudget() async throws {
         try await withLiveService(
-            .sqlite, serveArguments: ["--max-body-size", "1048576", "--max-body-memory", "2097152"]
+            .sqlite,
+            serveArguments: [
+                "--max-body-size", "1048576", "--max-body-memory", "4194304", "--trusted-proxies", "127.0.0.1/32",
+            ]
         ) { service in
             let port = try Self.port(of: service)
-            let head =
+            func head(from address: String, length: Int = 1_000_000) -> String {
                 "POST /api HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                + "Content-Length: 1000000\r\n"
-            // Two bodies of 1 MB on their way hold the 2 MiB budget...
-            let holding = try (0..<2).map { _ in try RawConnection(port: port) }
-            for connection in holding { connection.send(head + "\r\nreceipt=") }
+                    + "X-Forwarded-For: \(address)\r\nContent-Length: \(length)\r\n"
+            }
+            let chunk = "receipt=" + String(repeating: "A", count: 200_000)
+            // One address's bodies, really arriving, hold at most its share (an eighth, at least a body and a
+            // granule): the second 1 MB body from the same address is refused 503 at once, without being read.
+            let holding = try RawConnection(port: port)
+            #expect(holding.send(head(from: "203.0.113.1") + "\r\n" + chunk + String(repeating: "A", count: 700_000)))
             try await Task.sleep(for: .milliseconds(300))
-            // ...so a third is answered 503 at once, and its connection closed without reading the body.
             let clock = ContinuousClock()
             var started = clock.now
-            let refused = try RawConnection(port: port).exchange(head + "\r\nreceipt=")
+            let second = try RawConnection(port: port)
+            _ = second.send(head(from: "203.0.113.1") + "\r\n" + chunk)
+            let refused = second.readUntilClosed()
             #expect(refused?.hasPrefix("HTTP/1.1 503") == true, "\(refused ?? "no answer")")
             #expect(refused?.lowercased().contains("retry-after: 1") == true)
             #expect(started.duration(to: clock.now) < .seconds(3))
 
+            // Another address's small body is answered meanwhile.
+            let tenant = try service.tenant()
+            let answered = try await service.post(
+                form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", try service.receipt(count: 1))],
+                headers: [("X-Forwarded-For", "198.51.100.1")])
+            #expect(answered.httpStatus != 503)
+
             // An unknown bearer key: 401 before a byte of the body is read, and the connection closed.
             started = clock.now
             let stranger = try RawConnection(port: port).exchange(
-                head + "Authorization: Bearer rvk_" + String(repeating: "0", count: 48) + "\r\n\r\nreceipt=")
+                head(from: "203.0.113.2") + "Authorization: Bearer rvk_" + String(repeating: "0", count: 48)
+                    + "\r\n\r\nreceipt=")
             #expect(stranger?.hasPrefix("HTTP/1.1 401") == true, "\(stranger ?? "no answer")")
             #expect(started.duration(to: clock.now) < .seconds(3))
-
-            // Once the holders go, the budget is free again.
-            holding.forEach { _ = $0.isClosed(within: 0) }
             withExtendedLifetime(holding) {}
+        }
+    }
+
+    /// N1 of the abuse run: 40 connections that declare 2 MiB bodies and trickle them hold a granule each (not what
+    /// they declare), from one address at most its share, and a paying client is answered while they wait.
+    @Test("slow strangers declaring large bodies take nothing from a paying client")
+    func slowStrangersTakeNothing() async throws {
+        try await withLiveService(.sqlite, serveArguments: ["--trusted-proxies", "127.0.0.1/32"]) { service in
+            let port = try Self.port(of: service)
+            let tenant = try service.tenant()
+            var strangers: [RawConnection] = []
+            for index in 0..<40 {
+                let connection = try RawConnection(port: port)
+                // Half from one address, half each from its own.
+                let address = index < 20 ? "203.0.113.7" : "198.51.100.\(index)"
+                _ = connection.send(
+                    "POST /api HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                        + "X-Forwarded-For: \(address)\r\nContent-Length: 2097152\r\n\r\na")
+                strangers.append(connection)
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            for _ in 0..<5 {
+                let answer = try await service.post(form: [
+                    ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", try service.receipt(count: 1)),
+                ])
+                #expect(answer.httpStatus != 503, "a paying client got 503 while strangers held bodies")
+            }
+            withExtendedLifetime(strangers) {}
         }
     }
 

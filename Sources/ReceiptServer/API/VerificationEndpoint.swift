@@ -54,7 +54,7 @@ struct VerificationEndpoint: Sendable {
         // The body's share of the memory budget, held until the answer is made; and whether the body was read whole
         // (if not, the connection closes after the answer rather than read what is left).
         var body = BodyReading()
-        defer { bodies.release(body.reserved) }
+        defer { bodies.release(body.reserved, for: body.address) }
         var parsedRequest: VerificationRequest?
         do {
             var parsed = try await read(request, context: context, into: &body, kind: kind)
@@ -126,12 +126,11 @@ struct VerificationEndpoint: Sendable {
     struct BodyReading {
         /// Bytes of the memory budget held for it.
         var reserved = 0
+        /// The client address it is held for.
+        var address = ""
         /// Whether it was read to its end.
         var isComplete = false
     }
-
-    /// The reservation granule for bodies without a `Content-Length`.
-    static let reservationStep = 64 << 10
 
     /// Reads the body within the size limit and the memory budget, after checking a bearer key (a stranger's large
     /// body is then never read), and decodes it.
@@ -150,7 +149,8 @@ struct VerificationEndpoint: Sendable {
         if request.headers[.authorization] != nil {
             try await checkKey(try bearerOrField(request, nil), from: context)
         }
-        let collected = try await Self.collect(request, limit: maximumBodySize, bodies: bodies, into: &body)
+        let collected = try await Self.collect(
+            request, limit: maximumBodySize, bodies: bodies, address: context.clientAddress, into: &body)
         do {
             return try RequestBody.decode(collected.readableBytesView, as: format)
         } catch {
@@ -158,21 +158,17 @@ struct VerificationEndpoint: Sendable {
         }
     }
 
-    /// Reads a request's body within `limit` bytes, holding its share of the memory budget in `body` (reserved by
-    /// `Content-Length` at once, else step by step as it arrives).
+    /// Reads a request's body within `limit` bytes, holding its share of the memory budget in `body` as it arrives
+    /// (``BodyBudget``).
     static func collect(
-        _ request: Request, limit maximumBodySize: Int, bodies: BodyBudget, into body: inout BodyReading
-    )
-        async throws -> ByteBuffer
-    {
+        _ request: Request, limit maximumBodySize: Int, bodies: BodyBudget, address: String,
+        into body: inout BodyReading
+    ) async throws -> ByteBuffer {
         let length = request.headers[.contentLength].flatMap(Int.init)
         if let length, length > maximumBodySize {
             throw HTTPFailure(status: ResponseStatus.payloadTooLarge, reason: "Content-Length \(length)")
         }
-        if let length, length > 0 {
-            guard bodies.reserve(length) else { throw Self.overloaded }
-            body.reserved = length
-        }
+        body.address = address
         var collected = ByteBuffer()
         do {
             for try await chunk in request.body {
@@ -181,9 +177,11 @@ struct VerificationEndpoint: Sendable {
                     throw HTTPFailure(
                         status: ResponseStatus.payloadTooLarge, reason: "body over \(maximumBodySize) bytes")
                 }
+                // Held as the bytes arrive, a granule at a time (the declared length is not taken on trust).
                 if total > body.reserved {
-                    let step = max(Self.reservationStep, total - body.reserved)
-                    guard bodies.reserve(step) else { throw Self.overloaded }
+                    let granules = (total - body.reserved + BodyBudget.granule - 1) / BodyBudget.granule
+                    let step = granules * BodyBudget.granule
+                    guard bodies.reserve(step, holding: body.reserved, for: address) else { throw Self.overloaded }
                     body.reserved += step
                 }
                 collected.writeImmutableBuffer(chunk)

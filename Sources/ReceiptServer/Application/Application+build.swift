@@ -174,7 +174,7 @@ func buildRouter(
     let authenticator = Authenticator(
         tenancy: tenancy, cacheTTL: configuration.authenticationCacheTTL, deadline: components.deadline)
     let failedAuthentications = FailedAuthentications(perSecond: configuration.failedAuthenticationsPerSecond)
-    let bodies = BodyBudget(limit: configuration.maximumBodyMemory)
+    let bodies = BodyBudget(limit: configuration.maximumBodyMemory, maximumBody: configuration.maximumBodySize)
     let endpoint = VerificationEndpoint(
         authenticator: authenticator, failedAuthentications: failedAuthentications, gate: components.gate,
         verification: verification, ledger: components.ledger, statuses: components.statuses,

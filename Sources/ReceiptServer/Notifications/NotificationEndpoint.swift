@@ -48,7 +48,7 @@ struct NotificationEndpoint: Sendable {
     func respond(to request: Request, context: ServerContext) async -> Response {
         let requestID = context.requestID
         var body = VerificationEndpoint.BodyReading()
-        defer { bodies.release(body.reserved) }
+        defer { bodies.release(body.reserved, for: body.address) }
         var type = "none"
         let outcomeLabel: String
         var response: Response
@@ -60,7 +60,7 @@ struct NotificationEndpoint: Sendable {
             // it runs, given back when the notification is taken.
             let spent = try failedNotifications.spend(address: context.clientAddress, app: app.id)
             let bytes = try await VerificationEndpoint.collect(
-                request, limit: Self.maximumBodySize, bodies: bodies, into: &body)
+                request, limit: Self.maximumBodySize, bodies: bodies, address: context.clientAddress, into: &body)
             let received: NotificationIntake.Received
             do {
                 received = try await intake.receive(
