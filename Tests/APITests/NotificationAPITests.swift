@@ -247,6 +247,47 @@ import Testing
         }
     }
 
+    @Test("a receiver that hangs with 2,000 deliveries due delays another app's fresh event by seconds at most")
+    func aHangingBacklogDoesNotDelayOtherTenants() async throws {
+        try await FakeWebhookReceiver.run { receiver, receiverURL in
+            try await withLiveService(.sqlite, serveArguments: ["--webhook-timeout", "5"]) { service in
+                let stuck = try service.tenant(appArguments: ["--allow-test-data"])
+                _ = try Self.addEndpoint(service, stuck.token, url: receiverURL + "/hang", ["--event", "notification"])
+                receiver.set("/hang", .hang(.seconds(30)))
+                // 2,000 events due for the hanging receiver.
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for worker in 0..<8 {
+                        group.addTask {
+                            for index in stride(from: worker, to: 2_000, by: 8) {
+                                let payload = try Self.notification(service, "TEST", uuid: "backlog-\(index)")
+                                let answer = try await Self.send(service, stuck.token, payload)
+                                guard answer.httpStatus == 200 else {
+                                    throw SetupError("notification \(index) refused")
+                                }
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                // The deliverer is at the backlog (the receiver answers nothing for 30 s).
+                try await Task.sleep(for: .seconds(2))
+
+                // Another app's fresh event goes out beside the backlog.
+                let other = try service.tenant(appArguments: ["--allow-test-data"])
+                let good = try Self.addEndpoint(
+                    service, other.token, url: receiverURL + "/good", ["--event", "notification"])
+                receiver.expect(secret: good.secret, on: "/good")
+                let clock = ContinuousClock()
+                let sent = clock.now
+                let payload = try Self.notification(service, "TEST", uuid: "fresh-1")
+                #expect(try await Self.send(service, other.token, payload).httpStatus == 200)
+                #expect(try await receiver.wait(for: .seconds(30)) { _ in !receiver.accepted(on: "/good").isEmpty })
+                let delay = sent.duration(to: clock.now)
+                #expect(delay < .seconds(5), "the fresh event waited \(delay)")
+            }
+        }
+    }
+
     @Test("hanging, failing and redirecting receivers do not hold the others", arguments: StoreKind.available)
     func badReceiversDoNotBlockOthers(kind: StoreKind) async throws {
         try await FakeWebhookReceiver.run { receiver, receiverURL in

@@ -183,11 +183,15 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
         try await base.removeWebhookEndpoint(id: id, appID: appID)
     }
     func recordEvents(_ events: [WebhookEvent]) async throws { try await base.recordEvents(events) }
-    func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int) async throws -> [WebhookDeliveryTask] {
-        try await base.claimWebhookDeliveries(dueBy: now, lease: lease, limit: limit)
+    func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int, perEndpoint: Int) async throws
+        -> [WebhookDeliveryTask]
+    {
+        try await base.claimWebhookDeliveries(dueBy: now, lease: lease, limit: limit, perEndpoint: perEndpoint)
     }
-    func recordWebhookDeliveries(_ attempts: [WebhookAttempt], at date: Date) async throws {
-        try await base.recordWebhookDeliveries(attempts, at: date)
+    func recordWebhookDeliveries(_ attempts: [WebhookAttempt], at date: Date, breaker: WebhookCircuitBreaker)
+        async throws
+    {
+        try await base.recordWebhookDeliveries(attempts, at: date, breaker: breaker)
     }
     func webhookEvents(_ query: WebhookEventQuery) async throws -> [WebhookEventRecord] {
         try await base.webhookEvents(query)

@@ -274,6 +274,113 @@ import Testing
         }
     }
 
+    static func event(_ app: App, at offset: TimeInterval) -> WebhookEvent {
+        WebhookEvent(
+            appID: app.id, environment: .production, kind: .test, createdAt: start.addingTimeInterval(offset),
+            data: JSONObject(capacity: 0))
+    }
+
+    static func record(
+        _ store: any DataStore, _ tasks: [WebhookDeliveryTask], _ outcome: WebhookDeliveryOutcome, at date: Date,
+        breaker: WebhookCircuitBreaker
+    ) async throws {
+        let attempts: [WebhookAttempt] = tasks.map { (task: $0, outcome: outcome) }
+        try await store.recordWebhookDeliveries(attempts, at: date, breaker: breaker)
+    }
+
+    static func claim(_ store: any DataStore, _ now: Date, limit: Int = 10) async throws -> [WebhookDeliveryTask] {
+        try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: limit, perEndpoint: 2)
+    }
+
+    @Test(
+        "deliveries are claimed in turns across endpoints, two in flight per endpoint, none while it is paused",
+        arguments: StoreKind.available)
+    func deliveriesAreFairAndAnEndpointThatKeepsFailingIsPaused(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, busy in try await Self.fairness(store, busy) }
+    }
+
+    static func fairness(_ store: any DataStore, _ busy: App) async throws {
+        let quiet = TenancyStoreContractTests.app(accountID: busy.accountID, bundleIDs: ["com.example.quiet"])
+        try await store.insertApp(quiet)
+        let hanging = Self.endpoint(busy)
+        let fresh = Self.endpoint(quiet)
+        try await store.addWebhookEndpoint(hanging)
+        try await store.addWebhookEndpoint(fresh)
+        // The busy app's backlog is older than the quiet app's one event.
+        try await store.recordEvents((0..<20).map { Self.event(busy, at: Double($0)) })
+        let news = Self.event(quiet, at: 100)
+        try await store.recordEvents([news])
+        let now = Self.start.addingTimeInterval(200)
+        let first = try await Self.claim(store, now, limit: 3)
+        #expect(first.count == 3)
+        #expect(first.contains { $0.event.id == news.id }, "the fresh event waits behind the backlog")
+        #expect(first.filter { $0.endpointID == hanging.id }.count == 2)
+        // Two of the hanging endpoint's are in flight: none more, however many are due.
+        #expect(try await Self.claim(store, now).isEmpty)
+        let delivered = try #require(first.first { $0.event.id == news.id })
+        try await store.recordWebhookDelivery(delivered, outcome: .delivered(status: 204), at: now)
+
+        // Its attempts fail, round after round: at the breaker's threshold it is paused, its due deliveries wait.
+        let breaker = WebhookCircuitBreaker(threshold: 4, firstPause: .seconds(100))
+        let firstRound = first.filter { $0.endpointID == hanging.id }
+        try await Self.record(
+            store, firstRound, .retry(next: now, status: 503, error: "HTTP 503"), at: now, breaker: breaker)
+        let secondRound = try await Self.claim(store, now)
+        #expect(secondRound.count == 2)
+        try await Self.record(
+            store, secondRound, .retry(next: now, status: 503, error: "HTTP 503"), at: now, breaker: breaker)
+        #expect(try await Self.claim(store, now).isEmpty)
+        let paused = now.addingTimeInterval(79)
+        #expect(try await Self.claim(store, paused).isEmpty)
+        let waiting = try await store.webhookEvents(WebhookEventQuery(appID: busy.id, state: .pending))
+        let nextAttempts = waiting.compactMap { $0.deliveries.first?.nextAttemptAt }
+        #expect(nextAttempts.count == 20 && nextAttempts.allSatisfy { $0 > paused })
+        let resumed = now.addingTimeInterval(121)
+        let probe = try await Self.claim(store, resumed)
+        #expect(probe.count == 2 && probe.allSatisfy { $0.endpointID == hanging.id })
+        // A delivery ends the run: no pause after the next failure.
+        try await Self.record(store, [probe[0]], .delivered(status: 200), at: resumed, breaker: breaker)
+        try await Self.record(
+            store, [probe[1]], .retry(next: resumed, status: 500, error: "HTTP 500"), at: resumed, breaker: breaker)
+        #expect(try await Self.claim(store, resumed).count == 2)
+    }
+
+    @Test(
+        "a redelivery starts a fresh budget and never sends a delivery in flight twice", arguments: StoreKind.available)
+    func aRedeliveryStartsAFreshBudgetAndLeavesFlightsAlone(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            let endpoint = Self.endpoint(app)
+            try await store.addWebhookEndpoint(endpoint)
+            let old = WebhookEvent(
+                appID: app.id, environment: .production, kind: .test, createdAt: Self.start,
+                data: JSONObject(capacity: 0))
+            let flying = WebhookEvent(
+                appID: app.id, environment: .production, kind: .test, createdAt: Self.start.addingTimeInterval(1),
+                data: JSONObject(capacity: 0))
+            try await store.recordEvents([old, flying])
+            let now = Self.start.addingTimeInterval(4 * 86_400)
+            let claimed = try await store.claimWebhookDeliveries(
+                dueBy: now, lease: .seconds(60), limit: 10, perEndpoint: 2)
+            let dead = try #require(claimed.first { $0.event.id == old.id })
+            try await store.recordWebhookDelivery(dead, outcome: .dead(status: 500, error: "HTTP 500"), at: now)
+            // The other is in flight: a redelivery of everything leaves it to its attempt.
+            let later = now.addingTimeInterval(5)
+            #expect(try await store.redeliverWebhookEvents(WebhookEventQuery(appID: app.id), at: later) == 1)
+            let again = try await store.claimWebhookDeliveries(
+                dueBy: later, lease: .seconds(60), limit: 10, perEndpoint: 2)
+            #expect(again.map(\.event.id) == [old.id])
+            // Four days after the event, its redelivery has a fresh budget: a failure is retried, not dead.
+            let redelivered = try #require(again.first)
+            #expect(redelivered.attempts == 0 && redelivered.startedAt == later)
+            let outcome = redelivered.outcome(
+                status: 500, error: nil, policy: RetryPolicy(first: .seconds(30)), now: later)
+            guard case .retry = outcome else {
+                Issue.record("a redelivered event was dead at its first failure: \(outcome)")
+                return
+            }
+        }
+    }
+
     @Test(
         "deliveries of a disabled account or app wait, and are claimed once it is enabled",
         arguments: StoreKind.available)
@@ -288,15 +395,20 @@ import Testing
             var account = try #require(try await store.account(id: app.accountID))
             account.isEnabled = false
             #expect(try await store.updateAccount(account))
-            #expect(try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 10).isEmpty)
+            #expect(
+                try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 10, perEndpoint: 10)
+                    .isEmpty)
             account.isEnabled = true
             #expect(try await store.updateAccount(account))
             var disabled = app
             disabled.isEnabled = false
             #expect(try await store.updateApp(disabled))
-            #expect(try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 10).isEmpty)
+            #expect(
+                try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 10, perEndpoint: 10)
+                    .isEmpty)
             #expect(try await store.updateApp(app))
-            let claimed = try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 10)
+            let claimed = try await store.claimWebhookDeliveries(
+                dueBy: now, lease: .seconds(60), limit: 10, perEndpoint: 10)
             #expect(claimed.map(\.event.id) == [event.id])
         }
     }
@@ -316,21 +428,30 @@ import Testing
             // Concurrent claims (as from several servers) take each delivery once.
             let claims = try await withThrowingTaskGroup(of: [WebhookDeliveryTask].self) { group in
                 for _ in 0..<4 {
-                    group.addTask { try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 2) }
+                    group.addTask {
+                        try await store.claimWebhookDeliveries(
+                            dueBy: now, lease: .seconds(60), limit: 2, perEndpoint: 10)
+                    }
                 }
                 return try await group.reduce(into: []) { $0 += $1 }
             }
-            let claimedIDs = claims.map(\.event.id.uuidString).sorted()
+            // (On PostgreSQL a claim that finds the endpoint's row locked by another claim skips it: what the others
+            // left is claimed next.)
+            let rest = try await store.claimWebhookDeliveries(
+                dueBy: now, lease: .seconds(60), limit: 10, perEndpoint: 10)
+            let claimedIDs = (claims + rest).map(\.event.id.uuidString).sorted()
             #expect(claimedIDs == events.map(\.id.uuidString).sorted())
-            for claim in claims {
+            for claim in claims + rest {
                 #expect(claim.url == endpoint.url)
                 #expect(claim.secret == endpoint.secret)
                 #expect(claim.attempts == 0)
             }
-            #expect(try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 10).isEmpty)
+            #expect(
+                try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 10, perEndpoint: 10)
+                    .isEmpty)
             // Leases end: claimed again.
             let again = try await store.claimWebhookDeliveries(
-                dueBy: now.addingTimeInterval(61), lease: .seconds(60), limit: 10)
+                dueBy: now.addingTimeInterval(61), lease: .seconds(60), limit: 10, perEndpoint: 10)
             #expect(again.count == 3)
 
             let byID = Dictionary(uniqueKeysWithValues: again.map { ($0.event.id, $0) })
@@ -361,7 +482,7 @@ import Testing
                     == [events[2].id])
 
             let retry = try await store.claimWebhookDeliveries(
-                dueBy: now.addingTimeInterval(31), lease: .seconds(60), limit: 10)
+                dueBy: now.addingTimeInterval(31), lease: .seconds(60), limit: 10, perEndpoint: 10)
             #expect(retry.map(\.event.id) == [events[1].id] && retry.first?.attempts == 1)
 
             // Redelivery makes the dead one due now; the delivered one only when asked by id.
@@ -370,7 +491,8 @@ import Testing
             #expect(
                 try await store.redeliverWebhookEvents(
                     WebhookEventQuery(appID: app.id, state: .delivered, eventIDs: [events[0].id]), at: now) == 1)
-            let redelivered = try await store.claimWebhookDeliveries(dueBy: now, lease: .seconds(60), limit: 10)
+            let redelivered = try await store.claimWebhookDeliveries(
+                dueBy: now, lease: .seconds(60), limit: 10, perEndpoint: 10)
             #expect(Set(redelivered.map(\.event.id)) == [events[0].id, events[2].id])
 
             // Removing the endpoint removes its deliveries.
@@ -505,7 +627,8 @@ import Testing
             try await store.addWebhookEndpoint(plain)
             let first = Self.notification("TEST", uuid: "t-1", signedAt: Self.startMilliseconds, transaction: nil)
             _ = try await store.recordNotification(Self.record(first, app: app))
-            var claimed = try await store.claimWebhookDeliveries(dueBy: Self.start, lease: .seconds(60), limit: 10)
+            var claimed = try await store.claimWebhookDeliveries(
+                dueBy: Self.start, lease: .seconds(60), limit: 10, perEndpoint: 10)
             #expect(claimed.map(\.endpointID) == [plain.id])
             #expect(claimed.first?.signedPayload == nil)
 
@@ -514,7 +637,7 @@ import Testing
             let second = Self.notification("TEST", uuid: "t-2", signedAt: Self.startMilliseconds, transaction: nil)
             _ = try await store.recordNotification(Self.record(second, app: app, at: 1))
             claimed = try await store.claimWebhookDeliveries(
-                dueBy: Self.start.addingTimeInterval(1), lease: .seconds(60), limit: 10)
+                dueBy: Self.start.addingTimeInterval(1), lease: .seconds(60), limit: 10, perEndpoint: 10)
             #expect(Set(claimed.map(\.endpointID)) == [plain.id, forwarding.id])
             #expect(claimed.first { $0.endpointID == forwarding.id }?.signedPayload == "h.p.s")
             #expect(claimed.first { $0.endpointID == plain.id }?.signedPayload == nil)

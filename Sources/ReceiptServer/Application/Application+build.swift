@@ -58,6 +58,7 @@ public func buildApplication(
             store: tenancy.store, tenancy: tenancy,
             client: WebhookClient(timeout: configuration.webhookTimeout, logger: logger),
             policy: configuration.webhookRetry, perSecond: configuration.webhookDeliveriesPerSecond,
+            breaker: WebhookCircuitBreaker(firstPause: configuration.webhookRetry.first),
             deadline: components.deadline, metrics: metrics.factory, logger: logger))
     extraServices.append(
         SubscriptionExpirer(

@@ -8,11 +8,14 @@ import ServiceLifecycle
 
 /// Delivers the outbox's events to the customers' webhook endpoints (docs/webhooks.md, "Deliveries").
 ///
-/// Every ``interval`` it claims the due deliveries, at most ``perSecond`` a second (leased, so that several servers
-/// share them and each is attempted by one: a backlog drains beside the requests, not instead of them), POSTs each
-/// signed, at most ``concurrency`` at a time so that a receiver that hangs holds one slot for at most the client's
-/// timeout, and records the outcomes (a slot's worth in one transaction): delivered on a 2xx;
-/// otherwise retried by ``policy`` (a 3xx too: redirects are not followed) until the event is 72 hours old, then
+/// It keeps up to ``concurrency`` deliveries in flight and fills the places as they free up (a quarter at a time, or
+/// every ``interval``), claiming at most ``perSecond`` a second (leased, so that several servers share them and each
+/// is attempted by one: a backlog drains beside the requests, not instead of them). The store's claim takes due
+/// deliveries in turns across endpoints, at most two in flight per endpoint, none of an endpoint the circuit breaker
+/// paused (``WebhookCircuitBreaker``): a receiver that hangs holds two places for at most the client's timeout, and
+/// other tenants' fresh events go out beside its backlog. Each is POSTed signed, and the outcomes are recorded a
+/// lot at a time (one transaction): delivered on a 2xx; otherwise retried by ``policy`` with jitter (a 3xx too:
+/// redirects are not followed) until its budget of time ends (72 hours from the event, or from its redelivery), then
 /// dead. A delivery whose outcome cannot be recorded is claimed again when its lease ends: at least once, never lost.
 struct WebhookDeliverer: Service {
     let store: any DataStore
@@ -24,73 +27,98 @@ struct WebhookDeliverer: Service {
     var perSecond = 100
     /// Deliveries in flight at once.
     var concurrency = 16
+    /// When an endpoint that keeps failing is paused.
+    var breaker = WebhookCircuitBreaker()
     let deadline: StoreDeadline
     let metrics: any MetricsFactory
     let logger: Logger
 
-    /// How long a claim holds its deliveries from other servers: longer than its whole batch may take, every
-    /// attempt waiting for the client's timeout, `concurrency` at a time.
-    func lease(for claimed: Int) -> Duration {
-        client.timeout * max(1, (claimed + concurrency - 1) / concurrency) + .seconds(30)
+    /// How long a claim holds its deliveries from other servers: longer than one attempt may take.
+    var lease: Duration { client.timeout + .seconds(30) }
+
+    /// What ended a wait: an attempt, or the interval.
+    private enum Step: Sendable {
+        case attempt(WebhookAttempt)
+        case tick
     }
 
     func run() async throws {
         var backlogReadAt = ContinuousClock.now - .seconds(60)
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            // A pause first (the store is migrated while the server starts), none after a full batch.
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
-            guard !Task.isShuttingDownGracefully && !Task.isCancelled else { break }
-            _ = await runOnce(now: Date())
-            if ContinuousClock.now - backlogReadAt >= .seconds(10) {
-                backlogReadAt = ContinuousClock.now
-                await recordBacklog()
+        var window = (start: ContinuousClock.now, claimed: 0)
+        await withTaskGroup(of: Step.self) { group in
+            var running = 0
+            var attempted: [WebhookAttempt] = []
+            var oldestUnrecorded: ContinuousClock.Instant?
+            // A pause first: the store is migrated while the server starts.
+            group.addTask { await Self.tick(after: interval) }
+            var ticking = true
+            while let step = await group.next() {
+                var ticked = false
+                switch step {
+                case .tick:
+                    ticking = false
+                    ticked = true
+                case .attempt(let attempt):
+                    running -= 1
+                    attempted.append(attempt)
+                    oldestUnrecorded = oldestUnrecorded ?? .now
+                }
+                let stopping = Task.isShuttingDownGracefully || Task.isCancelled
+                // Outcomes are recorded a lot at a time (a quarter of the places, or once the first waited a second,
+                // or when nothing else runs): on SQLite every commit makes the server's cached reads look again.
+                if let since = oldestUnrecorded,
+                    attempted.count >= max(1, concurrency / 4) || ContinuousClock.now - since >= .seconds(1)
+                        || running == 0 || stopping
+                {
+                    await record(attempted)
+                    attempted.removeAll()
+                    oldestUnrecorded = nil
+                }
+                if stopping {
+                    if running == 0 { break }
+                    continue
+                }
+                // The places freed are filled (a quarter at a time, or on the interval), within the rate.
+                let free = concurrency - running
+                if ContinuousClock.now - window.start >= .seconds(1) { window = (.now, 0) }
+                let allowed = min(free, perSecond - window.claimed)
+                if allowed > 0, ticked || free >= max(1, concurrency / 4) {
+                    for task in await claim(allowed) {
+                        group.addTask { .attempt(await deliver(task)) }
+                        running += 1
+                        window.claimed += 1
+                    }
+                }
+                if !ticking {
+                    group.addTask { await Self.tick(after: interval) }
+                    ticking = true
+                }
+                if ContinuousClock.now - backlogReadAt >= .seconds(10) {
+                    backlogReadAt = ContinuousClock.now
+                    await recordBacklog()
+                }
             }
+            group.cancelAll()
         }
         try? await client.shutdown()
     }
 
-    /// Claims the due deliveries and attempts each; returns how many were claimed.
-    func runOnce(now: Date) async -> Int {
-        let tasks: [WebhookDeliveryTask]
+    private static func tick(after interval: Duration) async -> Step {
+        try? await Task.sleep(for: interval)
+        return .tick
+    }
+
+    /// Claims up to `limit` due deliveries.
+    func claim(_ limit: Int, now: Date = Date()) async -> [WebhookDeliveryTask] {
         do {
-            let limit = max(1, Int(Double(perSecond) * Double(interval.components.seconds)))
-            let lease = lease(for: limit)
-            tasks = try await deadline.run("claiming webhook deliveries") { [store] in
-                try await store.claimWebhookDeliveries(dueBy: now, lease: lease, limit: limit)
+            return try await deadline.run("claiming webhook deliveries") { [store, lease] in
+                try await store.claimWebhookDeliveries(
+                    dueBy: now, lease: lease, limit: limit, perEndpoint: WebhookCircuitBreaker.inFlightPerEndpoint)
             }
         } catch {
             logger.warning("webhook deliveries could not be claimed", metadata: ["error": "\(error)"])
-            return 0
+            return []
         }
-        // Outcomes are recorded a slot's worth at a time (or once the first of them waited a second), each lot in
-        // one transaction: on SQLite every commit makes the server's cached reads (an account's standing) look again,
-        // so one commit per delivery would cost /api. An outcome not recorded is attempted again after the lease.
-        await withTaskGroup(of: WebhookAttempt.self) { group in
-            var running = 0
-            var attempted: [WebhookAttempt] = []
-            var waitingSince: ContinuousClock.Instant?
-            func add(_ attempt: WebhookAttempt) async {
-                attempted.append(attempt)
-                let since = waitingSince ?? .now
-                waitingSince = since
-                if attempted.count >= concurrency || ContinuousClock.now - since >= .seconds(1) {
-                    await record(attempted)
-                    attempted.removeAll()
-                    waitingSince = nil
-                }
-            }
-            for task in tasks {
-                if running == concurrency, let attempt = await group.next() {
-                    running -= 1
-                    await add(attempt)
-                }
-                group.addTask { await deliver(task) }
-                running += 1
-            }
-            for await attempt in group { await add(attempt) }
-            await record(attempted)
-        }
-        return tasks.count
     }
 
     /// Records the attempts' outcomes in one transaction.
@@ -98,7 +126,7 @@ struct WebhookDeliverer: Service {
         guard !attempts.isEmpty else { return }
         do {
             try await deadline.run("recording webhook deliveries") { [store] in
-                try await store.recordWebhookDeliveries(attempts, at: Date())
+                try await store.recordWebhookDeliveries(attempts, at: Date(), breaker: breaker)
             }
         } catch {
             logger.warning(

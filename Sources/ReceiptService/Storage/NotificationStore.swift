@@ -37,15 +37,21 @@ public protocol WebhookStore: StoreLifecycle {
     func removeWebhookEndpoint(id: UUID, appID: UUID) async throws -> Bool
     /// Records events made outside a notification (a test, a ledger change), each with its deliveries.
     func recordEvents(_ events: [WebhookEvent]) async throws
-    /// Up to `limit` pending deliveries due by `now`, oldest due first, each leased until `now + lease`.
-    func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int) async throws -> [WebhookDeliveryTask]
+    /// Up to `limit` pending deliveries due by `now`, each leased until `now + lease`: taken in turns across endpoints
+    /// (each endpoint's oldest due first), at most `perEndpoint` in flight per endpoint (those leased by any server
+    /// count), none of a paused endpoint (``WebhookCircuitBreaker``) or of a disabled app or account.
+    func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int, perEndpoint: Int) async throws
+        -> [WebhookDeliveryTask]
     /// Records attempts' outcomes, in one transaction (one commit: on SQLite every commit makes the server's cached
-    /// reads look again).
-    func recordWebhookDeliveries(_ attempts: [WebhookAttempt], at date: Date) async throws
+    /// reads look again), and each endpoint's run of failures: a delivery clears it, a failure lengthens it, and past
+    /// the breaker's threshold the endpoint is paused and its due deliveries wait for the end of the pause.
+    func recordWebhookDeliveries(_ attempts: [WebhookAttempt], at date: Date, breaker: WebhookCircuitBreaker)
+        async throws
     /// The app's events with their deliveries, newest first.
     func webhookEvents(_ query: WebhookEventQuery) async throws -> [WebhookEventRecord]
     /// Makes the deliveries of the query's events (those in the query's state, if it names one; else those not
-    /// delivered) pending and due at `date`, attempts kept; returns how many.
+    /// delivered) pending and due at `date`, with a fresh budget of attempts and time (counted from `date`); a
+    /// delivery in flight (leased) is left to its attempt, never sent twice. Returns how many.
     func redeliverWebhookEvents(_ query: WebhookEventQuery, at date: Date) async throws -> Int
     /// The pending deliveries: how many, and when the oldest event among them was made.
     func webhookBacklog() async throws -> (pending: Int, oldest: Date?)
@@ -59,6 +65,14 @@ extension WebhookStore {
     public func recordWebhookDelivery(_ task: WebhookDeliveryTask, outcome: WebhookDeliveryOutcome, at date: Date)
         async throws
     {
-        try await recordWebhookDeliveries([(task, outcome)], at: date)
+        try await recordWebhookDeliveries([(task, outcome)], at: date, breaker: WebhookCircuitBreaker())
+    }
+
+    /// ``claimWebhookDeliveries(dueBy:lease:limit:perEndpoint:)`` with the deliverer's cap per endpoint.
+    public func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int) async throws
+        -> [WebhookDeliveryTask]
+    {
+        try await claimWebhookDeliveries(
+            dueBy: now, lease: lease, limit: limit, perEndpoint: WebhookCircuitBreaker.inFlightPerEndpoint)
     }
 }

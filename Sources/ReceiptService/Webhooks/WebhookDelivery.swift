@@ -15,11 +15,13 @@ public struct WebhookDeliveryTask: Sendable, Equatable {
     public var signedPayload: String?
     /// Attempts made so far.
     public var attempts: Int
+    /// When its budget of time began: the event's creation, or its last redelivery.
+    public var startedAt: Date
 
     /// Creates a task.
     public init(
         event: WebhookEvent, endpointID: UUID, url: String, secret: SealedSecret, signedPayload: String?,
-        attempts: Int
+        attempts: Int, startedAt: Date? = nil
     ) {
         self.event = event
         self.endpointID = endpointID
@@ -27,6 +29,7 @@ public struct WebhookDeliveryTask: Sendable, Equatable {
         self.secret = secret
         self.signedPayload = signedPayload
         self.attempts = attempts
+        self.startedAt = startedAt ?? event.createdAt
     }
 }
 
@@ -53,13 +56,13 @@ public enum WebhookDeliveryState: String, Sendable, CaseIterable {
 extension WebhookDeliveryTask {
     /// What an attempt came to when the receiver answered HTTP `status`, or (nil) failed with `error` before
     /// answering: a 2xx is delivered; anything else, a redirect included (never followed), is retried under `policy`
-    /// or dead once it gives up.
+    /// or dead once it gives up (its time counted from ``startedAt``).
     public func outcome(status: Int?, error: String?, policy: RetryPolicy, now: Date) -> WebhookDeliveryOutcome {
         if let status, (200...299).contains(status) { return .delivered(status: status) }
         let reason =
             status.map { (300...399).contains($0) ? "redirects are not followed" : "HTTP \($0)" }
             ?? error ?? "no answer"
-        return policy.failure(attempts: attempts + 1, created: event.createdAt, now: now, status: status, error: reason)
+        return policy.failure(attempts: attempts + 1, created: startedAt, now: now, status: status, error: reason)
     }
 }
 
@@ -177,5 +180,40 @@ extension WebhookEventRecord {
                     return .object(item)
                 }))
         return object
+    }
+}
+
+/// When an endpoint that keeps failing is paused: after ``threshold`` failed attempts in a row (no delivery between)
+/// its deliveries wait ``firstPause``, doubling with each further round of failures up to ``longestPause``, jittered so that
+/// endpoints paused together do not come back together. A delivery ends the run. Deliveries in flight are capped per
+/// endpoint (``inFlightPerEndpoint``), so that a receiver that hangs holds few of a server's slots.
+public struct WebhookCircuitBreaker: Sendable, Equatable {
+    /// Failures in a row that pause the endpoint.
+    public var threshold: Int
+    /// The first pause.
+    public var firstPause: Duration
+    /// The longest pause.
+    public var longestPause: Duration
+
+    /// Deliveries of one endpoint in flight at once, across servers.
+    public static let inFlightPerEndpoint = 2
+
+    /// Creates a breaker.
+    public init(threshold: Int = 5, firstPause: Duration = .seconds(30), longestPause: Duration = .seconds(3_600)) {
+        self.threshold = threshold
+        self.firstPause = firstPause
+        self.longestPause = longestPause
+    }
+
+    /// The pause after `failures` failures in a row, or nil below the threshold; `jitter` in 0...1 picks where in
+    /// 80–120 % of the doubling pause it falls.
+    public func pause(afterFailures failures: Int, jitter: Double = Double.random(in: 0...1)) -> Duration? {
+        guard failures >= threshold else { return nil }
+        let first = Double(firstPause.components.seconds)
+        let longest = Double(longestPause.components.seconds)
+        // Doubled for each round of attempts after a pause (as many as may be in flight), not for each failure.
+        let rounds = (failures - threshold) / Self.inFlightPerEndpoint
+        let doubled = min(longest, first * pow(2, Double(min(rounds, 30))))
+        return .milliseconds(Int64(doubled * (0.8 + 0.4 * jitter) * 1_000))
     }
 }

@@ -39,20 +39,33 @@ extension PostgresStore: WebhookStore {
         try await transaction { connection in try await self.insertEvents(events, on: connection) }
     }
 
-    public func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int) async throws
+    public func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int, perEndpoint: Int) async throws
         -> [WebhookDeliveryTask]
     {
         let leased = now.addingTimeInterval(Double(lease.components.seconds))
         return try await transaction { connection in
+            // Each endpoint's oldest due first (its own index), in turns across endpoints; an endpoint holds at most
+            // `perEndpoint` deliveries in flight (leased and not yet recorded), and a paused one none. The endpoint
+            // rows are locked, so that two servers' claims do not both fill one endpoint's places; a row another
+            // claim leased meanwhile is no longer due, and the update's own condition skips it.
             let claimed = try await self.rows(
                 """
-                UPDATE webhook_deliveries SET next_attempt_at = \(leased)
+                UPDATE webhook_deliveries SET next_attempt_at = \(leased), leased_until = \(leased)
                 WHERE (event_id, endpoint_id) IN (
-                    SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
-                    JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN apps a ON a.id = w.app_id
-                    JOIN accounts c ON c.id = a.account_id
-                    WHERE d.state = 'pending' AND d.next_attempt_at <= \(now) AND a.enabled AND c.enabled
-                    ORDER BY d.next_attempt_at LIMIT \(limit) FOR UPDATE OF d SKIP LOCKED)
+                    SELECT x.event_id, x.endpoint_id FROM webhook_endpoints w
+                    JOIN apps a ON a.id = w.app_id JOIN accounts c ON c.id = a.account_id
+                    CROSS JOIN LATERAL (
+                        SELECT d.event_id, d.endpoint_id, d.next_attempt_at,
+                            row_number() OVER (ORDER BY d.next_attempt_at) AS turn
+                        FROM webhook_deliveries d
+                        WHERE d.endpoint_id = w.id AND d.state = 'pending' AND d.next_attempt_at <= \(now)
+                        ORDER BY d.next_attempt_at LIMIT \(perEndpoint)) x
+                    WHERE a.enabled AND c.enabled AND (w.paused_until IS NULL OR w.paused_until <= \(now))
+                        AND x.turn <= \(perEndpoint) - (
+                            SELECT count(*) FROM webhook_deliveries f
+                            WHERE f.endpoint_id = w.id AND f.state = 'pending' AND f.leased_until > \(now))
+                    ORDER BY x.turn, x.next_attempt_at LIMIT \(limit) FOR UPDATE OF w SKIP LOCKED)
+                    AND state = 'pending' AND next_attempt_at <= \(now)
                 RETURNING event_id, endpoint_id
                 """, on: connection)
             guard !claimed.isEmpty else { return [] }
@@ -68,20 +81,59 @@ extension PostgresStore: WebhookStore {
         }
     }
 
-    public func recordWebhookDeliveries(_ attempts: [WebhookAttempt], at date: Date) async throws {
+    public func recordWebhookDeliveries(
+        _ attempts: [WebhookAttempt], at date: Date, breaker: WebhookCircuitBreaker
+    ) async throws {
         guard !attempts.isEmpty else { return }
         try await transaction { connection in
             for (task, outcome) in attempts {
                 let columns = StoredForm.deliveryColumns(outcome, at: date)
-                try await self.rows(
+                let recorded = try await self.rows(
                     """
                     UPDATE webhook_deliveries SET state = \(columns.state), attempts = attempts + 1,
                         next_attempt_at = \(columns.next), last_status = \(columns.status),
-                        last_error = \(columns.error), delivered_at = \(columns.delivered)
+                        last_error = \(columns.error), delivered_at = \(columns.delivered), leased_until = NULL
                     WHERE event_id = \(task.event.id) AND endpoint_id = \(task.endpointID) AND state = 'pending'
+                    RETURNING event_id
                     """, on: connection)
+                guard !recorded.isEmpty else { continue }
+                try await self.recordEndpointRun(
+                    task.endpointID, delivered: columns.state == "delivered", at: date, breaker: breaker,
+                    on: connection)
             }
         }
+    }
+
+    /// Ends or lengthens the endpoint's run of failures; past the breaker's threshold, pauses it and moves its due
+    /// deliveries (those not in flight) to the end of the pause.
+    private func recordEndpointRun(
+        _ endpointID: UUID, delivered: Bool, at date: Date, breaker: WebhookCircuitBreaker,
+        on connection: PostgresConnection
+    ) async throws {
+        guard !delivered else {
+            try await rows(
+                "UPDATE webhook_endpoints SET consecutive_failures = 0, paused_until = NULL WHERE id = \(endpointID)",
+                on: connection)
+            return
+        }
+        let failures =
+            try await rows(
+                """
+                UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1 WHERE id = \(endpointID)
+                RETURNING consecutive_failures
+                """, on: connection
+            ).first.map { try $0.int("consecutive_failures") } ?? 0
+        guard let pause = breaker.pause(afterFailures: failures) else { return }
+        let until = date.addingTimeInterval(
+            Double(pause.components.seconds) + Double(pause.components.attoseconds) / 1e18)
+        try await rows(
+            "UPDATE webhook_endpoints SET paused_until = \(until) WHERE id = \(endpointID)", on: connection)
+        try await rows(
+            """
+            UPDATE webhook_deliveries SET next_attempt_at = \(until)
+            WHERE endpoint_id = \(endpointID) AND state = 'pending' AND next_attempt_at < \(until)
+                AND (leased_until IS NULL OR leased_until <= \(date))
+            """, on: connection)
     }
 
     public func webhookEvents(_ query: WebhookEventQuery) async throws -> [WebhookEventRecord] {
@@ -117,8 +169,10 @@ extension PostgresStore: WebhookStore {
         return try await run {
             try await rows(
                 """
-                UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = \(date), delivered_at = NULL
-                WHERE state = ANY(\(states)::text[]) AND event_id IN (
+                UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = \(date), delivered_at = NULL,
+                    attempts = 0, started_at = \(date)
+                WHERE state = ANY(\(states)::text[]) AND (leased_until IS NULL OR leased_until <= \(date))
+                    AND event_id IN (
                     SELECT e.id FROM webhook_events e
                     WHERE e.app_id = \(query.appID) AND (\(since)::timestamptz IS NULL OR e.created_at >= \(since))
                         AND (\(ids)::uuid[] IS NULL OR e.id = ANY(\(ids)::uuid[]))

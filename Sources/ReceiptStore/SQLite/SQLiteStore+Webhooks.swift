@@ -43,22 +43,37 @@ extension SQLiteStore: WebhookStore {
         try await transaction { try await self.insertEvents(events) }
     }
 
-    public func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int) async throws
+    public func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int, perEndpoint: Int) async throws
         -> [WebhookDeliveryTask]
     {
         let leased = now.addingTimeInterval(Double(lease.components.seconds))
         return try await transaction {
+            // Each endpoint's oldest due first, in turns across endpoints; an endpoint holds at most `perEndpoint`
+            // deliveries in flight (leased and not yet recorded), and a paused one none.
             let claimed = try await self.query(
                 """
-                UPDATE webhook_deliveries SET next_attempt_at = ?
+                UPDATE webhook_deliveries SET next_attempt_at = ?, leased_until = ?
                 WHERE (event_id, endpoint_id) IN (
-                    SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
-                    JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN apps a ON a.id = w.app_id
-                    JOIN accounts c ON c.id = a.account_id
-                    WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND a.enabled AND c.enabled
-                    ORDER BY d.next_attempt_at LIMIT ?)
+                    SELECT event_id, endpoint_id FROM (
+                        SELECT d.event_id, d.endpoint_id, d.next_attempt_at,
+                            row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at) AS turn,
+                            coalesce(f.flying, 0) AS flying
+                        FROM webhook_deliveries d
+                        JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN apps a ON a.id = w.app_id
+                        JOIN accounts c ON c.id = a.account_id
+                        LEFT JOIN (
+                            SELECT endpoint_id, count(*) AS flying FROM webhook_deliveries
+                            WHERE state = 'pending' AND leased_until > ? GROUP BY endpoint_id) f
+                            ON f.endpoint_id = d.endpoint_id
+                        WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND a.enabled AND c.enabled
+                            AND (w.paused_until IS NULL OR w.paused_until <= ?))
+                    WHERE turn <= ? - flying ORDER BY turn, next_attempt_at LIMIT ?)
                 RETURNING event_id, endpoint_id
-                """, [.millis(leased), .millis(now), .integer(limit)])
+                """,
+                [
+                    .millis(leased), .millis(leased), .millis(now), .millis(now), .millis(now), .integer(perEndpoint),
+                    .integer(limit),
+                ])
             var tasks: [WebhookDeliveryTask] = []
             for row in claimed {
                 tasks += try await self.query(
@@ -70,24 +85,62 @@ extension SQLiteStore: WebhookStore {
         }
     }
 
-    public func recordWebhookDeliveries(_ attempts: [WebhookAttempt], at date: Date) async throws {
+    public func recordWebhookDeliveries(
+        _ attempts: [WebhookAttempt], at date: Date, breaker: WebhookCircuitBreaker
+    ) async throws {
         guard !attempts.isEmpty else { return }
         try await transaction {
             for (task, outcome) in attempts {
                 let columns = StoredForm.deliveryColumns(outcome, at: date)
-                _ = try await self.query(
+                let recorded = try await self.query(
                     """
                     UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_attempt_at = ?,
-                        last_status = ?, last_error = ?, delivered_at = ?
+                        last_status = ?, last_error = ?, delivered_at = ?, leased_until = NULL
                     WHERE event_id = ? AND endpoint_id = ? AND state = 'pending'
+                    RETURNING event_id
                     """,
                     [
                         .text(columns.state), .millis(columns.next), columns.status.map { .integer($0) } ?? .null,
                         columns.error.map { .text($0) } ?? .null, .millis(columns.delivered), .uuid(task.event.id),
                         .uuid(task.endpointID),
                     ])
+                guard !recorded.isEmpty else { continue }
+                try await self.recordEndpointRun(
+                    task.endpointID, delivered: columns.state == "delivered", at: date,
+                    breaker: breaker)
             }
         }
+    }
+
+    /// Ends or lengthens the endpoint's run of failures; past the breaker's threshold, pauses it and moves its due
+    /// deliveries (those not in flight) to the end of the pause.
+    private func recordEndpointRun(_ endpointID: UUID, delivered: Bool, at date: Date, breaker: WebhookCircuitBreaker)
+        async throws
+    {
+        guard !delivered else {
+            _ = try await query(
+                "UPDATE webhook_endpoints SET consecutive_failures = 0, paused_until = NULL WHERE id = ?",
+                [.uuid(endpointID)])
+            return
+        }
+        let failures =
+            try await query(
+                """
+                UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1 WHERE id = ?
+                RETURNING consecutive_failures
+                """, [.uuid(endpointID)]
+            ).first.map { try $0.int("consecutive_failures") } ?? 0
+        guard let pause = breaker.pause(afterFailures: failures) else { return }
+        let until = date.addingTimeInterval(
+            Double(pause.components.seconds) + Double(pause.components.attoseconds) / 1e18)
+        _ = try await query(
+            "UPDATE webhook_endpoints SET paused_until = ? WHERE id = ?", [.millis(until), .uuid(endpointID)])
+        _ = try await query(
+            """
+            UPDATE webhook_deliveries SET next_attempt_at = ?
+            WHERE endpoint_id = ? AND state = 'pending' AND next_attempt_at < ?
+                AND (leased_until IS NULL OR leased_until <= ?)
+            """, [.millis(until), .uuid(endpointID), .millis(until), .millis(date)])
     }
 
     public func webhookEvents(_ query: WebhookEventQuery) async throws -> [WebhookEventRecord] {
@@ -116,11 +169,15 @@ extension SQLiteStore: WebhookStore {
         return try await transaction {
             try await self.query(
                 """
-                UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = ?, delivered_at = NULL
-                WHERE state IN (\(Self.placeholders(states.count))) AND event_id IN (
-                    SELECT e.id FROM webhook_events e WHERE \(conditions) ORDER BY e.created_at DESC LIMIT ?)
+                UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = ?, delivered_at = NULL,
+                    attempts = 0, started_at = ?
+                WHERE state IN (\(Self.placeholders(states.count))) AND (leased_until IS NULL OR leased_until <= ?)
+                    AND event_id IN (
+                        SELECT e.id FROM webhook_events e WHERE \(conditions) ORDER BY e.created_at DESC LIMIT ?)
                 RETURNING event_id
-                """, [.millis(date)] + states.map { .text($0) } + binds + [.integer(query.limit)]
+                """,
+                [.millis(date), .millis(date)] + states.map { .text($0) } + [.millis(date)] + binds
+                    + [.integer(query.limit)]
             ).count
         }
     }

@@ -327,3 +327,10 @@ ALTER TABLE apps ADD COLUMN apple_app_id INTEGER CHECK (apple_app_id > 0);
 
 -- version: 11 The operator may lock an app (it stays disabled until the operator unlocks it)
 ALTER TABLE apps ADD COLUMN locked INTEGER NOT NULL DEFAULT 0 CHECK (locked IN (0, 1));
+
+-- version: 12 Fair webhook delivery: deliveries in flight are leased (a cap per endpoint), a redelivery starts a fresh budget of time, and an endpoint that keeps failing is paused
+ALTER TABLE webhook_deliveries ADD COLUMN leased_until INTEGER;
+ALTER TABLE webhook_deliveries ADD COLUMN started_at INTEGER;
+ALTER TABLE webhook_endpoints ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE webhook_endpoints ADD COLUMN paused_until INTEGER;
+CREATE INDEX webhook_deliveries_endpoint_due_idx ON webhook_deliveries (endpoint_id, next_attempt_at) WHERE state = 'pending';

@@ -75,7 +75,7 @@ extension StoredForm {
         WebhookDeliveryTask(
             event: try webhookEvent(row), endpointID: try row.uuid("endpoint_id"), url: try row.text("url"),
             secret: SealedSecret(bytes: try row.bytes("secret")), signedPayload: try row.optionalText("signed_payload"),
-            attempts: try row.int("attempts"))
+            attempts: try row.int("attempts"), startedAt: try row.optionalDate("started_at"))
     }
 
     /// One delivery of an event listing.
@@ -103,7 +103,7 @@ extension StoredForm {
     /// not kept).
     static let deliverySelect = """
         SELECT e.id, e.app_id, e.environment, e.event_type, e.data, e.notification_uuid, e.created_at,
-            d.endpoint_id, d.attempts, w.url, w.secret,
+            d.endpoint_id, d.attempts, d.started_at, w.url, w.secret,
             CASE WHEN w.forwards_signed_payload THEN NULLIF(n.signed_payload, '') END AS signed_payload
         FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
             JOIN webhook_endpoints w ON w.id = d.endpoint_id
