@@ -164,6 +164,22 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "Days Apple's notifications are kept (8 at least; 0: for ever). Env: RECEIPTVERIFY_RETENTION_NOTIFICATIONS_DAYS. Default: 90"
+    )
+    var retentionNotificationsDays: String?
+
+    @Option(
+        help:
+            "Days delivered and dead webhook events are kept (0: for ever). Env: RECEIPTVERIFY_RETENTION_EVENTS_DAYS. Default: 30"
+    )
+    var retentionEventsDays: String?
+
+    @Option(
+        help: "Days audit entries are kept (0: for ever). Env: RECEIPTVERIFY_RETENTION_AUDIT_DAYS. Default: 730")
+    var retentionAuditDays: String?
+
+    @Option(
+        help:
             "on: the main port answers /metrics to anyone; off: only to requests from loopback that no proxy forwarded. Env: RECEIPTVERIFY_METRICS_PUBLIC. Default: off"
     )
     var metricsPublic: String?
@@ -225,7 +241,9 @@ struct Serve: AsyncParsableCommand {
             "apple-sandbox-url": appleSandboxURL, "apple-connect-timeout": appleConnectTimeout,
             "apple-timeout": appleTimeout, "apple-attempts": appleAttempts, "metrics-port": metricsPort,
             "metrics-hostname": metricsHostname, "metrics-public": metricsPublic,
-            "trusted-proxies": trustedProxies, "public-url": publicURL, "oidc-issuer": oidcIssuer,
+            "trusted-proxies": trustedProxies, "retention-notifications-days": retentionNotificationsDays,
+            "retention-events-days": retentionEventsDays, "retention-audit-days": retentionAuditDays,
+            "public-url": publicURL, "oidc-issuer": oidcIssuer,
             "oidc-client-id": oidcClientID, "oidc-name": oidcName, "self-signup": selfSignup,
             "session-idle-minutes": sessionIdleMinutes, "session-lifetime-hours": sessionLifetimeHours,
             "login-link-minutes": loginLinkMinutes, "storekit-production-url": storekitProductionURL,

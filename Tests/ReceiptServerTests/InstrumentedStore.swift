@@ -6,7 +6,7 @@ import Synchronization
 /// A real store (SQLite, from the caller) seen through a window that counts the reads a request can cause and can
 /// hold them, as a database that stops answering would: the tests of what strangers and outages cost.
 final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionStore, AppleFinishStore,
-    NotificationStore, WebhookStore
+    NotificationStore, WebhookStore, RetentionStore
 {
     let base: any DataStore
 
@@ -183,6 +183,10 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
         try await base.removeWebhookEndpoint(id: id, appID: appID)
     }
     func recordEvents(_ events: [WebhookEvent]) async throws { try await base.recordEvents(events) }
+    func purge(_ kind: PurgeKind, before: Date, limit: Int) async throws -> Int {
+        try await base.purge(kind, before: before, limit: limit)
+    }
+
     func claimWebhookDeliveries(dueBy now: Date, lease: Duration, limit: Int, perEndpoint: Int) async throws
         -> [WebhookDeliveryTask]
     {

@@ -89,6 +89,7 @@ import Testing
         #expect(configuration.apple.maximumAttempts == 3 && configuration.apple.totalTimeout == .seconds(15))
         #expect(configuration.metricsPort == nil && configuration.metricsHostname == "127.0.0.1")
         #expect(!configuration.publicMetrics && configuration.trustedProxies.isEmpty)
+        #expect(configuration.retention == RetentionPolicy())
     }
 
     @Test func theFlagWinsOverTheVariableAndZeroMeansNone() throws {
@@ -121,6 +122,7 @@ import Testing
                 "--trusted-proxies: '10.0.0.0/40' is not an IP address"
             ),
             ([:], ["RECEIPTVERIFY_METRICS_PUBLIC": "maybe"], "RECEIPTVERIFY_METRICS_PUBLIC must be on or off"),
+            (["retention-notifications-days": "3"], [:], "--retention-notifications-days must be 0 (for ever) or"),
         ] as [([String: String], [String: String], String)])
     func aBadValueIsRefusedNamingItsSetting(flags: [String: String], environment: [String: String], message: String) {
         do {

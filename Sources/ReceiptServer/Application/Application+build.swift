@@ -61,6 +61,10 @@ public func buildApplication(
             breaker: WebhookCircuitBreaker(firstPause: configuration.webhookRetry.first),
             deadline: components.deadline, metrics: metrics.factory, logger: logger))
     extraServices.append(
+        Purger(
+            store: tenancy.store, policy: configuration.retention, deadline: components.deadline,
+            metrics: metrics.factory, logger: logger))
+    extraServices.append(
         SubscriptionExpirer(
             store: tenancy.store, deadline: components.deadline, metrics: metrics.factory, logger: logger))
     if let port = configuration.metricsPort {

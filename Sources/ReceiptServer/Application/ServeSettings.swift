@@ -100,6 +100,7 @@ public struct ServeSettings: Sendable {
             apple: apple, metricsPort: metricsPort.nonZero,
             metricsHostname: text("metrics-hostname")?.text ?? "127.0.0.1",
             publicMetrics: try onOff("metrics-public", default: false), trustedProxies: try trustedProxies(),
+            retention: try retention(),
             publicURL: text("public-url") == nil ? nil : try url("public-url", default: ""),
             openID: try openID(), customers: try customers(),
             storeKit: try storeKit(acceptsTestSignatures: trustAnchorDirectory != nil),
@@ -164,6 +165,25 @@ public struct ServeSettings: Sendable {
         case "off", "false", "no": return false
         default: throw Invalid(description: "\(source) must be on or off")
         }
+    }
+
+    /// How long notifications, events and audit entries are kept; 0 days keeps them for ever.
+    func retention() throws -> RetentionPolicy {
+        func days(_ name: String, _ range: ClosedRange<Int>, default value: Int) throws -> Duration? {
+            let days = try number(name, 0...range.upperBound, default: value)
+            guard days != 0 else { return nil }
+            guard days >= range.lowerBound else {
+                let source = text(name)?.source ?? name
+                throw Invalid(
+                    description:
+                        "\(source) must be 0 (for ever) or a whole number in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return .seconds(days * 86_400)
+        }
+        return RetentionPolicy(
+            notifications: try days("retention-notifications-days", 8...36_500, default: 90),
+            events: try days("retention-events-days", 1...36_500, default: 30),
+            audit: try days("retention-audit-days", 1...36_500, default: 730))
     }
 
     /// The reverse proxies whose forwarding headers are believed.

@@ -41,6 +41,9 @@ import ReceiptStore
 /// | `--webhook-retry-seconds` / `RECEIPTVERIFY_WEBHOOK_RETRY_SECONDS` | `30` | first wait before a failed webhook delivery is retried |
 /// | `--webhook-deliveries-per-second` / `RECEIPTVERIFY_WEBHOOK_DELIVERIES_PER_SECOND` | `100` | webhook delivery attempts a second, at most, per server |
 /// | `--notification-reconcile-hours` / `RECEIPTVERIFY_NOTIFICATION_RECONCILE_HOURS` | `6` | how often apps with credentials are reconciled with Apple's Notification History (0: never) |
+/// | `--retention-notifications-days` / `RECEIPTVERIFY_RETENTION_NOTIFICATIONS_DAYS` | `90` | days Apple's notifications are kept (8 at least; 0: for ever) |
+/// | `--retention-events-days` / `RECEIPTVERIFY_RETENTION_EVENTS_DAYS` | `30` | days delivered and dead webhook events are kept (0: for ever) |
+/// | `--retention-audit-days` / `RECEIPTVERIFY_RETENTION_AUDIT_DAYS` | `730` | days audit entries are kept (0: for ever) |
 /// | `--metrics-port` / `RECEIPTVERIFY_METRICS_PORT` | none | serve `/metrics` on this port instead of the main one |
 /// | `--metrics-hostname` / `RECEIPTVERIFY_METRICS_HOSTNAME` | `127.0.0.1` | address of the metrics listener |
 /// | `--metrics-public` / `RECEIPTVERIFY_METRICS_PUBLIC` | `off` | `on`: the main port answers `/metrics` to anyone; `off`: only to requests from loopback that no proxy forwarded |
@@ -93,6 +96,8 @@ public struct ServerConfiguration: Sendable {
     public var metricsPort: Int?
     /// The address the metrics listener binds to.
     public var metricsHostname: String
+    /// How long notifications, events and audit entries are kept.
+    public var retention: RetentionPolicy
     /// Whether the main port answers `/metrics` to anyone (else only to loopback requests no proxy forwarded).
     public var publicMetrics: Bool
     /// The reverse proxies whose forwarding headers name the client.
@@ -128,6 +133,7 @@ public struct ServerConfiguration: Sendable {
         usageFlushInterval: Duration = .seconds(1),
         apple: VerifyReceiptConfiguration = .init(), metricsPort: Int? = nil, metricsHostname: String = "127.0.0.1",
         publicMetrics: Bool = false, trustedProxies: TrustedProxies = TrustedProxies(),
+        retention: RetentionPolicy = RetentionPolicy(),
         publicURL: String? = nil, openID: OpenIDConfiguration? = nil, customers: CustomerSettings = .init(),
         storeKit: AppStoreServerAPIConfiguration = .init(), appleFinishFirstRetry: Duration = .seconds(60),
         webhookTimeout: Duration = .seconds(10), webhookRetry: RetryPolicy = RetryPolicy(first: .seconds(30)),
@@ -158,6 +164,7 @@ public struct ServerConfiguration: Sendable {
         self.metricsPort = metricsPort
         self.metricsHostname = metricsHostname
         self.publicMetrics = publicMetrics
+        self.retention = retention
         self.trustedProxies = trustedProxies
         self.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.openID = openID

@@ -334,3 +334,15 @@ ALTER TABLE webhook_deliveries ADD COLUMN started_at INTEGER;
 ALTER TABLE webhook_endpoints ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE webhook_endpoints ADD COLUMN paused_until INTEGER;
 CREATE INDEX webhook_deliveries_endpoint_due_idx ON webhook_deliveries (endpoint_id, next_attempt_at) WHERE state = 'pending';
+
+-- version: 13 Retention: the indexes the purge deletes by; the reconciliation's lease and cursor per app
+CREATE INDEX notifications_received_at_idx ON notifications (received_at);
+CREATE INDEX webhook_events_created_idx ON webhook_events (created_at);
+CREATE INDEX account_sessions_expires_idx ON account_sessions (expires_at);
+CREATE INDEX sign_in_links_expires_idx ON sign_in_links (expires_at);
+CREATE TABLE reconciliations (
+    app_id TEXT PRIMARY KEY REFERENCES apps (id) ON DELETE CASCADE,
+    leased_until INTEGER,
+    cursor TEXT,
+    finished_at INTEGER
+);

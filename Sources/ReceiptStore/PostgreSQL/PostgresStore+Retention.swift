@@ -1,0 +1,54 @@
+import Foundation
+import PostgresNIO
+import ReceiptService
+
+/// The retention's purge (``RetentionStore``): one short statement per batch, by the rows' keys, over rows old enough
+/// that no request touches them.
+extension PostgresStore: RetentionStore {
+    public func purge(_ kind: PurgeKind, before: Date, limit: Int) async throws -> Int {
+        try await run {
+            let deleted: [PostgresRandomAccessRow]
+            switch kind {
+            case .sessions:
+                deleted = try await rows(
+                    """
+                    DELETE FROM account_sessions WHERE id IN (
+                        SELECT id FROM account_sessions WHERE expires_at < \(before) LIMIT \(limit))
+                    RETURNING 1
+                    """)
+            case .signInLinks:
+                deleted = try await rows(
+                    """
+                    DELETE FROM sign_in_links WHERE token_hash IN (
+                        SELECT token_hash FROM sign_in_links WHERE expires_at < \(before) LIMIT \(limit))
+                    RETURNING 1
+                    """)
+            case .notifications:
+                deleted = try await rows(
+                    """
+                    DELETE FROM notifications WHERE (app_id, notification_uuid) IN (
+                        SELECT app_id, notification_uuid FROM notifications WHERE received_at < \(before)
+                        LIMIT \(limit))
+                    RETURNING 1
+                    """)
+            case .events:
+                deleted = try await rows(
+                    """
+                    DELETE FROM webhook_events WHERE id IN (
+                        SELECT e.id FROM webhook_events e WHERE e.created_at < \(before)
+                            AND NOT EXISTS (
+                                SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending')
+                        LIMIT \(limit))
+                    RETURNING 1
+                    """)
+            case .audit:
+                deleted = try await rows(
+                    """
+                    DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < \(before) LIMIT \(limit))
+                    RETURNING 1
+                    """)
+            }
+            return deleted.count
+        }
+    }
+}
