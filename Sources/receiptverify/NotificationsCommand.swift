@@ -32,7 +32,7 @@ struct NotificationsCommand: AsyncParsableCommand {
                     let reconciler = NotificationReconciler(
                         intake: NotificationIntake(
                             verifier: verifier, store: tenancy.store, deadline: StoreDeadline(nil)),
-                        storeKit: client, tenancy: tenancy)
+                        storeKit: client, tenancy: tenancy, maximumPages: .max)
                     return try await reconciler.reconcile(found, since: start, until: min(end, Date()))
                 }
             }

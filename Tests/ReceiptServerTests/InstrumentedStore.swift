@@ -6,7 +6,7 @@ import Synchronization
 /// A real store (SQLite, from the caller) seen through a window that counts the reads a request can cause and can
 /// hold them, as a database that stops answering would: the tests of what strangers and outages cost.
 final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionStore, AppleFinishStore,
-    NotificationStore, WebhookStore, RetentionStore
+    NotificationStore, WebhookStore, RetentionStore, ReconciliationStore
 {
     let base: any DataStore
 
@@ -183,6 +183,14 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
         try await base.removeWebhookEndpoint(id: id, appID: appID)
     }
     func recordEvents(_ events: [WebhookEvent]) async throws { try await base.recordEvents(events) }
+    func claimReconciliation(appID: UUID, now: Date, until: Date) async throws -> ReconciliationState? {
+        try await base.claimReconciliation(appID: appID, now: now, until: until)
+    }
+
+    func saveReconciliation(appID: UUID, cursor: String?, now: Date, leaseUntil: Date?) async throws {
+        try await base.saveReconciliation(appID: appID, cursor: cursor, now: now, leaseUntil: leaseUntil)
+    }
+
     func purge(_ kind: PurgeKind, before: Date, limit: Int) async throws -> Int {
         try await base.purge(kind, before: before, limit: limit)
     }

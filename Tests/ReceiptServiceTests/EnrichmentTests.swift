@@ -29,10 +29,10 @@ import Testing
         func renewals(of id: String, credentials: AppStoreServerAPICredentials) async throws -> [VerifiedReceipt] {
             []
         }
-        func notificationHistory(
-            from start: Date, to end: Date, onlyFailures: Bool, environment: AppStoreEnvironment,
-            credentials: AppStoreServerAPICredentials
-        ) async throws -> [String] { [] }
+        func notificationHistoryPage(
+            from start: Date, to end: Date, onlyFailures: Bool, paginationToken: String?,
+            environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+        ) async throws -> (payloads: [String], next: String?) { ([], nil) }
         func requestTestNotification(environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials)
             async throws -> String
         { "" }

@@ -98,4 +98,30 @@ import Testing
             }
         }
     }
+
+    @Test("a reconciliation is leased to one server at a time and keeps its cursor", arguments: StoreKind.available)
+    func reconciliationsAreLeased(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            let now = NotificationStoreContractTests.start
+            let first = try await store.claimReconciliation(appID: app.id, now: now, until: now.addingTimeInterval(60))
+            #expect(first == ReconciliationState(cursor: nil, finishedAt: nil))
+            // Held: another server's claim gets nothing until the lease runs out.
+            #expect(
+                try await store.claimReconciliation(appID: app.id, now: now, until: now.addingTimeInterval(60)) == nil)
+            try await store.saveReconciliation(
+                appID: app.id, cursor: "{}", now: now, leaseUntil: now.addingTimeInterval(120))
+            #expect(
+                try await store.claimReconciliation(
+                    appID: app.id, now: now.addingTimeInterval(61), until: now.addingTimeInterval(200)) == nil)
+            let resumed = try await store.claimReconciliation(
+                appID: app.id, now: now.addingTimeInterval(121), until: now.addingTimeInterval(200))
+            #expect(resumed == ReconciliationState(cursor: "{}", finishedAt: nil))
+            // Finished: no cursor, the time kept; the lease given up.
+            try await store.saveReconciliation(
+                appID: app.id, cursor: nil, now: now.addingTimeInterval(150), leaseUntil: nil)
+            let next = try await store.claimReconciliation(
+                appID: app.id, now: now.addingTimeInterval(151), until: now.addingTimeInterval(300))
+            #expect(next == ReconciliationState(cursor: nil, finishedAt: now.addingTimeInterval(150)))
+        }
+    }
 }

@@ -46,24 +46,15 @@ extension AppStoreServerAPIClient: AppStoreServerLooking {
             credentials: credentials)
     }
 
-    /// The most pages of Get Notification History read for one reconciliation (20 notifications each).
-    public static let maximumNotificationPages = 100
-
-    public func notificationHistory(
-        from start: Date, to end: Date, onlyFailures: Bool, environment: AppStoreEnvironment,
+    public func notificationHistoryPage(
+        from start: Date, to end: Date, onlyFailures: Bool, paginationToken: String?, environment: AppStoreEnvironment,
         credentials: AppStoreServerAPICredentials
-    ) async throws -> [String] {
-        var payloads: [String] = []
-        var token: String?
-        for _ in 0..<Self.maximumNotificationPages {
-            let page = try await notificationHistory(
-                from: start, to: end, onlyFailures: onlyFailures, paginationToken: token,
-                environment: environment == .production ? .production : .sandbox, credentials: credentials)
-            payloads += page.notifications.map(\.signed.jws)
-            guard page.hasMore, let next = page.paginationToken, next != token else { break }
-            token = next
-        }
-        return payloads
+    ) async throws -> (payloads: [String], next: String?) {
+        let page = try await notificationHistory(
+            from: start, to: end, onlyFailures: onlyFailures, paginationToken: paginationToken,
+            environment: environment == .production ? .production : .sandbox, credentials: credentials)
+        let next = page.hasMore ? page.paginationToken.flatMap { $0 == paginationToken ? nil : $0 } : nil
+        return (page.notifications.map(\.signed.jws), next)
     }
 
     public func requestTestNotification(environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials)

@@ -22,13 +22,13 @@ public protocol AppStoreServerLooking: Sendable {
     /// order.
     func renewals(of id: String, credentials: AppStoreServerAPICredentials) async throws -> [VerifiedReceipt]
 
-    /// Get Notification History, page after page up to a bound: the `signedPayload` of each notification Apple sent
-    /// the app in `environment` between two dates (only those that never reached the app's URL when
-    /// `onlyFailures`), in Apple's order.
-    func notificationHistory(
-        from start: Date, to end: Date, onlyFailures: Bool, environment: AppStoreEnvironment,
+    /// Get Notification History, one page: the `signedPayload` of each notification Apple sent the app in
+    /// `environment` between two dates (only those that never reached the app's URL when `onlyFailures`), in Apple's
+    /// order, from `paginationToken` on (nil: the first page), and the token of the next page when there is one.
+    func notificationHistoryPage(
+        from start: Date, to end: Date, onlyFailures: Bool, paginationToken: String?, environment: AppStoreEnvironment,
         credentials: AppStoreServerAPICredentials
-    ) async throws -> [String]
+    ) async throws -> (payloads: [String], next: String?)
 
     /// Request a Test Notification: Apple sends a `TEST` notification to the app's URL for `environment`; returns
     /// Apple's `testNotificationToken`.

@@ -69,4 +69,4 @@ public protocol StoreLifecycle: Sendable {
 
 /// A store with every concern: what the server and the CLI open.
 public typealias DataStore = TenancyStore & UsageStore & LedgerStore & SessionStore & AppleFinishStore
-    & NotificationStore & WebhookStore & RetentionStore
+    & NotificationStore & WebhookStore & RetentionStore & ReconciliationStore

@@ -52,3 +52,35 @@ extension PostgresStore: RetentionStore {
         }
     }
 }
+
+/// Each app's reconciliation lease and cursor (``ReconciliationStore``): a claim takes a lease that is free or has
+/// run out, in one statement, so that two servers never reconcile an app at once.
+extension PostgresStore: ReconciliationStore {
+    public func claimReconciliation(appID: UUID, now: Date, until: Date) async throws -> ReconciliationState? {
+        try await run {
+            try await rows(
+                """
+                INSERT INTO reconciliations (app_id, leased_until) VALUES (\(appID), \(until))
+                ON CONFLICT (app_id) DO UPDATE SET leased_until = EXCLUDED.leased_until
+                    WHERE reconciliations.leased_until IS NULL OR reconciliations.leased_until <= \(now)
+                RETURNING cursor, finished_at
+                """
+            ).first.map {
+                ReconciliationState(
+                    cursor: try $0.optionalText("cursor"), finishedAt: try $0.optionalDate("finished_at"))
+            }
+        }
+    }
+
+    public func saveReconciliation(appID: UUID, cursor: String?, now: Date, leaseUntil: Date?) async throws {
+        let finished: Date? = cursor == nil ? now : nil
+        try await run {
+            try await rows(
+                """
+                UPDATE reconciliations SET cursor = \(cursor), leased_until = \(leaseUntil),
+                    finished_at = COALESCE(\(finished), finished_at)
+                WHERE app_id = \(appID)
+                """)
+        }
+    }
+}

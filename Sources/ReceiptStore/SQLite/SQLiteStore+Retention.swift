@@ -46,3 +46,36 @@ extension SQLiteStore: RetentionStore {
         }
     }
 }
+
+/// Each app's reconciliation lease and cursor (``ReconciliationStore``).
+extension SQLiteStore: ReconciliationStore {
+    public func claimReconciliation(appID: UUID, now: Date, until: Date) async throws -> ReconciliationState? {
+        try await transaction {
+            try await self.query(
+                """
+                INSERT INTO reconciliations (app_id, leased_until) VALUES (?, ?)
+                ON CONFLICT (app_id) DO UPDATE SET leased_until = excluded.leased_until
+                    WHERE reconciliations.leased_until IS NULL OR reconciliations.leased_until <= ?
+                RETURNING cursor, finished_at
+                """, [.uuid(appID), .millis(until), .millis(now)]
+            ).first.map {
+                ReconciliationState(
+                    cursor: try $0.optionalText("cursor"), finishedAt: try $0.optionalDate("finished_at"))
+            }
+        }
+    }
+
+    public func saveReconciliation(appID: UUID, cursor: String?, now: Date, leaseUntil: Date?) async throws {
+        _ = try await transaction {
+            try await self.query(
+                """
+                UPDATE reconciliations SET cursor = ?, leased_until = ?, finished_at = COALESCE(?, finished_at)
+                WHERE app_id = ?
+                """,
+                [
+                    cursor.map { .text($0) } ?? .null, .millis(leaseUntil), .millis(cursor == nil ? now : nil),
+                    .uuid(appID),
+                ])
+        }
+    }
+}
