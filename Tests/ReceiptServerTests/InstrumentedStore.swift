@@ -134,7 +134,9 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     func accountID(issuer: String, subject: String) async throws -> UUID? {
         try await base.accountID(issuer: issuer, subject: subject)
     }
-    func insertIdentity(_ identity: AccountIdentity) async throws { try await base.insertIdentity(identity) }
+    func linkFirstIdentity(_ identity: AccountIdentity) async throws -> Bool {
+        try await base.linkFirstIdentity(identity)
+    }
     func signUp(_ account: Account, identity: AccountIdentity) async throws {
         try await base.signUp(account, identity: identity)
     }

@@ -120,11 +120,40 @@ import Testing
             let existing = TenancyStoreContractTests.account(email: "cli@example.com")
             try await store.insertAccount(existing)
             #expect(try await store.account(id: existing.id)?.signedUpWith == .operator)
-            try await store.insertIdentity(
-                AccountIdentity(
-                    issuer: "https://issuer.example", subject: "s-3", accountID: existing.id,
-                    email: existing.email, createdAt: Self.start))
+            let first = AccountIdentity(
+                issuer: "https://issuer.example", subject: "s-3", accountID: existing.id, email: existing.email,
+                createdAt: Self.start)
+            #expect(try await store.linkFirstIdentity(first))
             #expect(try await store.accountID(issuer: "https://issuer.example", subject: "s-3") == existing.id)
+            // The same identity again (a concurrent sign-in): still linked.
+            #expect(try await store.linkFirstIdentity(first))
+            // D13: another identity with the same email does not take the account over, even at once.
+            let others = (4..<8).map { index in
+                AccountIdentity(
+                    issuer: "https://recycled.example", subject: "s-\(index)", accountID: existing.id,
+                    email: existing.email, createdAt: Self.start)
+            }
+            let linked = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for other in others { group.addTask { try await store.linkFirstIdentity(other) } }
+                return try await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            #expect(linked.allSatisfy { !$0 })
+            for other in others {
+                #expect(try await store.accountID(issuer: other.issuer, subject: other.subject) == nil)
+            }
+            // An account without an identity gets one at a time: of several at once, one is linked.
+            let fresh = TenancyStoreContractTests.account(email: "fresh@example.com")
+            try await store.insertAccount(fresh)
+            let racing = (0..<4).map { index in
+                AccountIdentity(
+                    issuer: "https://issuer.example", subject: "f-\(index)", accountID: fresh.id, email: fresh.email,
+                    createdAt: Self.start)
+            }
+            let raced = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for identity in racing { group.addTask { try await store.linkFirstIdentity(identity) } }
+                return try await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            #expect(raced.filter { $0 }.count == 1)
         }
     }
 }

@@ -39,7 +39,8 @@ public struct CustomerService: Sendable {
     }
 
     /// The account a verified identity signs in to: the one it is linked to; else the enabled account with its
-    /// (verified) email, which it is then linked to; else, when self sign-up is on, a new account on the sign-up plan.
+    /// (verified) email when that account has no identity yet, which it is then linked to (an account another identity
+    /// signs in to refuses); else, when self sign-up is on, a new account on the sign-up plan.
     public func account(signingIn identity: VerifiedIdentity, address: String?) async throws -> Account {
         do {
             return try await findOrCreateAccount(signingIn: identity, address: address)
@@ -65,10 +66,19 @@ public struct CustomerService: Sendable {
         let date = now
         if let account = try await store.account(email: email) {
             guard account.isEnabled else { throw ServiceError(.signInFailed, "account \(email) is disabled") }
-            try await store.insertIdentity(
+            // An email links a new identity only to an account that has none: a recycled address (a former
+            // employee's, an expired domain registered again) must not take over an account someone signs in to.
+            let linked = try await store.linkFirstIdentity(
                 AccountIdentity(
                     issuer: identity.issuer, subject: identity.subject, accountID: account.id, email: email,
                     createdAt: date))
+            guard linked else {
+                try await audit(
+                    account.id, actor: email, "identity.link_refused", "issuer \(identity.issuer)", address: address)
+                throw ServiceError(
+                    .signInFailed,
+                    "account \(email) signs in with another identity; use it, or ask the operator to link this one")
+            }
             try await audit(account.id, actor: email, "identity.link", "issuer \(identity.issuer)", address: address)
             return account
         }

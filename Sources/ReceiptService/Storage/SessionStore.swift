@@ -25,8 +25,10 @@ public protocol SessionStore: StoreLifecycle {
 
     /// The account an OpenID identity (issuer and subject) signs in to, if it is known.
     func accountID(issuer: String, subject: String) async throws -> UUID?
-    /// Links an OpenID identity to an existing account; an identity already linked (by a concurrent sign-in) stays.
-    func insertIdentity(_ identity: AccountIdentity) async throws
+    /// Links an OpenID identity to an existing account that has none yet (an email proves the address, not that the
+    /// account is its holder's when another identity already signs in to it); returns whether the identity is
+    /// linked to the account now (a concurrent sign-in of the same identity may have linked it).
+    func linkFirstIdentity(_ identity: AccountIdentity) async throws -> Bool
     /// Creates an account and the identity that signs in to it, both or neither (a taken email throws
     /// ``ServiceError/Code/duplicateEmail``).
     func signUp(_ account: Account, identity: AccountIdentity) async throws

@@ -69,15 +69,24 @@ extension PostgresStore: SessionStore {
         }
     }
 
-    public func insertIdentity(_ identity: AccountIdentity) async throws {
-        try await run {
-            try await rows(
+    public func linkFirstIdentity(_ identity: AccountIdentity) async throws -> Bool {
+        try await transaction { connection in
+            // The account's row is locked: two identities linking at once are taken one after the other.
+            try await self.rows("SELECT 1 FROM accounts WHERE id = \(identity.accountID) FOR UPDATE", on: connection)
+            try await self.rows(
                 """
                 INSERT INTO account_identities (issuer, subject, account_id, email, created_at)
-                VALUES (\(identity.issuer), \(identity.subject), \(identity.accountID), \(identity.email),
-                    \(identity.createdAt))
+                SELECT \(identity.issuer), \(identity.subject), \(identity.accountID), \(identity.email),
+                    \(identity.createdAt)
+                WHERE NOT EXISTS (SELECT 1 FROM account_identities WHERE account_id = \(identity.accountID))
                 ON CONFLICT (issuer, subject) DO NOTHING
-                """)
+                """, on: connection)
+            let linked = try await self.rows(
+                """
+                SELECT account_id FROM account_identities
+                WHERE issuer = \(identity.issuer) AND subject = \(identity.subject)
+                """, on: connection)
+            return try linked.first?.uuid("account_id") == identity.accountID
         }
     }
 

@@ -83,23 +83,38 @@ extension SQLiteStore: SessionStore {
         }
     }
 
-    public func insertIdentity(_ identity: AccountIdentity) async throws {
-        try await run { try await self.insert(identity, ignoringALink: true) }
+    public func linkFirstIdentity(_ identity: AccountIdentity) async throws -> Bool {
+        try await transaction {
+            _ = try await self.query(
+                """
+                INSERT INTO account_identities (issuer, subject, account_id, email, created_at)
+                SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM account_identities WHERE account_id = ?)
+                ON CONFLICT (issuer, subject) DO NOTHING
+                """,
+                [
+                    .text(identity.issuer), .text(identity.subject), .uuid(identity.accountID), .text(identity.email),
+                    .millis(identity.createdAt), .uuid(identity.accountID),
+                ])
+            let linked = try await self.query(
+                "SELECT account_id FROM account_identities WHERE issuer = ? AND subject = ?",
+                [.text(identity.issuer), .text(identity.subject)])
+            return try linked.first?.uuid("account_id") == identity.accountID
+        }
     }
 
     public func signUp(_ account: Account, identity: AccountIdentity) async throws {
         try await transaction {
             try await self.insert(account)
-            try await self.insert(identity, ignoringALink: false)
+            try await self.insert(identity)
         }
     }
 
-    /// Inserts an identity; with `ignoringALink`, an identity already linked (a concurrent sign-in linked it) stays.
-    private func insert(_ identity: AccountIdentity, ignoringALink: Bool) async throws {
+    /// Inserts an identity.
+    private func insert(_ identity: AccountIdentity) async throws {
         _ = try await query(
             """
             INSERT INTO account_identities (issuer, subject, account_id, email, created_at) VALUES (?, ?, ?, ?, ?)
-            """ + (ignoringALink ? " ON CONFLICT (issuer, subject) DO NOTHING" : ""),
+            """,
             [
                 .text(identity.issuer), .text(identity.subject), .uuid(identity.accountID), .text(identity.email),
                 .millis(identity.createdAt),
