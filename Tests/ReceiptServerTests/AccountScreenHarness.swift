@@ -149,10 +149,10 @@ struct AccountScreen: Sendable {
     }
 }
 
-/// Cookie names as the site sets them.
+/// Cookie names as the site sets them over https (the harness's public URL): `__Host-` names.
 enum WebSiteNames {
-    static let session = "rv_session"
-    static let signIn = "rv_signin"
+    static let session = "__Host-rv_session"
+    static let signIn = "__Host-rv_signin"
 }
 
 /// Form encoding for the tests' posts.

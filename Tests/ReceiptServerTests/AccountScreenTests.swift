@@ -135,8 +135,11 @@ import Testing
         try await AccountScreen.run(.sqlite) { screen in
             let browser = Browser(screen)
             try await browser.signIn(email: "a@example.com")
-            let line = try #require(browser.lastSetCookies.withLock { $0 }.first { $0.hasPrefix("rv_session=") })
+            // Over https the session cookie is a `__Host-` cookie: Secure, Path=/, no Domain.
+            let line = try #require(
+                browser.lastSetCookies.withLock { $0 }.first { $0.hasPrefix("__Host-rv_session=") })
             for flag in ["HttpOnly", "SameSite=Lax", "Secure", "Path=/"] { #expect(line.contains(flag), "\(flag)") }
+            #expect(!line.contains("Domain"))
         }
         try await AccountScreen.run(.sqlite, publicURL: "http://127.0.0.1:8080") { screen in
             let browser = Browser(screen)

@@ -58,6 +58,17 @@ import Testing
             try MasterKeySource.file(path: directory.appendingPathComponent("missing/dir/key").path).load()
         }
     }
+
+    @Test func aDerivedKeySealsApartFromTheMasterKey() throws {
+        let master = MasterKey.generate()
+        let cookies = master.derived(for: "web cookies")
+        let sealed = try SealedSecret.seal(Array("session".utf8), context: "web:test", with: cookies)
+        #expect(try sealed.open(context: "web:test", with: cookies) == Array("session".utf8))
+        #expect(throws: ServiceError.self) { try sealed.open(context: "web:test", with: master) }
+        #expect(throws: ServiceError.self) { try sealed.open(context: "web:test", with: master.derived(for: "other")) }
+        let secret = try SealedSecret.seal(Array("key".utf8), context: "app:x:result_key", with: master)
+        #expect(throws: ServiceError.self) { try secret.open(context: "app:x:result_key", with: cookies) }
+    }
 }
 
 extension Array where Element == UInt8 {

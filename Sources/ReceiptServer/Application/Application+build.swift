@@ -209,7 +209,8 @@ func buildRouter(
         site: WebSite(
             customers: CustomerService(tenancy: tenancy, settings: configuration.customers), openID: openID,
             templates: try PageTemplates(), deadline: components.deadline, plans: PlanList(),
-            publicURL: configuration.effectivePublicURL, logger: logger))
+            publicURL: configuration.effectivePublicURL, publicURLIsSet: configuration.publicURL != nil,
+            logger: logger))
     return router
 }
 

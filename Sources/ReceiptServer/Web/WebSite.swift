@@ -26,12 +26,15 @@ struct WebSite: Sendable {
     let plans: PlanList
     /// The address customers reach us at (`https://…` makes cookies `Secure`), without a trailing slash.
     let publicURL: String
+    /// Whether the operator set the public URL (`--public-url`): then a form's `Origin` must be its origin, whatever
+    /// host the request names.
+    var publicURLIsSet = false
     let logger: Logger
 
-    /// The session cookie.
-    static let sessionCookie = "rv_session"
+    /// The session cookie: `__Host-` over https, so that no subdomain and no plain-http page can set or shadow it.
+    var sessionCookie: String { securesCookies ? "__Host-rv_session" : "rv_session" }
     /// The cookie that carries a sign-in under way (sealed) from the redirect to the issuer back to the callback.
-    static let signInCookie = "rv_signin"
+    var signInCookie: String { securesCookies ? "__Host-rv_signin" : "rv_signin" }
     /// The largest form body read.
     static let maximumFormSize = 64 * 1_024
 
@@ -44,10 +47,10 @@ struct WebSite: Sendable {
     func isSameOrigin(_ request: Request) -> Bool {
         guard let origin = request.headers[HTTPField.Name("Origin")!] else { return true }
         guard let named = Self.origin(of: origin) else { return false }
-        // The public URL's origin, or the host the request was sent to (a server reached by another name than its
-        // public URL, as on a developer's machine).
-        return named == Self.origin(of: publicURL)
-            || request.head.authority.map { named.hasSuffix("://" + $0.lowercased()) } == true
+        // The public URL's origin; without a public URL set, also the host the request was sent to (a server reached
+        // by another name, as on a developer's machine). With one set, a request's own host is not believed.
+        if named == Self.origin(of: publicURL) { return true }
+        return !publicURLIsSet && request.head.authority.map { named.hasSuffix("://" + $0.lowercased()) } == true
     }
 
     /// `scheme://host[:port]` of a URL, lowercased, without the scheme's default port; nil for anything else
@@ -102,7 +105,7 @@ struct WebSite: Sendable {
 
     /// The signed-in account of the request's session cookie, if it is a live session.
     func signedIn(_ request: Request, context: ServerContext) async throws -> SignedIn? {
-        guard let token = request.cookies[Self.sessionCookie]?.value else { return nil }
+        guard let token = request.cookies[sessionCookie]?.value else { return nil }
         return try await customers.signedIn(token: token, address: context.clientAddress)
     }
 
@@ -120,7 +123,7 @@ struct WebSite: Sendable {
     ) async -> Response {
         await answering(request, context: context) {
             guard let signedIn = try await signedIn(request, context: context) else {
-                return redirect(to: "/signin", cookies: [cookie(Self.sessionCookie, "", maxAge: 0)])
+                return redirect(to: "/signin", cookies: [cookie(sessionCookie, "", maxAge: 0)])
             }
             return try await body(signedIn, customers.scope(of: signedIn, address: context.clientAddress))
         }
@@ -199,10 +202,13 @@ struct WebSite: Sendable {
 
     // MARK: Sealed values
 
-    /// A value sealed with the master key for a cookie (base64url), readable only by us.
+    /// The key the account screen's cookies are sealed with: derived from the master key, never the master key itself.
+    var cookieKey: MasterKey { customers.tenancy.masterKey.derived(for: "web cookies") }
+
+    /// A value sealed for a cookie (base64url) under ``cookieKey``, readable only by us.
     func seal(_ value: some Encodable, purpose: String) throws -> String {
         let sealed = try SealedSecret.seal(
-            Array(try JSONEncoder().encode(value)), context: "web:" + purpose, with: customers.tenancy.masterKey)
+            Array(try JSONEncoder().encode(value)), context: "web:" + purpose, with: cookieKey)
         return Base64URL.encode(sealed.bytes)
     }
 
@@ -210,7 +216,7 @@ struct WebSite: Sendable {
     func unseal<T: Decodable>(_ text: String, as type: T.Type, purpose: String) -> T? {
         guard text.utf8.count <= 4_096, let bytes = Base64URL.decode(text),
             let opened = try? SealedSecret(bytes: bytes).open(
-                context: "web:" + purpose, with: customers.tenancy.masterKey)
+                context: "web:" + purpose, with: cookieKey)
         else { return nil }
         return try? JSONDecoder().decode(T.self, from: Data(opened))
     }

@@ -46,6 +46,12 @@ public struct MasterKey: Sendable {
                 for: Array("receiptverify derived key v1: \(purpose)".utf8), using: key))
     }
 
+    /// A key of its own for one purpose (the account screen's cookies, …), derived from this one: what it seals
+    /// cannot be opened with the master key, nor the master key's secrets with it.
+    public func derived(for purpose: String) -> MasterKey {
+        MasterKey(unchecked: derivedKey(purpose: "sealing: " + purpose))
+    }
+
     /// The key as base64, for writing the key file.
     public var base64: String {
         key.withUnsafeBytes { Data($0).base64EncodedString() }

@@ -41,7 +41,7 @@ enum SignInPage {
                     to: location,
                     cookies: [
                         site.cookie(
-                            WebSite.signInCookie, try site.seal(pending, purpose: "signin"), path: "/auth",
+                            site.signInCookie, try site.seal(pending, purpose: "signin"), path: "/auth",
                             maxAge: Int(signInWindow))
                     ])
             }
@@ -55,7 +55,7 @@ enum SignInPage {
                 let now = site.customers.tenancy.now()
                 // The sign-in this browser started: its state must come back, within the window. A callback without
                 // it (another browser's, a replay after success) is refused.
-                guard let sealed = request.cookies[WebSite.signInCookie]?.value,
+                guard let sealed = request.cookies[site.signInCookie]?.value,
                     let pending = site.unseal(sealed, as: OpenIDClient.PendingSignIn.self, purpose: "signin"),
                     now.timeIntervalSince(pending.startedAt) < signInWindow,
                     let state = query["state"].map(String.init),
@@ -78,8 +78,8 @@ enum SignInPage {
                 return site.redirect(
                     to: "/account",
                     cookies: [
-                        site.cookie(WebSite.sessionCookie, token, maxAge: Int(site.customers.settings.sessionLifetime)),
-                        site.cookie(WebSite.signInCookie, "", path: "/auth", maxAge: 0),
+                        site.cookie(site.sessionCookie, token, maxAge: Int(site.customers.settings.sessionLifetime)),
+                        site.cookie(site.signInCookie, "", path: "/auth", maxAge: 0),
                     ])
             }
         }
@@ -106,7 +106,7 @@ enum SignInPage {
                 return site.redirect(
                     to: "/account",
                     cookies: [
-                        site.cookie(WebSite.sessionCookie, token, maxAge: Int(site.customers.settings.sessionLifetime))
+                        site.cookie(site.sessionCookie, token, maxAge: Int(site.customers.settings.sessionLifetime))
                     ])
             }
         }
@@ -114,7 +114,7 @@ enum SignInPage {
         router.post("/signout") { request, context in
             await site.signedInForm(request, context: context) { signedIn, _, _ in
                 try await site.customers.endSession(signedIn, address: context.clientAddress)
-                return site.redirect(to: "/signin", cookies: [site.cookie(WebSite.sessionCookie, "", maxAge: 0)])
+                return site.redirect(to: "/signin", cookies: [site.cookie(site.sessionCookie, "", maxAge: 0)])
             }
         }
     }
