@@ -305,7 +305,7 @@ import Testing
     }
 
     @Test func aSignInLinkWorksOnceAndIsRateLimited() async throws {
-        let settings = CustomerSettings(signInAttemptsPerMinute: 3)
+        let settings = CustomerSettings(signInAttemptsPerMinute: 4)
         try await AccountScreen.run(.sqlite, settings: settings) { screen in
             _ = try await screen.tenancy.createAccount(name: "Self host", email: "me@example.com", planName: "free")
             let customers = CustomerService(tenancy: screen.tenancy, settings: settings)
@@ -314,8 +314,19 @@ import Testing
             // Opening the link changes nothing (mail scanners open links); its form signs in.
             let page = try await browser.get("/auth/link?token=\(link.token)")
             #expect(page.status == .ok && !browser.hasSession)
+            // The page names the account the link signs in to.
+            #expect(Self.body(page).contains(#"<strong id="link-account">me@example.com</strong>"#))
             #expect(try await browser.post("/auth/link", [("token", link.token)]).status == .seeOther)
             #expect(browser.hasSession)
+            // Signed in, a link to another account (someone else's, sent to this person) is refused, page and form,
+            // and the session stays; the link stays usable.
+            _ = try await screen.tenancy.createAccount(name: "Other", email: "other@example.com", planName: "free")
+            let foreign = try await customers.makeSignInLink(account: "other@example.com")
+            #expect(try await browser.get("/auth/link?token=\(foreign.token)").status == .conflict)
+            let swapped = try await browser.post("/auth/link", [("token", foreign.token)])
+            #expect(swapped.status == .conflict && swapped.headers[values: .setCookie].isEmpty)
+            #expect(try await browser.get("/account").status == .ok)
+            #expect(try await customers.account(ofSignInLink: foreign.token)?.email == "other@example.com")
             let audit = try await screen.tenancy.store.auditEntries(accountID: nil, limit: 5)
             let session = try #require(audit.first { $0.action == "session.start" })
             #expect(session.action == "session.start" && session.detail == "by link")
@@ -324,7 +335,7 @@ import Testing
             #expect(try await late.post("/auth/link", [("token", link.token)]).status == .forbidden)
             #expect(
                 try await late.post("/auth/link", [("token", String(repeating: "A", count: 43))]).status == .forbidden)
-            // Three attempts a minute from one address: the fourth is refused before anything is looked up.
+            // Four attempts a minute from one address: the next is refused before anything is looked up.
             #expect(try await late.post("/auth/link", [("token", link.token)]).status == .tooManyRequests)
             #expect(try await late.get("/auth/oidc").status == .tooManyRequests)
             screen.clock.advance(61)

@@ -134,6 +134,10 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     func accountID(issuer: String, subject: String) async throws -> UUID? {
         try await base.accountID(issuer: issuer, subject: subject)
     }
+    func signInLinkAccount(tokenHash: [UInt8], at date: Date) async throws -> UUID? {
+        try await base.signInLinkAccount(tokenHash: tokenHash, at: date)
+    }
+
     func linkFirstIdentity(_ identity: AccountIdentity) async throws -> Bool {
         try await base.linkFirstIdentity(identity)
     }

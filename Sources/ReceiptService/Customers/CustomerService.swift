@@ -170,6 +170,15 @@ public struct CustomerService: Sendable {
     }
 
     /// The account a sign-in link's token signs in to, using the link up.
+    /// The account a sign-in link would sign in to, without using it; nil for a link that is not one of ours, or is
+    /// unknown, used or expired (a made-up link costs no database read).
+    public func account(ofSignInLink token: String) async throws -> Account? {
+        guard tokens.isAuthentic(token, purpose: "link"),
+            let id = try await store.signInLinkAccount(tokenHash: Self.hash(token), at: now)
+        else { return nil }
+        return try await store.account(id: id)
+    }
+
     public func account(usingSignInLink token: String) async throws -> Account {
         guard tokens.isAuthentic(token, purpose: "link"),
             let id = try await store.useSignInLink(tokenHash: Self.hash(token), at: now),

@@ -22,6 +22,9 @@ public protocol SessionStore: StoreLifecycle {
     /// Uses the link whose token has this hash: if it exists, is unused and has not expired at `date`, marks it used
     /// and returns its account; else nil. Of concurrent uses, exactly one gets the account.
     func useSignInLink(tokenHash: [UInt8], at date: Date) async throws -> UUID?
+    /// The account of the link whose token has this hash, when it is unused and has not expired at `date`; the link
+    /// stays unused (the page that shows whom a link signs in as).
+    func signInLinkAccount(tokenHash: [UInt8], at date: Date) async throws -> UUID?
 
     /// The account an OpenID identity (issuer and subject) signs in to, if it is known.
     func accountID(issuer: String, subject: String) async throws -> UUID?

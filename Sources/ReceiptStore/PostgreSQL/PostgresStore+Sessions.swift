@@ -61,6 +61,17 @@ extension PostgresStore: SessionStore {
         }
     }
 
+    public func signInLinkAccount(tokenHash: [UInt8], at date: Date) async throws -> UUID? {
+        try await run {
+            try await rows(
+                """
+                SELECT account_id FROM sign_in_links
+                WHERE token_hash = \(Data(tokenHash)) AND used_at IS NULL AND expires_at > \(date)
+                """
+            ).first.map { try $0.uuid("account_id") }
+        }
+    }
+
     public func accountID(issuer: String, subject: String) async throws -> UUID? {
         try await run {
             try await rows(

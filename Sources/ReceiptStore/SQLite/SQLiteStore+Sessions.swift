@@ -74,6 +74,16 @@ extension SQLiteStore: SessionStore {
         }
     }
 
+    public func signInLinkAccount(tokenHash: [UInt8], at date: Date) async throws -> UUID? {
+        try await run {
+            try await self.query(
+                """
+                SELECT account_id FROM sign_in_links WHERE token_hash = ? AND used_at IS NULL AND expires_at > ?
+                """, [.bytes(tokenHash), .millis(date)]
+            ).first.map { try $0.uuid("account_id") }
+        }
+    }
+
     public func accountID(issuer: String, subject: String) async throws -> UUID? {
         try await run {
             try await self.query(

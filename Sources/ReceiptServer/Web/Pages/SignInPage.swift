@@ -14,6 +14,8 @@ enum SignInPage {
     struct LinkView: PageView {
         var layout: LayoutView
         var token: String
+        /// The account the link signs in to.
+        var email: String
     }
 
     /// How long a sign-in may take between the redirect and the callback.
@@ -87,8 +89,16 @@ enum SignInPage {
         // A link is used by a form, not by opening it: mail scanners and link previews open links.
         router.get("/auth/link") { request, context in
             await site.answering(request, context: context) {
+                // (A made-up token costs no database read: its HMAC fails.)
                 let token = request.uri.queryParameters["token"].map(String.init) ?? ""
-                return site.page("link", LinkView(layout: LayoutView(title: "Sign in", signedIn: nil), token: token))
+                guard let account = try await site.customers.account(ofSignInLink: token) else {
+                    return site.errorPage(.forbidden, "This sign-in link is unknown, used or expired.")
+                }
+                if let refusal = try await anotherSession(than: account, request, context, site) { return refusal }
+                return site.page(
+                    "link",
+                    LinkView(
+                        layout: LayoutView(title: "Sign in", signedIn: nil), token: token, email: account.email))
             }
         }
 
@@ -100,13 +110,19 @@ enum SignInPage {
                     return site.errorPage(.forbidden, "This form was sent from another site.")
                 }
                 let form = try await WebForm(request, maximumSize: WebSite.maximumFormSize)
-                let account = try await site.customers.account(usingSignInLink: form["token"] ?? "")
-                let token = try await site.customers.startSession(
+                let token = form["token"] ?? ""
+                if let peeked = try await site.customers.account(ofSignInLink: token),
+                    let refusal = try await anotherSession(than: peeked, request, context, site)
+                {
+                    return refusal
+                }
+                let account = try await site.customers.account(usingSignInLink: token)
+                let session = try await site.customers.startSession(
                     of: account, method: "link", address: context.clientAddress)
                 return site.redirect(
                     to: "/account",
                     cookies: [
-                        site.cookie(site.sessionCookie, token, maxAge: Int(site.customers.settings.sessionLifetime))
+                        site.cookie(site.sessionCookie, session, maxAge: Int(site.customers.settings.sessionLifetime))
                     ])
             }
         }
@@ -117,5 +133,18 @@ enum SignInPage {
                 return site.redirect(to: "/signin", cookies: [site.cookie(site.sessionCookie, "", maxAge: 0)])
             }
         }
+    }
+
+    /// A refusal while the browser is signed in to another account than the link's: a link someone else sent must not
+    /// quietly swap the session the person is working in.
+    static func anotherSession(
+        than account: Account, _ request: Request, _ context: ServerContext, _ site: WebSite
+    ) async throws -> Response? {
+        guard let current = try await site.signedIn(request, context: context), current.account.id != account.id
+        else { return nil }
+        return site.errorPage(
+            .conflict,
+            "This browser is signed in as \(current.account.email); sign out before you use a link for \(account.email)."
+        )
     }
 }
