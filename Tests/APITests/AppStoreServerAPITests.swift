@@ -232,6 +232,21 @@ import Testing
         }
     }
 
+    /// A 401 for credentials Apple has accepted before is Apple's of the moment: the next call asks Apple again.
+    @Test func acceptedCredentialsAreNotHeldToAPassing401() async throws {
+        try await Self.withClient(.init(cacheLifetime: .zero)) { fake, client in
+            fake.script(
+                "production", .json(#"{"signedTransactionInfo":"\#(try Self.transaction("5001"))"}"#), .error(401),
+                .json(#"{"signedTransactionInfo":"\#(try Self.transaction("5001"))"}"#))
+            _ = try await client.transactionInfo("5001", credentials: Self.credentials)
+            await #expect(throws: AppStoreServerAPIError(.credentials, "")) {
+                try await client.transactionInfo("5001", credentials: Self.credentials)
+            }
+            _ = try await client.transactionInfo("5001", credentials: Self.credentials)
+            #expect(fake.received.count == 3)
+        }
+    }
+
     @Test func aBurstAboutOneTransactionCostsAppleOneRequest() async throws {
         try await Self.withClient { fake, client in
             let signed = try Self.transaction("2001")

@@ -15,8 +15,8 @@ import Synchronization
 /// Every call is authorized by an ES256 JWT of the app's credentials (reused until near its expiry), paced by a
 /// request budget per app's credentials (issuer, key and bundle ID: an app that names another team's issuer with its
 /// own key spends only its own turns) and a ceiling per issuer below Apple's limits, and bounded by one total time.
-/// Credentials Apple refused (401) are refused here for a pause without asking Apple, so that they cost its issuer
-/// nothing more; 429 is honoured with its
+/// Credentials Apple refused (401) and never accepted are refused here for a pause without asking Apple, so that they
+/// cost its issuer nothing more; 429 is honoured with its
 /// `Retry-After` (a UNIX time in milliseconds), 5xx and network errors are retried with jittered backoff, and an id
 /// Apple does not know yet (4040010) is asked of the sandbox, then again after a backoff. Every signed value Apple
 /// returns is verified (chain to Apple's root at its `signedDate`) before it is handed back.
@@ -50,6 +50,8 @@ public final class AppStoreServerAPIClient: Sendable {
     private let budget = RequestBudget()
     /// Credentials Apple refused, by digest, until when they are refused without asking.
     private let refused = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// Credentials Apple has accepted (by digest): a 401 for them is Apple's of the moment, never held against them.
+    private let accepted = Mutex<Set<String>>([])
     private let verifier: ReceiptVerifier
     /// What each endpoint made of Apple's answer (its signed values verified), by request.
     private let answers: AnswerCache<any Sendable>
@@ -331,6 +333,13 @@ public final class AppStoreServerAPIClient: Sendable {
                 if case .object(let parsed)? = try? JSONParser.parse(body) { parsed } else { nil }
             let appleCode: Int? =
                 if case .integer(let code)? = object?["errorCode"] { Int(exactly: code) } else { nil }
+            if (200...299).contains(status) || status == 404 {
+                // Apple took the credentials (a 404 is an id it does not know, asked with a valid token).
+                accepted.withLock { accepted in
+                    if accepted.count >= 10_000 { accepted.removeAll() }
+                    accepted.insert(digest)
+                }
+            }
             switch status {
             case 200 where call.method != .GET && body.isEmpty, 202, 204:
                 return JSONObject()
@@ -340,9 +349,11 @@ public final class AppStoreServerAPIClient: Sendable {
                 }
                 return object
             case 401:
-                refused.withLock { refused in
-                    if refused.count >= 10_000 { refused = refused.filter { $0.value > .now } }
-                    refused[digest] = .now + configuration.refusedCredentialsPause
+                if !accepted.withLock({ $0.contains(digest) }) {
+                    refused.withLock { refused in
+                        if refused.count >= 10_000 { refused = refused.filter { $0.value > .now } }
+                        refused[digest] = .now + configuration.refusedCredentialsPause
+                    }
                 }
                 throw AppStoreServerAPIError(
                     .credentials, "Apple refused the app's App Store Server API credentials (401)")
