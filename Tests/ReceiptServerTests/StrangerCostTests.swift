@@ -129,6 +129,33 @@ import Testing
         }
     }
 
+    /// A busy app's first requests after a start, all at once with one key and one token from one address, share one
+    /// lookup of each: none is refused for the failure budget that strangers' made-up keys spend.
+    @Test func concurrentFirstRequestsOfOneKeyShareOneLookup() async throws {
+        var configuration = ServerConfiguration()
+        configuration.failedAuthenticationsPerSecond = 10
+        try await withApplication(configuration) { app, store, tenant, _ in
+            try await app.test(.router) { client in
+                let before = (keys: store.count("apiKey"), apps: store.count("app"))
+                store.stall()
+                let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                    for _ in 0..<32 {
+                        group.addTask {
+                            try await Self.post(client, [("apikey", tenant.apiKey), ("token", tenant.token)]).status
+                        }
+                    }
+                    // The lookups are held until every request waits for them.
+                    try await Task.sleep(for: .milliseconds(200))
+                    store.resume()
+                    return try await group.reduce(into: [HTTPResponse.Status]()) { $0.append($1) }
+                }
+                #expect(!statuses.contains(.tooManyRequests) && !statuses.contains(.unauthorized), "\(statuses)")
+                #expect(store.count("apiKey") - before.keys == 1)
+                #expect(store.count("app") - before.apps == 1)
+            }
+        }
+    }
+
     /// A token busy in its own account's cache and a token that does not exist are refused alike to another account's
     /// key: the same store lookup, and past the address's budget the same 429.
     @Test func aTokenInUseIsRefusedLikeAnUnknownOne() async throws {
