@@ -8,8 +8,8 @@ import ServiceLifecycle
 
 /// Delivers the outbox's events to the customers' webhook endpoints (docs/webhooks.md, "Deliveries").
 ///
-/// It keeps up to ``concurrency`` deliveries in flight and fills the places as they free up (a quarter at a time, or
-/// every ``interval``), claiming at most ``perSecond`` a second (leased, so that several servers share them and each
+/// It keeps up to ``concurrency`` deliveries in flight and fills the places as they free up (half of them at a time,
+/// or every ``interval``), claiming at most ``perSecond`` a second (leased, so that several servers share them and each
 /// is attempted by one: a backlog drains beside the requests, not instead of them). The store's claim takes due
 /// deliveries in turns across endpoints, at most two in flight per endpoint, none of an endpoint the circuit breaker
 /// paused (``WebhookCircuitBreaker``): a receiver that hangs holds two places for at most the client's timeout, and
@@ -64,11 +64,12 @@ struct WebhookDeliverer: Service {
                     oldestUnrecorded = oldestUnrecorded ?? .now
                 }
                 let stopping = Task.isShuttingDownGracefully || Task.isCancelled
-                // Outcomes are recorded a lot at a time (a quarter of the places, or once the first waited a second,
-                // or when nothing else runs): on SQLite every commit makes the server's cached reads look again.
+                // Outcomes are recorded a lot at a time (all the places' worth, or once the first waited a second, or
+                // when nothing else runs): on SQLite every commit makes the server's cached reads look again, so a
+                // commit per delivery would halve /api's rate while a backlog drains.
                 if let since = oldestUnrecorded,
-                    attempted.count >= max(1, concurrency / 4) || ContinuousClock.now - since >= .seconds(1)
-                        || running == 0 || stopping
+                    attempted.count >= concurrency || ContinuousClock.now - since >= .seconds(1) || running == 0
+                        || stopping
                 {
                     await record(attempted)
                     attempted.removeAll()
@@ -78,11 +79,12 @@ struct WebhookDeliverer: Service {
                     if running == 0 { break }
                     continue
                 }
-                // The places freed are filled (a quarter at a time, or on the interval), within the rate.
+                // The places freed are filled (half of them at a time, or on the interval), within the rate: a claim
+                // is a commit too.
                 let free = concurrency - running
                 if ContinuousClock.now - window.start >= .seconds(1) { window = (.now, 0) }
                 let allowed = min(free, perSecond - window.claimed)
-                if allowed > 0, ticked || free >= max(1, concurrency / 4) {
+                if allowed > 0, ticked || free >= max(1, concurrency / 2) {
                     for task in await claim(allowed) {
                         group.addTask { .attempt(await deliver(task)) }
                         running += 1

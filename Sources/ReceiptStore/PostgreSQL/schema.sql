@@ -325,6 +325,7 @@ ALTER TABLE webhook_deliveries ADD COLUMN started_at TIMESTAMPTZ;
 ALTER TABLE webhook_endpoints ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE webhook_endpoints ADD COLUMN paused_until TIMESTAMPTZ;
 CREATE INDEX webhook_deliveries_endpoint_due_idx ON webhook_deliveries (endpoint_id, next_attempt_at) WHERE state = 'pending';
+CREATE INDEX webhook_deliveries_leased_idx ON webhook_deliveries (endpoint_id, leased_until) WHERE leased_until IS NOT NULL;
 
 -- version: 13 Retention: the indexes the purge deletes by; the reconciliation's lease and cursor per app
 CREATE INDEX notifications_received_at_idx ON notifications (received_at);

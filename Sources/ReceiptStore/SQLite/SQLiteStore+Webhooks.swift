@@ -48,37 +48,58 @@ extension SQLiteStore: WebhookStore {
     {
         let leased = now.addingTimeInterval(Double(lease.components.seconds))
         return try await transaction {
-            // Each endpoint's oldest due first, in turns across endpoints; an endpoint holds at most `perEndpoint`
-            // deliveries in flight (leased and not yet recorded), and a paused one none.
-            let claimed = try await self.query(
+            // Each endpoint's oldest due first (its own index), in turns across endpoints; an endpoint holds at most
+            // `perEndpoint` deliveries in flight (leased and not yet recorded: a small index of their own), and a
+            // paused one none. One short query per endpoint with due deliveries, never a scan of the whole backlog.
+            let endpoints = try await self.query(
                 """
-                UPDATE webhook_deliveries SET next_attempt_at = ?, leased_until = ?
-                WHERE (event_id, endpoint_id) IN (
-                    SELECT event_id, endpoint_id FROM (
-                        SELECT d.event_id, d.endpoint_id, d.next_attempt_at,
-                            row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at) AS turn,
-                            coalesce(f.flying, 0) AS flying
-                        FROM webhook_deliveries d
-                        JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN apps a ON a.id = w.app_id
-                        JOIN accounts c ON c.id = a.account_id
-                        LEFT JOIN (
-                            SELECT endpoint_id, count(*) AS flying FROM webhook_deliveries
-                            WHERE state = 'pending' AND leased_until > ? GROUP BY endpoint_id) f
-                            ON f.endpoint_id = d.endpoint_id
-                        WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND a.enabled AND c.enabled
-                            AND (w.paused_until IS NULL OR w.paused_until <= ?))
-                    WHERE turn <= ? - flying ORDER BY turn, next_attempt_at LIMIT ?)
-                RETURNING event_id, endpoint_id
-                """,
-                [
-                    .millis(leased), .millis(leased), .millis(now), .millis(now), .millis(now), .integer(perEndpoint),
-                    .integer(limit),
-                ])
+                SELECT w.id FROM webhook_endpoints w JOIN apps a ON a.id = w.app_id
+                JOIN accounts c ON c.id = a.account_id
+                WHERE a.enabled AND c.enabled AND (w.paused_until IS NULL OR w.paused_until <= ?)
+                    AND EXISTS (
+                        SELECT 1 FROM webhook_deliveries d
+                        WHERE d.endpoint_id = w.id AND d.state = 'pending' AND d.next_attempt_at <= ?)
+                """, [.millis(now), .millis(now)])
+            var turns: [(turn: Int, due: Date, event: SQLiteData, endpoint: SQLiteData)] = []
+            for endpoint in endpoints {
+                let id = try endpoint.require("id")
+                let flying =
+                    try await self.query(
+                        """
+                        SELECT count(*) AS flying FROM webhook_deliveries
+                        WHERE endpoint_id = ? AND leased_until IS NOT NULL AND leased_until > ? AND state = 'pending'
+                        """, [id, .millis(now)]
+                    ).first.map { try $0.int("flying") } ?? 0
+                guard flying < perEndpoint else { continue }
+                let due = try await self.query(
+                    """
+                    SELECT event_id, endpoint_id, next_attempt_at FROM webhook_deliveries
+                    WHERE endpoint_id = ? AND state = 'pending' AND next_attempt_at <= ?
+                    ORDER BY next_attempt_at LIMIT ?
+                    """, [id, .millis(now), .integer(perEndpoint - flying)])
+                for (turn, row) in due.enumerated() {
+                    turns.append(
+                        (
+                            turn, try row.date("next_attempt_at"), try row.require("event_id"),
+                            try row.require("endpoint_id")
+                        ))
+                }
+            }
+            turns.sort { ($0.turn, $0.due) < ($1.turn, $1.due) }
+            var claimed: [(event: SQLiteData, endpoint: SQLiteData)] = []
+            for chosen in turns.prefix(limit) {
+                let leasedRows = try await self.query(
+                    """
+                    UPDATE webhook_deliveries SET next_attempt_at = ?, leased_until = ?
+                    WHERE event_id = ? AND endpoint_id = ? AND state = 'pending' RETURNING event_id
+                    """, [.millis(leased), .millis(leased), chosen.event, chosen.endpoint])
+                if !leasedRows.isEmpty { claimed.append((chosen.event, chosen.endpoint)) }
+            }
             var tasks: [WebhookDeliveryTask] = []
             for row in claimed {
                 tasks += try await self.query(
                     "\(StoredForm.deliverySelect) WHERE d.event_id = ? AND d.endpoint_id = ?",
-                    [try row.require("event_id"), try row.require("endpoint_id")]
+                    [row.event, row.endpoint]
                 ).map(StoredForm.webhookDeliveryTask)
             }
             return tasks
