@@ -11,6 +11,13 @@
 # /proc/PID/stat) divided by CALLS is the figure; the summary gives each build's per-round figures, their median
 # (one round a neighbour's burst slows is an outlier) and mean, and each build's median ÷ the first build's.
 set -euo pipefail
+
+# Binds the test roots to the app, where the build has test anchors per app (issue 32; the build before had none).
+test_anchor() {
+    if "$1/receiptverify" app add --help 2>/dev/null | grep -q -- --test-anchor; then
+        printf '%s %s' --test-anchor "$WORK/anchors"
+    fi
+}
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: $0 LABEL=BIN_DIR [LABEL=BIN_DIR ...]" >&2; exit 1; }
 ROUNDS=${ROUNDS:-3}
@@ -36,7 +43,7 @@ for pair in "$@"; do
     key=$("$bin/receiptverify" key create --account load@example.com --json \
         | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
     token=$("$bin/receiptverify" app add --account load@example.com --bundle-id com.example.app --allow-test-data \
-        --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+        $(test_anchor "$bin") --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
     python3 - "$key" "$token" "$WORK" "$dir" <<'PY'
 import sys, urllib.parse
 key, token, work, folder = sys.argv[1:5]

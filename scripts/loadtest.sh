@@ -20,6 +20,13 @@
 #                (then some were sent twice: raise N or shorten DURATION). The warm-up uses one other receipt.
 # Needs wrk (installed with apt when missing and run as root).
 set -euo pipefail
+
+# Binds the test roots to the app, where the build has test anchors per app (issue 32; the build before had none).
+test_anchor() {
+    if "$1/receiptverify" app add --help 2>/dev/null | grep -q -- --test-anchor; then
+        printf '%s %s' --test-anchor "$WORK/anchors"
+    fi
+}
 cd "$(dirname "$0")/.."
 DURATION=${1:-30}
 CONNECTIONS=${2:-32}
@@ -106,7 +113,7 @@ setup() {
     key=$("$bin/receiptverify" key create --account load@example.com --json \
         | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
     token=$("$bin/receiptverify" app add --account load@example.com --bundle-id com.example.app --allow-test-data \
-        --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+        $(test_anchor "$bin") --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
     python3 - "$key" "$token" "$WORK" "$dir" "$RECEIPTS" <<'PY'
 import sys, urllib.parse
 key, token, work, folder, count = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])

@@ -17,6 +17,13 @@
 # COUNT=N           notifications generated (default 4,000 per second of DURATION; each about 12 KB).
 # Needs wrk (installed with apt when missing and run as root), python3, and for PostgreSQL its server binaries.
 set -euo pipefail
+
+# Binds the test roots to the app, where the build has test anchors per app (issue 32; the build before had none).
+test_anchor() {
+    if "$1/receiptverify" app add --help 2>/dev/null | grep -q -- --test-anchor; then
+        printf '%s %s' --test-anchor "$WORK/anchors"
+    fi
+}
 cd "$(dirname "$0")/.."
 DURATION=${1:-8}
 CONNECTIONS=${2:-16}
@@ -102,7 +109,7 @@ setup() {
     KEY=$("$bin/receiptverify" key create --account load@example.com --json \
         | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
     TOKEN=$("$bin/receiptverify" app add --account load@example.com --bundle-id com.example.app --allow-test-data \
-        --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+        $(test_anchor "$bin") --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
 }
 
 cat >"$WORK/notifications.lua" <<LUA

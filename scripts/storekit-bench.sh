@@ -99,9 +99,9 @@ rv migrate >/dev/null
 rv plan set load --quota 1000000000000 --rate-limit 10000000 --encrypted true >/dev/null
 rv account create --name Load --email load@example.com --plan load >/dev/null
 KEY=$(rv key create --account load@example.com --json | json key)
-PLAIN=$(rv app add --account load@example.com --bundle-id com.example.app --allow-test-data --share-bundle-id --json \
+PLAIN=$(rv app add --account load@example.com --bundle-id com.example.app --allow-test-data --test-anchor "$WORK/anchors" --share-bundle-id --json \
     | json token)
-ENRICHED=$(rv app add --account load@example.com --bundle-id com.example.app --allow-test-data --share-bundle-id \
+ENRICHED=$(rv app add --account load@example.com --bundle-id com.example.app --allow-test-data --test-anchor "$WORK/anchors" --share-bundle-id \
     --apple-issuer-id 5a6f1c3e-8d2b-4c7a-9e0f-1b2c3d4e5f60 --apple-key-id ABC123DEFG \
     --apple-private-key-file "$WORK/apple-key.p8" --enrichment on --json | json token)
 for app in plain enriched; do

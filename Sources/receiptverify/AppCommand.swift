@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ReceiptCore
 import ReceiptService
 
 /// `receiptverify app …`
@@ -25,8 +26,17 @@ struct AppCommand: AsyncParsableCommand {
         @Option(help: "App Store Server API key ID.") var appleKeyID: String?
         @Option(help: "App Store Server API private key file (.p8, PEM).") var applePrivateKeyFile: String?
         @Option(help: "Cipher of /apiencrypted results: aes-256-cbc, aes-256-gcm.") var cipher: String?
-        @Flag(inversion: .prefixedNo, help: "Accept data signed by a test root (Xcode StoreKit testing).")
+        @Flag(
+            inversion: .prefixedNo,
+            help: "Accept data signed by a test root bound to the app with --test-anchor (Xcode StoreKit testing).")
         var allowTestData: Bool?
+        @Option(
+            name: .customLong("test-anchor"),
+            help:
+                "Bind a test root to the app: its SHA-256 fingerprint, a certificate file, or a directory of them; repeat (replaces the list). Only the roots bound to an app sign its test data."
+        )
+        var testAnchors: [String] = []
+        @Flag(help: "Unbind every test root from the app.") var noTestAnchors = false
         @Flag(
             inversion: .prefixedNo,
             help:
@@ -63,6 +73,9 @@ struct AppCommand: AsyncParsableCommand {
                 throw CommandFailure("give --shared-secret or --shared-secret-file, not both")
             }
             if anyProduct && !products.isEmpty { throw CommandFailure("give --product or --any-product, not both") }
+            if noTestAnchors && !testAnchors.isEmpty {
+                throw CommandFailure("give --test-anchor or --no-test-anchors, not both")
+            }
             var settings = AppSettings(
                 name: name, bundleIDs: bundleIDs.isEmpty ? nil : bundleIDs,
                 allowedEnvironments: environments.isEmpty ? nil : environments, verificationMode: mode,
@@ -73,7 +86,32 @@ struct AppCommand: AsyncParsableCommand {
                 productCatalog: anyProduct ? [] : products.isEmpty ? nil : products, enrichment: enrichment,
                 idLookups: idLookups, requiresUser: requireUser, appleAppID: appleAppID)
             settings.sharesBundleIDs = shareBundleID
+            if noTestAnchors { settings.testAnchors = [] }
+            if !testAnchors.isEmpty { settings.testAnchors = try testAnchors.flatMap(Self.fingerprints) }
             return settings
+        }
+
+        /// The fingerprints `--test-anchor` names: the text itself, or those of the certificates in the file or
+        /// directory it names.
+        private static func fingerprints(_ text: String) throws -> [String] {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: text, isDirectory: &isDirectory) else { return [text] }
+            let anchors: TrustAnchors
+            if isDirectory.boolValue {
+                anchors = try TrustAnchorDirectory.load(text)
+            } else {
+                guard let data = FileManager.default.contents(atPath: text) else {
+                    throw CommandFailure("cannot read the test anchor file \(text)")
+                }
+                do {
+                    anchors = try TrustAnchors(encoded: [Array(data)])
+                } catch {
+                    throw CommandFailure("the test anchor file \(text) is not a certificate (DER or PEM)")
+                }
+            }
+            let fingerprints = anchors.anchors.filter { !$0.isApple }.map(\.fingerprint)
+            guard !fingerprints.isEmpty else { throw CommandFailure("\(text) holds no test root, only Apple's") }
+            return fingerprints
         }
 
         private func readSecret(_ path: String, what: String) throws -> String {

@@ -20,6 +20,10 @@ struct PlanCommand: AsyncParsableCommand {
                     ("ENCRYPTED", { $0.includesEncryptedEndpoint ? "yes" : "no" }),
                     ("PRICE (CENTS)", { "\($0.monthlyPriceCents)" }),
                     ("OVERAGE/1000 (CENTS)", { "\($0.overagePricePer1000Cents)" }),
+                    ("APPS", { "\($0.limits["apps"] ?? 0)" }), ("KEYS", { "\($0.limits["api_keys"] ?? 0)" }),
+                    ("BUNDLE IDS/APP", { "\($0.limits["bundle_ids"] ?? 0)" }),
+                    ("PRODUCTS/APP", { "\($0.limits["products"] ?? 0)" }),
+                    ("WEBHOOKS/APP", { "\($0.limits["webhook_endpoints"] ?? 0)" }),
                 ])
         }
     }
@@ -33,10 +37,23 @@ struct PlanCommand: AsyncParsableCommand {
         @Option(help: "Whether /apiencrypted is included: true or false.") var encrypted: Bool?
         @Option(help: "Monthly price in cents.") var priceCents: Int?
         @Option(help: "Price per 1,000 verifications over the quota, in cents.") var overageCents: Int?
+        @Option(help: "Apps an account may have (a new plan: 25).") var maxApps: Int?
+        @Option(help: "API keys an account may hold unrevoked (a new plan: 25).") var maxKeys: Int?
+        @Option(name: .customLong("max-bundle-ids"), help: "Bundle IDs an app may have (a new plan: 25).")
+        var maxBundleIDs: Int?
+        @Option(help: "Product ids in an app's catalog (a new plan: 2000).") var maxProducts: Int?
+        @Option(help: "Webhook endpoints an app may have (a new plan: 10).") var maxWebhookEndpoints: Int?
         @OptionGroup var options: GlobalOptions
 
         func run() async throws {
-            let plan = try await options.withTenancy { [name, quota, rateLimit, encrypted, priceCents, overageCents] in
+            var limits: [PlanLimits.Field: Int] = [:]
+            limits[.apps] = maxApps
+            limits[.apiKeys] = maxKeys
+            limits[.bundleIDs] = maxBundleIDs
+            limits[.products] = maxProducts
+            limits[.webhookEndpoints] = maxWebhookEndpoints
+            let plan = try await options.withTenancy {
+                [name, quota, rateLimit, encrypted, priceCents, overageCents, limits] in
                 let monthlyQuota: Int??
                 switch quota {
                 case nil: monthlyQuota = .none
@@ -50,7 +67,7 @@ struct PlanCommand: AsyncParsableCommand {
                 return try await $0.setPlan(
                     name: name, monthlyQuota: monthlyQuota, rateLimitPerSecond: rateLimit,
                     includesEncryptedEndpoint: encrypted, monthlyPriceCents: priceCents,
-                    overagePricePer1000Cents: overageCents)
+                    overagePricePer1000Cents: overageCents, limits: limits)
             }
             try Output.show(PlanView(plan), json: options.json)
         }

@@ -121,8 +121,11 @@ struct LiveService: Sendable {
         let resultKey: [UInt8]
     }
 
-    /// Creates an account on `plan` with one key and one app (`appArguments` are `app add` flags).
+    /// Creates an account on `plan` with one key and one app (`appArguments` are `app add` flags). An app that allows
+    /// test data is bound to the service's test roots unless the arguments bind some.
     func tenant(plan: String = "pro", appArguments: [String] = []) throws -> Tenant {
+        let binds = appArguments.contains("--allow-test-data") && !appArguments.contains("--test-anchor")
+        let appArguments = appArguments + (binds ? ["--test-anchor", anchors.path] : [])
         let email = "t\(UInt32.random(in: 0...UInt32.max))@example.com"
         try cli.expectSuccess(["account", "create", "--name", "Tenant", "--email", email, "--plan", plan])
         let key = try cli.expectSuccess(["key", "create", "--account", email, "--json"]).jsonObject()

@@ -48,6 +48,38 @@ import Testing
         }
     }
 
+    @Test("a test root signs only for the apps the operator bound it to (D12)", arguments: StoreKind.available)
+    func testRootsAreBoundPerApp(kind: StoreKind) async throws {
+        try await withLiveService(kind) { service in
+            // The service trusts two test roots: the receipts' and the JWS PKI's. One tenant is bound to both,
+            // another, which also allows test data, only to the JWS PKI's root.
+            let bound = try service.tenant(appArguments: ["--allow-test-data"])
+            let jwsRoot = try #require(try TrustAnchors(encoded: [service.jwsPKI.rootDER]).anchors.first?.fingerprint)
+            let other = try service.tenant(appArguments: ["--allow-test-data", "--test-anchor", jwsRoot])
+            let receipt = try service.receipt(count: 2)
+            func status(_ tenant: LiveService.Tenant) async throws -> JSONValue? {
+                try await service.post(form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", receipt)])
+                    .json()["status"]
+            }
+            #expect(try await status(bound) == .integer(0))
+            #expect(try await status(other) == .integer(403))
+            let shown = try service.cli.expectSuccess(["app", "show", other.token, "--json"]).jsonObject()
+            #expect(shown["test_anchors"] == .array([.string(jwsRoot)]))
+
+            // Unbinding every root refuses test data even with the switch on; binding the root's file accepts it.
+            try service.cli.expectSuccess(["app", "update", bound.token, "--no-test-anchors"])
+            #expect(try await status(bound) == .integer(403))
+            let rootFile = service.cli.directory.appendingPathComponent("receipt-root.der")
+            try Data(service.pki.rootDER).write(to: rootFile)
+            try service.cli.expectSuccess(["app", "update", other.token, "--test-anchor", rootFile.path])
+            #expect(try await status(other) == .integer(0))
+            // A bad fingerprint is refused by name, and changes nothing.
+            let refused = try service.cli.run(["app", "update", other.token, "--test-anchor", "not-a-fingerprint"])
+            #expect(refused.status != 0 && refused.stderr.contains("malformed test anchor"))
+            #expect(try await status(other) == .integer(0))
+        }
+    }
+
     @Test("base64 damaged in transit is repaired and the repairs reported", arguments: StoreKind.available)
     func repairs(kind: StoreKind) async throws {
         try await withLiveService(kind) { service in

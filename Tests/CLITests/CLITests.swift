@@ -51,9 +51,10 @@ import Testing
     struct PlanJSON: Decodable {
         let name: String
         let monthlyQuota: Int?
+        let limits: [String: Int]
 
         enum CodingKeys: String, CodingKey {
-            case name
+            case name, limits
             case monthlyQuota = "monthly_quota"
         }
     }
@@ -200,6 +201,21 @@ import Testing
             #expect(
                 try cli("plan", "set", "free", "--quota", "2500", "--json").json(PlanJSON.self).monthlyQuota == 2500)
             #expect(try cli("plan", "list", "--json").json([PlanJSON].self).count == 4)
+            // A new plan has the standard limits; each is set by its flag, and one out of range is refused.
+            #expect(
+                try gold.json(PlanJSON.self).limits == [
+                    "apps": 25, "api_keys": 25, "bundle_ids": 25, "products": 2_000, "webhook_endpoints": 10,
+                ])
+            let limited = try cli(
+                "plan", "set", "gold", "--max-apps", "1", "--max-keys", "2", "--max-bundle-ids", "3", "--max-products",
+                "4", "--max-webhook-endpoints", "5", "--json")
+            #expect(
+                try limited.json(PlanJSON.self).limits == [
+                    "apps": 1, "api_keys": 2, "bundle_ids": 3, "products": 4, "webhook_endpoints": 5,
+                ])
+            let refused = try cli("plan", "set", "gold", "--max-products", "10001")
+            #expect(refused.status != 0 && refused.stderr.contains("products must be from 0 to 10000"))
+            #expect(try cli("plan", "list").stdout.contains("WEBHOOKS/APP"))
 
             let text = try cli("app", "list")
             #expect(text.status == 0 && text.stdout.hasPrefix("TOKEN"))

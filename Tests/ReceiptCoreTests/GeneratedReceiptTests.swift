@@ -378,6 +378,25 @@ import Testing
         }
     }
 
+    @Test func testDataIsAcceptedOnlyUnderTheAnchorsBoundToIt() throws {
+        // Two test roots configured; each item verifies only where its own root is among the accepted ones.
+        let anchors = try Self.pki.trustAnchors().adding(try Self.jwsPKI.trustAnchors())
+        let verifier = ReceiptVerifier(anchors: anchors)
+        let receiptRoot = try #require(try Self.pki.trustAnchors().anchors.first?.fingerprint)
+        let jwsRoot = try #require(try Self.jwsPKI.trustAnchors().anchors.first?.fingerprint)
+        let receipt = try ReceiptInput.decode(try ReceiptBuilder().build(signedBy: Self.pki).base64)
+        let jws = try ReceiptInput.decode(try JWSBuilder().build(signedBy: Self.jwsPKI))
+        for (input, own, other) in [(receipt, receiptRoot, jwsRoot), (jws, jwsRoot, receiptRoot)] {
+            #expect(try verifier.verify(input, testData: .anchors([own])).isTestData)
+            #expect(try verifier.verify(input, testData: .anchors([other, own.lowercased()])).isTestData)
+            #expect(try verifier.verify(input, testData: .anyAnchor).isTestData)
+            for refused in [TestDataTrust.anchors([other]), .anchors([]), .refused] {
+                let error = try #require(throws: ReceiptError.self) { try verifier.verify(input, testData: refused) }
+                #expect(error.code == .testDataNotAllowed)
+            }
+        }
+    }
+
     @Test func buildersRefuseTheWrongKeyType() throws {
         #expect(throws: TestKitError.self) { try ReceiptBuilder().build(signedBy: Self.jwsPKI) }
         #expect(throws: TestKitError.self) { try JWSBuilder().build(signedBy: Self.pki) }

@@ -304,6 +304,48 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreKind.available)
+    func theTestDataSwitchIsTheOperatorsUntilATestRootIsBound(kind: StoreKind) async throws {
+        try await AccountScreen.run(kind) { screen in
+            let browser = Browser(screen)
+            try await browser.signIn(email: "a@example.com")
+            let fields: [(String, String)] = [
+                ("name", "Mine"), ("bundle_ids", "com.example.mine"), ("environments", "production"),
+                ("mode", "local"), ("cipher", "aes-256-gcm"), ("claims", "flag"), ("delivery", "once"),
+            ]
+            // A new app has no bound root: asking for test data is refused, and nothing is written.
+            let refusedAdd = try await browser.submit("/account/apps", fields + [("allows_test_data", "1")])
+            #expect(refusedAdd.status == .unprocessableContent)
+            #expect(Self.body(refusedAdd).contains("binds a test root"))
+            #expect(try await screen.tenancy.apps(account: "a@example.com").isEmpty)
+            #expect(try await browser.submit("/account/apps", fields).status == .seeOther)
+            let app = try #require(try await screen.tenancy.apps(account: "a@example.com").first)
+            let path = "/account/apps/\(app.id.uuidString.lowercased())"
+            #expect(Self.body(try await browser.get(path + "/edit")).contains("disabled>"))
+
+            // An edit asking for it is refused too; an edit without the box keeps what the operator set.
+            let refused = try await browser.submit(path, fields + [("allows_test_data", "1")], from: path + "/edit")
+            #expect(refused.status == .unprocessableContent)
+            #expect(try await screen.tenancy.app(token: app.token) == app)
+            var operatorSettings = AppSettings(allowsTestData: true)
+            _ = try await screen.tenancy.updateApp(token: app.token, settings: operatorSettings)
+            #expect(try await browser.submit(path, fields, from: path + "/edit").status == .seeOther)
+            #expect(try await screen.tenancy.app(token: app.token).allowsTestData)
+
+            // Once the operator binds a root, the switch is the customer's, and the root is not.
+            operatorSettings = AppSettings(allowsTestData: false)
+            operatorSettings.testAnchors = [String(repeating: "AB", count: 32)]
+            _ = try await screen.tenancy.updateApp(token: app.token, settings: operatorSettings)
+            #expect(!Self.body(try await browser.get(path + "/edit")).contains("disabled>"))
+            #expect(
+                try await browser.submit(path, fields + [("allows_test_data", "1")], from: path + "/edit").status
+                    == .seeOther)
+            let bound = try await screen.tenancy.app(token: app.token)
+            #expect(bound.allowsTestData && bound.testAnchors == [String(repeating: "AB", count: 32)])
+            #expect(Self.body(try await browser.get(path)).contains("accepted under the test root the operator bound"))
+        }
+    }
+
     @Test func aSignInLinkWorksOnceAndIsRateLimited() async throws {
         let settings = CustomerSettings(signInAttemptsPerMinute: 4)
         try await AccountScreen.run(.sqlite, settings: settings) { screen in

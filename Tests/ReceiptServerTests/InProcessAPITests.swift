@@ -34,12 +34,13 @@ import Testing
                 monthlyPriceCents: nil, overagePricePer1000Cents: nil)
             _ = try await tenancy.createAccount(name: "Acme", email: "ops@acme.test", planName: "pro")
             let key = try await tenancy.createAPIKey(account: "ops@acme.test", label: nil).clearText
-            let app = try await tenancy.addApp(
-                account: "ops@acme.test",
-                settings: AppSettings(
-                    bundleIDs: ["com.example.app"], allowedEnvironments: ["sandbox", "production"],
-                    verificationMode: "local", resultCipher: "aes-256-gcm", allowsTestData: true))
-            let verifier = ReceiptVerifier(anchors: try TrustAnchors(encoded: [Self.pki.rootDER]))
+            let anchors = try TrustAnchors(encoded: [Self.pki.rootDER])
+            var settings = AppSettings(
+                bundleIDs: ["com.example.app"], allowedEnvironments: ["sandbox", "production"],
+                verificationMode: "local", resultCipher: "aes-256-gcm", allowsTestData: true)
+            settings.testAnchors = anchors.anchors.map(\.fingerprint)
+            let app = try await tenancy.addApp(account: "ops@acme.test", settings: settings)
+            let verifier = ReceiptVerifier(anchors: anchors)
             let metrics = ServerMetrics()
             try await body(
                 Fixture(

@@ -106,12 +106,12 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     func updateAccount(_ account: Account) async throws -> Bool { try await base.updateAccount(account) }
     func accounts() async throws -> [Account] { try await base.accounts() }
     func account(email: String) async throws -> Account? { try await base.account(email: email) }
-    func insertAPIKey(_ key: APIKey) async throws { try await base.insertAPIKey(key) }
+    func insertAPIKey(_ key: APIKey, limit: Int) async throws -> Bool { try await base.insertAPIKey(key, limit: limit) }
     func apiKeys(accountID: UUID) async throws -> [APIKey] { try await base.apiKeys(accountID: accountID) }
     func revokeAPIKey(id: UUID, accountID: UUID, at date: Date) async throws -> Bool {
         try await base.revokeAPIKey(id: id, accountID: accountID, at: date)
     }
-    func insertApp(_ app: App) async throws { try await base.insertApp(app) }
+    func insertApp(_ app: App, limit: Int) async throws -> Bool { try await base.insertApp(app, limit: limit) }
     func updateApp(_ app: App) async throws -> Bool { try await base.updateApp(app) }
     func deleteApp(id: UUID) async throws -> Bool { try await base.deleteApp(id: id) }
     func apps(accountID: UUID?) async throws -> [App] { try await base.apps(accountID: accountID) }
@@ -181,7 +181,9 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     func knownNotifications(appID: UUID, uuids: [String]) async throws -> Set<String> {
         try await base.knownNotifications(appID: appID, uuids: uuids)
     }
-    func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws { try await base.addWebhookEndpoint(endpoint) }
+    func addWebhookEndpoint(_ endpoint: WebhookEndpoint, limit: Int) async throws -> Bool {
+        try await base.addWebhookEndpoint(endpoint, limit: limit)
+    }
     func webhookEndpoints(appID: UUID) async throws -> [WebhookEndpoint] {
         try await base.webhookEndpoints(appID: appID)
     }

@@ -47,8 +47,10 @@ import Testing
                 monthlyPriceCents: 100, overagePricePer1000Cents: 7)
             try await store.savePlan(plan)
             #expect(try await store.plan(named: "gold") == plan)
+            #expect(plan.limits == .standard)
             plan.monthlyQuota = nil
             plan.includesEncryptedEndpoint = false
+            plan.limits = PlanLimits(apps: 1, apiKeys: 2, bundleIDs: 3, products: 4, webhookEndpoints: 5)
             try await store.savePlan(plan)
             #expect(try await store.plan(named: "gold") == plan)
             #expect(try await store.plans().count == Plan.seeded.count + 1)

@@ -15,9 +15,9 @@ struct JWSVerifier: Sendable {
     let chains: ChainVerifier
     let headers: JWSHeaderCache
 
-    func verify(_ text: [UInt8], allowTestData: Bool) throws -> VerifiedReceipt {
+    func verify(_ text: [UInt8], testData: TestDataTrust) throws -> VerifiedReceipt {
         var nested: [String: VerifiedReceipt] = [:]
-        return try verify(text, allowTestData: allowTestData, depth: 0, nested: &nested)
+        return try verify(text, testData: testData, depth: 0, nested: &nested)
     }
 
     /// The keys of a notification's signed items: under `data` (most types) or `appData` (`RESCIND_CONSENT`).
@@ -26,7 +26,7 @@ struct JWSVerifier: Sendable {
     ]
 
     /// Verifies `text`; a notification's signed items are verified too and put in `nested` under their keys.
-    func verify(_ text: [UInt8], allowTestData: Bool, depth: Int, nested: inout [String: VerifiedReceipt]) throws
+    func verify(_ text: [UInt8], testData: TestDataTrust, depth: Int, nested: inout [String: VerifiedReceipt]) throws
         -> VerifiedReceipt
     {
         let jws: SignedJWS
@@ -87,13 +87,13 @@ struct JWSVerifier: Sendable {
 
         let chain = try chains.verify(
             leaf: 0, of: carried, policy: policy,
-            at: Date(timeIntervalSince1970: TimeInterval(signedDate) / 1_000), allowTestData: allowTestData)
+            at: Date(timeIntervalSince1970: TimeInterval(signedDate) / 1_000), testData: testData)
         // Only a header whose chain holds is remembered: a stranger's certificates take no place in the cache.
         if headerIsNew, let headerPart { headers.remember(header, for: headerPart) }
         let environment = chain.anchorIsApple ? try Self.environment(of: payload) : .xcode
         for (key, text) in items {
             var none: [String: VerifiedReceipt] = [:]
-            nested[key] = try verify(Array(text.utf8), allowTestData: allowTestData, depth: depth + 1, nested: &none)
+            nested[key] = try verify(Array(text.utf8), testData: testData, depth: depth + 1, nested: &none)
         }
         return VerifiedReceipt(
             kind: kind, environment: environment,

@@ -12,7 +12,7 @@ import X509
 struct TransactionReceiptVerifier: Sendable {
     let chains: ChainVerifier
 
-    func verify(_ bytes: [UInt8], allowTestData: Bool) throws -> VerifiedReceipt {
+    func verify(_ bytes: [UInt8], testData: TestDataTrust) throws -> VerifiedReceipt {
         guard let outer = TextPlist.dictionary(bytes) else {
             throw ReceiptError(.malformedTransactionReceipt, "the transaction receipt is not a text plist")
         }
@@ -73,7 +73,7 @@ struct TransactionReceiptVerifier: Sendable {
         }
 
         let anchor = try chains.verifyLegacy(
-            leaf, at: Date(timeIntervalSince1970: TimeInterval(purchaseMillis) / 1_000), allowTestData: allowTestData)
+            leaf, at: Date(timeIntervalSince1970: TimeInterval(purchaseMillis) / 1_000), testData: testData)
         let environment: AppStoreEnvironment =
             anchor.isApple ? (field("environment") == "Sandbox" ? .sandbox : .production) : .xcode
         return VerifiedReceipt(

@@ -33,6 +33,8 @@ struct ChainPolicy: Sendable, Hashable {
 struct ValidatedChain: Sendable {
     let leaf: Certificate
     let anchorIsApple: Bool
+    /// The anchor's SHA-256 fingerprint, uppercase hex.
+    let anchorFingerprint: String
     /// (notBefore, notAfter) of every certificate on the path, anchor included.
     let windows: [(Date, Date)]
 }
@@ -79,7 +81,7 @@ final class ChainVerifier: Sendable {
                 throw ReceiptError(.malformedContainer, "a carried certificate is not DER X.509")
             }
         }
-        // Remembered only with a chain that holds (``verify(leaf:of:policy:at:allowTestData:)``): a stranger's
+        // Remembered only with a chain that holds (``verify(leaf:of:policy:at:testData:)``): a stranger's
         // certificates evict nothing.
         return (key, certificates)
     }
@@ -89,7 +91,7 @@ final class ChainVerifier: Sendable {
     /// at `date` (on every call).
     func verify(
         leaf: Int, of carried: (key: Data, certificates: [Certificate]), policy: ChainPolicy, at date: Date,
-        allowTestData: Bool
+        testData: TestDataTrust
     ) throws -> ValidatedChain {
         let chainKey = ChainKey(leaf: leaf, policy: policy)
         let chain: ValidatedChain
@@ -104,9 +106,7 @@ final class ChainVerifier: Sendable {
                 entries[carried.key] = entry
             }
         }
-        if !chain.anchorIsApple && !allowTestData {
-            throw ReceiptError(.testDataNotAllowed, "the chain ends at a test root, and test data is not allowed")
-        }
+        try testData.check(anchor: chain.anchorFingerprint, isApple: chain.anchorIsApple)
         try Self.check(chain.windows, at: date)
         return chain
     }
@@ -129,7 +129,7 @@ final class ChainVerifier: Sendable {
                 if anchor.isApple || policy.marksTestChains { try checkApplePath(path, policy: policy) }
                 if anchor.isApple { try checkAuthorities(path) }
                 return ValidatedChain(
-                    leaf: leaf, anchorIsApple: anchor.isApple,
+                    leaf: leaf, anchorIsApple: anchor.isApple, anchorFingerprint: anchor.fingerprint,
                     windows: path.map { ($0.notValidBefore, $0.notValidAfter) })
             }
             guard path.count < policy.lengths.upperBound else {
@@ -154,7 +154,7 @@ final class ChainVerifier: Sendable {
     }
 
     /// Checks an iOS 6 receipt leaf: issued (and signed) by a configured anchor, every certificate valid at `date`.
-    func verifyLegacy(_ leaf: LegacyCertificate, at date: Date, allowTestData: Bool) throws -> TrustAnchors.Anchor {
+    func verifyLegacy(_ leaf: LegacyCertificate, at date: Date, testData: TestDataTrust) throws -> TrustAnchors.Anchor {
         guard leaf.signatureAlgorithm == "1.2.840.113549.1.1.5" || leaf.signatureAlgorithm == "1.2.840.113549.1.1.11"
         else { throw ReceiptError(.unsupportedAlgorithm, "the receipt certificate's signature algorithm") }
         let algorithm: Certificate.SignatureAlgorithm =
@@ -166,9 +166,7 @@ final class ChainVerifier: Sendable {
             anchor.certificate.publicKey.isValidSignature(
                 leaf.signature, for: leaf.tbsCertificate, signatureAlgorithm: algorithm)
         else { throw ReceiptError(.invalidChain, "the receipt certificate is not signed by its issuer") }
-        if !anchor.isApple && !allowTestData {
-            throw ReceiptError(.testDataNotAllowed, "the chain ends at a test root, and test data is not allowed")
-        }
+        try testData.check(anchor: anchor.fingerprint, isApple: anchor.isApple)
         try Self.check(
             [
                 (leaf.notValidBefore, leaf.notValidAfter),

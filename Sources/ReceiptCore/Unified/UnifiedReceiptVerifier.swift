@@ -13,7 +13,7 @@ struct UnifiedReceiptVerifier: Sendable {
     static let sha1WithRSA = "1.2.840.113549.1.1.5"
     static let sha256WithRSA = "1.2.840.113549.1.1.11"
 
-    func verify(_ bytes: [UInt8], allowTestData: Bool) throws -> (payload: ReceiptPayload, chain: ValidatedChain) {
+    func verify(_ bytes: [UInt8], testData: TestDataTrust) throws -> (payload: ReceiptPayload, chain: ValidatedChain) {
         let container = try SignedData(ber: bytes)
         let signer = container.signer
         let algorithm = try Self.signatureAlgorithm(
@@ -46,7 +46,7 @@ struct UnifiedReceiptVerifier: Sendable {
         let payload = try ReceiptPayload(der: container.content)
         let creationDate = Date(timeIntervalSince1970: TimeInterval(payload.creationDate) / 1_000)
         let chain = try chains.verify(
-            leaf: signerIndex, of: carried, policy: .unifiedReceipt, at: creationDate, allowTestData: allowTestData)
+            leaf: signerIndex, of: carried, policy: .unifiedReceipt, at: creationDate, testData: testData)
         return (payload, chain)
     }
 

@@ -15,20 +15,26 @@ public struct ReceiptVerifier: Sendable {
 
     /// Verifies decoded input; throws ``ReceiptError`` naming the failed check.
     ///
-    /// - Parameter allowTestData: accept items that chain to a non-Apple anchor (Xcode StoreKit testing).
+    /// - Parameter allowTestData: accept items that chain to any non-Apple anchor (Xcode StoreKit testing).
     public func verify(_ input: ReceiptInput, allowTestData: Bool = false) throws -> VerifiedReceipt {
+        try verify(input, testData: TestDataTrust(allowingAny: allowTestData))
+    }
+
+    /// Verifies decoded input, accepting test data from the anchors `testData` names; throws ``ReceiptError``
+    /// naming the failed check.
+    public func verify(_ input: ReceiptInput, testData: TestDataTrust) throws -> VerifiedReceipt {
         switch input.kind {
         case .unifiedReceipt:
             let (payload, chain) = try UnifiedReceiptVerifier(chains: chains).verify(
-                input.bytes, allowTestData: allowTestData)
+                input.bytes, testData: testData)
             return VerifiedReceipt(
                 kind: .unifiedReceipt, environment: chain.anchorIsApple ? payload.environment : .xcode,
                 bundleID: payload.bundleID, receipt: payload.json, signingDate: payload.creationDate,
                 isTestData: !chain.anchorIsApple)
         case .transactionReceipt:
-            return try TransactionReceiptVerifier(chains: chains).verify(input.bytes, allowTestData: allowTestData)
+            return try TransactionReceiptVerifier(chains: chains).verify(input.bytes, testData: testData)
         case .jws:
-            return try JWSVerifier(chains: chains, headers: headers).verify(input.bytes, allowTestData: allowTestData)
+            return try JWSVerifier(chains: chains, headers: headers).verify(input.bytes, testData: testData)
         }
     }
 }
@@ -40,9 +46,14 @@ extension ReceiptVerifier {
     public func verifyNotification(_ signedPayload: [UInt8], allowTestData: Bool = false) throws
         -> ServerNotification
     {
+        try verifyNotification(signedPayload, testData: TestDataTrust(allowingAny: allowTestData))
+    }
+
+    /// Verifies a notification's `signedPayload`, accepting test data from the anchors `testData` names.
+    public func verifyNotification(_ signedPayload: [UInt8], testData: TestDataTrust) throws -> ServerNotification {
         let jws = JWSVerifier(chains: chains, headers: headers)
         var nested: [String: VerifiedReceipt] = [:]
-        let verified = try jws.verify(signedPayload, allowTestData: allowTestData, depth: 0, nested: &nested)
+        let verified = try jws.verify(signedPayload, testData: testData, depth: 0, nested: &nested)
         guard verified.kind == .notification else {
             throw ReceiptError(.malformedJWS, "the signed payload is not a notification")
         }

@@ -110,7 +110,7 @@ public struct VerificationService: Sendable {
         guard let verifier else { return .noVerdict("no trust anchors are configured") }
         let verified: VerifiedReceipt
         do {
-            verified = try verifier.verify(input, allowTestData: caller.app.allowsTestData)
+            verified = try verifier.verify(input, testData: caller.app.testDataTrust)
         } catch let error as ReceiptError where error.code == .untrustedRoot {
             return .noVerdict(error.description)
         } catch let error as ReceiptError {

@@ -139,8 +139,10 @@ public struct AppView: Codable, Sendable, Equatable {
     public let hasApplePrivateKey: Bool
     /// The cipher of `/apiencrypted` results.
     public let resultCipher: String
-    /// Whether test-signed data is accepted.
+    /// Whether test-signed data is accepted (under ``testAnchors`` only).
     public let allowsTestData: Bool
+    /// The SHA-256 fingerprints of the test roots bound to the app.
+    public let testAnchors: [String]
     /// Whether it may be used.
     public let enabled: Bool
     /// Whether the operator locked it (disabled until the operator unlocks it).
@@ -179,6 +181,7 @@ public struct AppView: Codable, Sendable, Equatable {
         case hasApplePrivateKey = "has_apple_private_key"
         case resultCipher = "result_cipher"
         case allowsTestData = "allows_test_data"
+        case testAnchors = "test_anchors"
         case claims, delivery, products, enrichment
         case idLookups = "id_lookups"
         case requiresUser = "requires_user"
@@ -203,6 +206,7 @@ public struct AppView: Codable, Sendable, Equatable {
         hasApplePrivateKey = app.appStoreServerCredentials != nil
         resultCipher = app.resultCipher.rawValue
         allowsTestData = app.allowsTestData
+        testAnchors = app.testAnchors
         enabled = app.isEnabled
         locked = app.isLocked
         claims = app.claimsPolicy.rawValue
@@ -232,10 +236,13 @@ public struct PlanView: Codable, Sendable, Equatable {
     public let monthlyPriceCents: Int
     /// Price per 1,000 verifications over the quota, in cents.
     public let overagePricePer1000Cents: Int
+    /// What an account may set up, by the limit's stored name (`apps`, `api_keys`, `bundle_ids`, `products`,
+    /// `webhook_endpoints`).
+    public let limits: [String: Int]
 
     /// The JSON names, snake_case as in the rest of the API.
     enum CodingKeys: String, CodingKey {
-        case name
+        case name, limits
         case monthlyQuota = "monthly_quota"
         case rateLimitPerSecond = "rate_limit_per_second"
         case includesEncryptedEndpoint = "includes_encrypted_endpoint"
@@ -251,6 +258,7 @@ public struct PlanView: Codable, Sendable, Equatable {
         includesEncryptedEndpoint = plan.includesEncryptedEndpoint
         monthlyPriceCents = plan.monthlyPriceCents
         overagePricePer1000Cents = plan.overagePricePer1000Cents
+        limits = Dictionary(uniqueKeysWithValues: PlanLimits.Field.allCases.map { ($0.rawValue, plan.limits[$0]) })
     }
 }
 

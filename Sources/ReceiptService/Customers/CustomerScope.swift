@@ -69,12 +69,29 @@ public struct CustomerScope: Sendable {
 
     /// Adds an app.
     public func addApp(_ settings: AppSettings) async throws -> App {
-        try await tenancy.addApp(account: reference, settings: settings)
+        try await tenancy.addApp(account: reference, settings: try Self.customerSettings(settings, of: nil))
     }
 
     /// Changes the given settings of one of the account's apps.
     public func updateApp(id: UUID, _ settings: AppSettings) async throws -> App {
-        try await tenancy.updateApp(token: try await app(id: id).token, settings: settings)
+        let app = try await app(id: id)
+        return try await tenancy.updateApp(token: app.token, settings: try Self.customerSettings(settings, of: app))
+    }
+
+    /// A customer's settings, refused where they reach into the operator's: the test roots bound to an app, and its
+    /// test-data switch while no root is bound to it. A test root signs only for the apps its operator bound it to,
+    /// so a customer cannot accept another tenant's test data by ticking a box.
+    static func customerSettings(_ settings: AppSettings, of app: App?) throws -> AppSettings {
+        guard settings.testAnchors == nil else {
+            throw ServiceError(.invalidArgument, "the test roots an app trusts are bound by the operator")
+        }
+        if let allows = settings.allowsTestData, allows != (app?.allowsTestData ?? AppDefaults.allowsTestData),
+            app?.testAnchors.isEmpty ?? true
+        {
+            throw ServiceError(
+                .invalidArgument, "test data is the operator's setting until the operator binds a test root to the app")
+        }
+        return settings
     }
 
     /// Gives one of the account's apps a new token.

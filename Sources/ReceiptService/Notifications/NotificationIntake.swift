@@ -84,9 +84,9 @@ public struct NotificationIntake: Sendable {
         let notification: ServerNotification
         do {
             notification = try verifier.verifyNotification(
-                Array(signedPayload.utf8), allowTestData: app.allowsTestData)
+                Array(signedPayload.utf8), testData: app.testDataTrust)
         } catch let error as ReceiptError where error.code == .testDataNotAllowed {
-            throw Refusal(.notTheApps, "test-signed data, which the app does not allow: \(error)")
+            throw Refusal(.notTheApps, "test-signed data under a root the app does not trust: \(error)")
         } catch let error as ReceiptError {
             throw Refusal(error.isMalformed ? .malformed : .inauthentic, "\(error)")
         }

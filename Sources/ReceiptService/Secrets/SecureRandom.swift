@@ -20,6 +20,11 @@ public enum Hex {
         }
         return String(decoding: out, as: UTF8.self)
     }
+
+    /// Whether `byte` is an ASCII hex digit, either case.
+    public static func isDigit(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
+    }
 }
 
 /// Comparisons whose time does not depend on where the inputs differ.

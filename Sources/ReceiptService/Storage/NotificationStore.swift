@@ -29,8 +29,9 @@ public protocol NotificationStore: StoreLifecycle {
 /// servers on one database share the deliveries: a claim leases the due ones it returns (their next attempt moves past
 /// the lease), and PostgreSQL skips rows another claim holds, so each attempt is made by one server.
 public protocol WebhookStore: StoreLifecycle {
-    /// Adds an endpoint.
-    func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws
+    /// Adds an endpoint unless its app has `limit` endpoints already (false then); adds under one app count one after
+    /// another, on every server.
+    func addWebhookEndpoint(_ endpoint: WebhookEndpoint, limit: Int) async throws -> Bool
     /// The app's endpoints, oldest first.
     func webhookEndpoints(appID: UUID) async throws -> [WebhookEndpoint]
     /// Removes an endpoint of the app with its pending deliveries; false when the app has no such endpoint.
@@ -74,5 +75,12 @@ extension WebhookStore {
     {
         try await claimWebhookDeliveries(
             dueBy: now, lease: lease, limit: limit, perEndpoint: WebhookCircuitBreaker.inFlightPerEndpoint)
+    }
+}
+
+extension WebhookStore {
+    /// Adds an endpoint, whatever the app has.
+    public func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws {
+        _ = try await addWebhookEndpoint(endpoint, limit: .max)
     }
 }

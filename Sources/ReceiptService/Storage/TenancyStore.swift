@@ -30,8 +30,9 @@ public protocol TenancyStore: StoreLifecycle {
     /// The account with this email (lowercase), if any.
     func account(email: String) async throws -> Account?
 
-    /// Stores a new API key.
-    func insertAPIKey(_ key: APIKey) async throws
+    /// Stores a new API key unless its account holds `limit` unrevoked keys already (false then). Inserts under one
+    /// account count one after another, on every server, so the limit holds under concurrency.
+    func insertAPIKey(_ key: APIKey, limit: Int) async throws -> Bool
     /// The account's keys, oldest first, revoked ones included.
     func apiKeys(accountID: UUID) async throws -> [APIKey]
     /// The key with this lookup prefix, if any.
@@ -41,8 +42,9 @@ public protocol TenancyStore: StoreLifecycle {
     /// Records that the key authenticated a request at `date`.
     func recordAPIKeyUse(id: UUID, at date: Date) async throws
 
-    /// Stores a new app with its bundle IDs.
-    func insertApp(_ app: App) async throws
+    /// Stores a new app with its bundle IDs unless its account has `limit` apps already (false then), counted as
+    /// ``insertAPIKey(_:limit:)`` counts.
+    func insertApp(_ app: App, limit: Int) async throws -> Bool
     /// Replaces an existing app (bundle IDs included); returns false when it does not exist.
     func updateApp(_ app: App) async throws -> Bool
     /// Deletes an app; returns false when it does not exist.
@@ -70,3 +72,11 @@ public protocol StoreLifecycle: Sendable {
 /// A store with every concern: what the server and the CLI open.
 public typealias DataStore = TenancyStore & UsageStore & LedgerStore & SessionStore & AppleFinishStore
     & NotificationStore & WebhookStore & RetentionStore & ReconciliationStore
+
+extension TenancyStore {
+    /// Stores a new API key, whatever the account holds.
+    public func insertAPIKey(_ key: APIKey) async throws { _ = try await insertAPIKey(key, limit: .max) }
+
+    /// Stores a new app, whatever the account holds.
+    public func insertApp(_ app: App) async throws { _ = try await insertApp(app, limit: .max) }
+}

@@ -25,8 +25,12 @@ public struct App: Sendable, Hashable {
     public var resultCipher: ResultCipher
     /// The 256-bit key of `/apiencrypted` results, sealed.
     public var resultKey: SealedSecret
-    /// Whether data signed by a test root (Xcode StoreKit testing) is accepted.
+    /// Whether data signed by a test root (Xcode StoreKit testing) is accepted: only under the roots in
+    /// ``testAnchors``.
     public var allowsTestData: Bool
+    /// The SHA-256 fingerprints (uppercase hex, sorted) of the test roots the operator bound to the app: the only
+    /// non-Apple anchors its data may chain to, so one tenant's test root never signs for another.
+    public var testAnchors: [String]
     /// Whether the app may be used; a disabled app gets 401, and nothing runs for it in the background.
     public var isEnabled: Bool
     /// Whether the operator locked the app: it stays disabled, and only the operator can unlock it (`app unlock`).
@@ -61,7 +65,8 @@ public struct App: Sendable, Hashable {
         claimsPolicy: ClaimsPolicy = AppDefaults.claimsPolicy, deliveryMode: DeliveryMode = AppDefaults.deliveryMode,
         productCatalog: [String]? = nil, enrichment: Enrichment = AppDefaults.enrichment,
         idLookups: IDLookups = AppDefaults.idLookups, requiresUser: Bool = AppDefaults.requiresUser,
-        appleAppID: Int64? = nil, isLocked: Bool = false, createdAt: Date, updatedAt: Date
+        appleAppID: Int64? = nil, isLocked: Bool = false, testAnchors: [String] = [], createdAt: Date,
+        updatedAt: Date
     ) {
         self.id = id
         self.accountID = accountID
@@ -84,8 +89,14 @@ public struct App: Sendable, Hashable {
         self.requiresUser = requiresUser
         self.appleAppID = appleAppID
         self.isLocked = isLocked
+        self.testAnchors = testAnchors
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+    }
+
+    /// The test data the app accepts: none unless it allows test data, and then only under its bound anchors.
+    public var testDataTrust: TestDataTrust {
+        allowsTestData ? .anchors(testAnchors) : .refused
     }
 
     /// The associated data that binds a sealed secret to this app and its purpose.

@@ -27,6 +27,7 @@ extension AppSettings {
     /// The names of the given fields, for the audit log (never their values: a secret may be among them).
     public var givenFields: [String] {
         Field.allCases.filter(isGiven).map(\.rawValue) + (allowsTestData != nil ? ["allows_test_data"] : [])
+            + (testAnchors != nil ? ["test_anchors"] : [])
             + (isEnabled != nil ? ["enabled"] : []) + (requiresUser != nil ? ["requires_user"] : [])
     }
 

@@ -26,8 +26,11 @@ public struct AppSettings: Sendable {
     public var removeAppleCredentials: Bool
     /// `aes-256-cbc` or `aes-256-gcm`.
     public var resultCipher: String?
-    /// Whether test-signed data is accepted.
+    /// Whether test-signed data is accepted (under the bound ``testAnchors`` only).
     public var allowsTestData: Bool?
+    /// The SHA-256 fingerprints of the test roots bound to the app (hex; colons and spaces ignored); the empty list
+    /// removes them. The operator's setting: a customer's settings never carry it.
+    public var testAnchors: [String]?
     /// Whether the app is enabled.
     public var isEnabled: Bool?
     /// `off`, `flag`, `refuse` or `transfer`.
@@ -89,6 +92,7 @@ public struct AppSettings: Sendable {
         var appleCredentials: (issuerID: String, keyID: String, privateKeyPEM: String)??
         var resultCipher: ResultCipher?
         var allowsTestData: Bool?
+        var testAnchors: [String]?
         var isEnabled: Bool?
         var claimsPolicy: ClaimsPolicy?
         var deliveryMode: DeliveryMode?
@@ -184,6 +188,7 @@ public struct AppSettings: Sendable {
             parsed.resultCipher = try Self.choice(resultCipher, "result cipher", expected: "aes-256-cbc or aes-256-gcm")
         }
         parsed.allowsTestData = allowsTestData
+        if let testAnchors { parsed.testAnchors = try Self.fingerprints(testAnchors) }
         parsed.isEnabled = isEnabled
         parsed.requiresUser = requiresUser
         if let appleAppID {
@@ -244,5 +249,25 @@ public struct AppSettings: Sendable {
                 .invalidArgument, "unknown \(what) '\(Validation.printable(text))': expected \(expected)")
         }
         return value
+    }
+
+    /// Test anchor fingerprints checked and normalized: 64 hex digits each (colons and spaces ignored), uppercase,
+    /// none of Apple's roots (their data is never test data), each once, sorted.
+    static func fingerprints(_ texts: [String]) throws -> [String] {
+        var seen = Set<String>()
+        for text in texts {
+            let hex = text.filter { $0 != ":" && !$0.isWhitespace }.uppercased()
+            guard hex.utf8.count == 64, hex.utf8.allSatisfy({ Hex.isDigit($0) }) else {
+                throw ServiceError(
+                    .invalidArgument,
+                    "malformed test anchor '\(Validation.printable(text))': expected a certificate's SHA-256 fingerprint (64 hex digits)"
+                )
+            }
+            if let name = TrustAnchors.appleFingerprints[hex] {
+                throw ServiceError(.invalidArgument, "\(name) is one of Apple's roots, not a test anchor")
+            }
+            seen.insert(hex)
+        }
+        return seen.sorted()
     }
 }

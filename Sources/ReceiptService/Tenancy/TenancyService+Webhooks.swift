@@ -3,9 +3,6 @@ import ReceiptCore
 
 /// The operator's view of an app's webhook endpoints and events (`receiptverify webhooks …`, `events …`).
 extension TenancyService {
-    /// The most endpoints one app may have: each event is written once per endpoint.
-    public static let maximumWebhookEndpoints = 10
-
     /// Adds an endpoint to the app; returns it with its signing secret, shown this once.
     ///
     /// - Parameters:
@@ -18,10 +15,8 @@ extension TenancyService {
         let app = try await app(token: token)
         try WebhookEndpoint.validate(url: url)
         try WebhookEndpoint.validate(eventTypes: eventTypes)
-        guard try await store.webhookEndpoints(appID: app.id).count < Self.maximumWebhookEndpoints else {
-            throw ServiceError(
-                .invalidArgument, "the app has \(Self.maximumWebhookEndpoints) webhook endpoints, the most it may have")
-        }
+        // Each event is written once per endpoint: the plan bounds how many an app has.
+        let plan = try await plan(named: try await account(app.accountID.uuidString).planName)
         let id = UUID()
         let secret = WebhookSignature.newSecret()
         let endpoint = WebhookEndpoint(
@@ -30,7 +25,9 @@ extension TenancyService {
             secret: try SealedSecret.seal(
                 Array(secret.utf8), context: WebhookEndpoint.secretContext(id), with: masterKey),
             createdAt: now())
-        try await store.addWebhookEndpoint(endpoint)
+        guard try await store.addWebhookEndpoint(endpoint, limit: plan.limits.webhookEndpoints) else {
+            throw Self.limitReached(.webhookEndpoints, of: plan, per: "app", hint: "remove one")
+        }
         return (endpoint, secret)
     }
 

@@ -61,10 +61,11 @@ public struct TenancyService: Sendable {
         return plan
     }
 
-    /// Changes an existing plan, or creates one when `name` is new (then quota and rate limit are required).
+    /// Changes an existing plan, or creates one when `name` is new (then quota and rate limit are required; limits
+    /// not given are ``PlanLimits/standard``'s).
     public func setPlan(
         name: String, monthlyQuota: Int??, rateLimitPerSecond: Int?, includesEncryptedEndpoint: Bool?,
-        monthlyPriceCents: Int?, overagePricePer1000Cents: Int?
+        monthlyPriceCents: Int?, overagePricePer1000Cents: Int?, limits: [PlanLimits.Field: Int] = [:]
     ) async throws -> Plan {
         var plan: Plan
         if let existing = try await store.plan(named: name) {
@@ -83,6 +84,7 @@ public struct TenancyService: Sendable {
         if let includesEncryptedEndpoint { plan.includesEncryptedEndpoint = includesEncryptedEndpoint }
         if let monthlyPriceCents { plan.monthlyPriceCents = monthlyPriceCents }
         if let overagePricePer1000Cents { plan.overagePricePer1000Cents = overagePricePer1000Cents }
+        for (field, value) in limits { plan.limits[field] = value }
         try plan.validate()
         try await store.savePlan(plan)
         return plan
@@ -160,11 +162,14 @@ public struct TenancyService: Sendable {
     ) {
         let account = try await account(reference)
         let label = try label.map { try Validation.displayName($0, what: "key label") }
+        let plan = try await plan(named: account.planName)
         for _ in 0..<3 {
             let generated = APIKey.generate(accountID: account.id, label: label, at: now())
             // A prefix collision (32 random bits) is astronomically rare; draw again rather than fail.
             if try await store.apiKey(prefix: generated.key.prefix) == nil {
-                try await store.insertAPIKey(generated.key)
+                guard try await store.insertAPIKey(generated.key, limit: plan.limits.apiKeys) else {
+                    throw Self.limitReached(.apiKeys, of: plan, per: "account", hint: "revoke one")
+                }
                 try await audit(account.id, "key.create", "key \(generated.key.prefix)…")
                 return generated
             }
@@ -230,8 +235,12 @@ public struct TenancyService: Sendable {
         apply(answerSettingsOf: parsed, to: &app)
         try apply(secretsOf: parsed, to: &app)
         try checkConsistency(of: app)
+        let plan = try await plan(named: account.planName)
+        try Self.check(app, within: plan.limits, comparedWith: nil, plan: plan)
         if !settings.sharesBundleIDs { try await checkBundleIDsAreFree(app.bundleIDs, of: app) }
-        try await store.insertApp(app)
+        guard try await store.insertApp(app, limit: plan.limits.apps) else {
+            throw Self.limitReached(.apps, of: plan, per: "account", hint: "remove one")
+        }
         try await audit(account.id, "app.create", "app \(app.id.uuidString.lowercased()) (\(app.name))")
         return app
     }
@@ -270,6 +279,12 @@ public struct TenancyService: Sendable {
         apply(answerSettingsOf: parsed, to: &app)
         try apply(secretsOf: parsed, to: &app)
         try checkConsistency(of: app)
+        if app.bundleIDs.count > before.bundleIDs.count
+            || (app.productCatalog?.count ?? 0) > (before.productCatalog?.count ?? 0)
+        {
+            let plan = try await plan(named: try await account(app.accountID.uuidString).planName)
+            try Self.check(app, within: plan.limits, comparedWith: before, plan: plan)
+        }
         // Only a bundle ID the app gains is checked: apps that shared one before the rule stay editable.
         let gained = app.bundleIDs.filter { !before.bundleIDs.contains($0) }
         if !settings.sharesBundleIDs, !gained.isEmpty { try await checkBundleIDsAreFree(gained, of: app) }
@@ -286,7 +301,8 @@ public struct TenancyService: Sendable {
         return saved
     }
 
-    /// The claims policy, delivery mode, product catalog, enrichment, id look-ups and required user, where given.
+    /// The claims policy, delivery mode, product catalog, enrichment, id look-ups, required user, Apple app id and
+    /// bound test anchors, where given.
     private func apply(answerSettingsOf parsed: AppSettings.Parsed, to app: inout App) {
         if let policy = parsed.claimsPolicy { app.claimsPolicy = policy }
         if let mode = parsed.deliveryMode { app.deliveryMode = mode }
@@ -295,6 +311,29 @@ public struct TenancyService: Sendable {
         if let idLookups = parsed.idLookups { app.idLookups = idLookups }
         if let requiresUser = parsed.requiresUser { app.requiresUser = requiresUser }
         if let appleAppID = parsed.appleAppID { app.appleAppID = appleAppID }
+        if let testAnchors = parsed.testAnchors { app.testAnchors = testAnchors }
+    }
+
+    /// Refuses an app whose bundle IDs or product catalog outgrow the plan's limits. A list that does not grow is
+    /// kept (an account moved to a smaller plan keeps what it has, and can still change other settings).
+    static func check(_ app: App, within limits: PlanLimits, comparedWith before: App?, plan: Plan) throws {
+        if app.bundleIDs.count > limits.bundleIDs, app.bundleIDs.count > before?.bundleIDs.count ?? 0 {
+            throw limitReached(.bundleIDs, of: plan, per: "app", hint: "give fewer")
+        }
+        let products = app.productCatalog?.count ?? 0
+        if products > limits.products, products > before?.productCatalog?.count ?? 0 {
+            throw limitReached(.products, of: plan, per: "app", hint: "give fewer")
+        }
+    }
+
+    /// The refusal of something the plan's limits do not allow.
+    static func limitReached(_ field: PlanLimits.Field, of plan: Plan, per owner: String, hint: String)
+        -> ServiceError
+    {
+        ServiceError(
+            .invalidArgument,
+            "plan '\(plan.name)' allows \(plan.limits[field]) \(field.words) per \(owner): \(hint), "
+                + "or move to a larger plan")
     }
 
     /// Refuses a bundle ID that another app of the same account holds: each app has a ledger of its own, so two apps

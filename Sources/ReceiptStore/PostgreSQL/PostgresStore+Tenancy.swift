@@ -45,14 +45,20 @@ extension PostgresStore {
             try await self.rows(
                 """
                 INSERT INTO plans (name, monthly_quota, rate_limit_per_second, includes_encrypted_endpoint,
-                    monthly_price_cents, overage_price_per_1000_cents)
+                    monthly_price_cents, overage_price_per_1000_cents, max_apps, max_api_keys, max_bundle_ids,
+                    max_products, max_webhook_endpoints)
                 VALUES (\(plan.name), \(plan.monthlyQuota), \(plan.rateLimitPerSecond),
-                    \(plan.includesEncryptedEndpoint), \(plan.monthlyPriceCents), \(plan.overagePricePer1000Cents))
+                    \(plan.includesEncryptedEndpoint), \(plan.monthlyPriceCents), \(plan.overagePricePer1000Cents),
+                    \(plan.limits.apps), \(plan.limits.apiKeys), \(plan.limits.bundleIDs), \(plan.limits.products),
+                    \(plan.limits.webhookEndpoints))
                 ON CONFLICT (name) DO UPDATE SET monthly_quota = excluded.monthly_quota,
                     rate_limit_per_second = excluded.rate_limit_per_second,
                     includes_encrypted_endpoint = excluded.includes_encrypted_endpoint,
                     monthly_price_cents = excluded.monthly_price_cents,
-                    overage_price_per_1000_cents = excluded.overage_price_per_1000_cents
+                    overage_price_per_1000_cents = excluded.overage_price_per_1000_cents,
+                    max_apps = excluded.max_apps, max_api_keys = excluded.max_api_keys,
+                    max_bundle_ids = excluded.max_bundle_ids, max_products = excluded.max_products,
+                    max_webhook_endpoints = excluded.max_webhook_endpoints
                 """, on: connection)
             try await self.announceChange(on: connection)
         }
@@ -99,15 +105,31 @@ extension PostgresStore {
         try await run { try await rows("SELECT * FROM accounts WHERE email = \(email)").first.map(StoredForm.account) }
     }
 
-    public func insertAPIKey(_ key: APIKey) async throws {
-        try await run {
-            try await rows(
+    public func insertAPIKey(_ key: APIKey, limit: Int) async throws -> Bool {
+        try await transaction { connection in
+            let held = try await self.lockAndCount(
+                "SELECT id FROM accounts WHERE id = \(key.accountID) FOR UPDATE",
+                "SELECT count(*)::int8 AS n FROM api_keys WHERE account_id = \(key.accountID) AND revoked_at IS NULL",
+                on: connection)
+            guard held < limit else { return false }
+            try await self.rows(
                 """
                 INSERT INTO api_keys (id, account_id, prefix, key_hash, label, created_at, last_used_at, revoked_at)
                 VALUES (\(key.id), \(key.accountID), \(key.prefix), \(Data(key.hash)), \(key.label), \(key.createdAt),
                     \(key.lastUsedAt), \(key.revokedAt))
-                """)
+                """, on: connection)
+            return true
         }
+    }
+
+    /// Locks a parent row until the transaction ends (`lock`, a `SELECT … FOR UPDATE`), then counts its children
+    /// (`count`, a row with `n`): inserts that check a limit under one parent so count one after another, on every
+    /// server, each seeing what the one before committed.
+    func lockAndCount(_ lock: PostgresQuery, _ count: PostgresQuery, on connection: PostgresConnection) async throws
+        -> Int
+    {
+        try await rows(lock, on: connection)
+        return try await rows(count, on: connection).first.map { try $0.int("n") } ?? 0
     }
 
     public func apiKeys(accountID: UUID) async throws -> [APIKey] {
@@ -136,23 +158,29 @@ extension PostgresStore {
         try await run { try await rows("UPDATE api_keys SET last_used_at = \(date) WHERE id = \(id)") }
     }
 
-    public func insertApp(_ app: App) async throws {
+    public func insertApp(_ app: App, limit: Int) async throws -> Bool {
         let columns = StoredApp(app)
-        try await transaction { connection in
+        return try await transaction { connection in
+            let held = try await self.lockAndCount(
+                "SELECT id FROM accounts WHERE id = \(app.accountID) FOR UPDATE",
+                "SELECT count(*)::int8 AS n FROM apps WHERE account_id = \(app.accountID)", on: connection)
+            guard held < limit else { return false }
             try await self.rows(
                 """
                 INSERT INTO apps (id, account_id, token, name, allowed_environments, verification_mode, shared_secret,
                     apple_issuer_id, apple_key_id, apple_private_key, result_cipher, result_key, allows_test_data,
                     enabled, claims_policy, delivery_mode, product_catalog, enrichment, id_lookups, requires_user,
-                    apple_app_id, locked, created_at, updated_at)
+                    apple_app_id, locked, test_anchors, created_at, updated_at)
                 VALUES (\(app.id), \(app.accountID), \(app.token), \(app.name), \(columns.environments),
                     \(app.verificationMode.rawValue), \(columns.sharedSecret), \(columns.issuerID), \(columns.keyID),
                     \(columns.privateKey), \(app.resultCipher.rawValue), \(columns.resultKey), \(app.allowsTestData),
                     \(app.isEnabled), \(app.claimsPolicy.rawValue), \(app.deliveryMode.rawValue),
                     \(columns.productCatalog), \(app.enrichment.rawValue), \(app.idLookups.rawValue),
-                    \(app.requiresUser), \(app.appleAppID), \(app.isLocked), \(app.createdAt), \(app.updatedAt))
+                    \(app.requiresUser), \(app.appleAppID), \(app.isLocked), \(columns.testAnchors), \(app.createdAt),
+                    \(app.updatedAt))
                 """, on: connection)
             try await self.insertBundleIDs(of: app, on: connection)
+            return true
         }
     }
 
@@ -170,7 +198,7 @@ extension PostgresStore {
                     delivery_mode = \(app.deliveryMode.rawValue), product_catalog = \(columns.productCatalog),
                     enrichment = \(app.enrichment.rawValue), id_lookups = \(app.idLookups.rawValue),
                     requires_user = \(app.requiresUser), apple_app_id = \(app.appleAppID), locked = \(app.isLocked),
-                    updated_at = \(app.updatedAt)
+                    test_anchors = \(columns.testAnchors), updated_at = \(app.updatedAt)
                 WHERE id = \(app.id) RETURNING id
                 """, on: connection)
             guard !updated.isEmpty else { return false }
@@ -236,6 +264,7 @@ private struct StoredApp {
     let privateKey: Data?
     let resultKey: Data
     let productCatalog: String?
+    let testAnchors: String
 
     init(_ app: App) {
         environments = StoredForm.environments(app.allowedEnvironments)
@@ -244,6 +273,7 @@ private struct StoredApp {
         keyID = app.appStoreServerCredentials?.keyID
         privateKey = app.appStoreServerCredentials.map { Data($0.privateKey.bytes) }
         resultKey = Data(app.resultKey.bytes)
-        productCatalog = app.productCatalog.map(StoredForm.productCatalog)
+        productCatalog = app.productCatalog.map(StoredForm.commaSeparated)
+        testAnchors = StoredForm.commaSeparated(app.testAnchors)
     }
 }

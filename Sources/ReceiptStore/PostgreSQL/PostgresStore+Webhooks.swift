@@ -7,9 +7,13 @@ import ReceiptService
 /// skips those another server's claim holds, then leases them past `lease`: each delivery is attempted by one server
 /// at a time. Deliveries of a disabled app or account wait, and are claimed again once it is enabled.
 extension PostgresStore: WebhookStore {
-    public func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws {
-        try await run {
-            try await rows(
+    public func addWebhookEndpoint(_ endpoint: WebhookEndpoint, limit: Int) async throws -> Bool {
+        try await transaction { connection in
+            let held = try await self.lockAndCount(
+                "SELECT id FROM apps WHERE id = \(endpoint.appID) FOR UPDATE",
+                "SELECT count(*)::int8 AS n FROM webhook_endpoints WHERE app_id = \(endpoint.appID)", on: connection)
+            guard held < limit else { return false }
+            try await self.rows(
                 """
                 INSERT INTO webhook_endpoints (id, app_id, url, environments, event_types, forwards_signed_payload,
                     secret, created_at)
@@ -17,7 +21,8 @@ extension PostgresStore: WebhookStore {
                     \(endpoint.environments.map(\.rawValue).sorted().joined(separator: ",")),
                     \(endpoint.eventTypes.joined(separator: ",")), \(endpoint.forwardsSignedPayload),
                     \(Data(endpoint.secret.bytes)), \(endpoint.createdAt))
-                """)
+                """, on: connection)
+            return true
         }
     }
 

@@ -33,19 +33,23 @@ extension SQLiteStore {
             _ = try await self.query(
                 """
                 INSERT INTO plans (name, monthly_quota, rate_limit_per_second, includes_encrypted_endpoint,
-                    monthly_price_cents, overage_price_per_1000_cents) VALUES (?, ?, ?, ?, ?, ?)
+                    monthly_price_cents, overage_price_per_1000_cents, max_apps, max_api_keys, max_bundle_ids,
+                    max_products, max_webhook_endpoints) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (name) DO UPDATE SET monthly_quota = excluded.monthly_quota,
                     rate_limit_per_second = excluded.rate_limit_per_second,
                     includes_encrypted_endpoint = excluded.includes_encrypted_endpoint,
                     monthly_price_cents = excluded.monthly_price_cents,
-                    overage_price_per_1000_cents = excluded.overage_price_per_1000_cents
+                    overage_price_per_1000_cents = excluded.overage_price_per_1000_cents,
+                    max_apps = excluded.max_apps, max_api_keys = excluded.max_api_keys,
+                    max_bundle_ids = excluded.max_bundle_ids, max_products = excluded.max_products,
+                    max_webhook_endpoints = excluded.max_webhook_endpoints
                 """,
                 [
                     .text(plan.name), plan.monthlyQuota.map { .integer($0) } ?? .null,
                     .integer(plan.rateLimitPerSecond),
                     .bool(plan.includesEncryptedEndpoint), .integer(plan.monthlyPriceCents),
                     .integer(plan.overagePricePer1000Cents),
-                ])
+                ] + PlanLimits.Field.allCases.map { .integer(plan.limits[$0]) })
         }
     }
 
@@ -95,8 +99,13 @@ extension SQLiteStore {
         }
     }
 
-    public func insertAPIKey(_ key: APIKey) async throws {
+    public func insertAPIKey(_ key: APIKey, limit: Int) async throws -> Bool {
         try await transaction {
+            // The connection is the only writer: the count and the insert are one step for every other writer.
+            let held = try await self.count(
+                "SELECT count(*) AS n FROM api_keys WHERE account_id = ? AND revoked_at IS NULL", [.uuid(key.accountID)]
+            )
+            guard held < limit else { return false }
             _ = try await self.query(
                 """
                 INSERT INTO api_keys (id, account_id, prefix, key_hash, label, created_at, last_used_at, revoked_at)
@@ -107,7 +116,13 @@ extension SQLiteStore {
                     key.label.map { .text($0) } ?? .null, .millis(key.createdAt), .millis(key.lastUsedAt),
                     .millis(key.revokedAt),
                 ])
+            return true
         }
+    }
+
+    /// The `n` of the first row `sql` answers; the caller holds the connection.
+    func count(_ sql: String, _ binds: [SQLiteData]) async throws -> Int {
+        try await query(sql, binds).first.map { try $0.int("n") } ?? 0
     }
 
     public func apiKeys(accountID: UUID) async throws -> [APIKey] {
@@ -142,19 +157,23 @@ extension SQLiteStore {
         }
     }
 
-    public func insertApp(_ app: App) async throws {
+    public func insertApp(_ app: App, limit: Int) async throws -> Bool {
         try await transaction {
+            let held = try await self.count(
+                "SELECT count(*) AS n FROM apps WHERE account_id = ?", [.uuid(app.accountID)])
+            guard held < limit else { return false }
             _ = try await self.query(
                 """
                 INSERT INTO apps (id, account_id, token, name, allowed_environments, verification_mode, shared_secret,
                     apple_issuer_id, apple_key_id, apple_private_key, result_cipher, result_key, allows_test_data,
                     enabled, claims_policy, delivery_mode, product_catalog, enrichment, id_lookups, requires_user,
-                    apple_app_id, locked, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    apple_app_id, locked, test_anchors, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [.uuid(app.id), .uuid(app.accountID), .text(app.token)] + Self.appColumns(app)
                     + [.millis(app.createdAt), .millis(app.updatedAt)])
             try await self.insertBundleIDs(of: app)
+            return true
         }
     }
 
@@ -165,7 +184,8 @@ extension SQLiteStore {
                 UPDATE apps SET name = ?, allowed_environments = ?, verification_mode = ?, shared_secret = ?,
                     apple_issuer_id = ?, apple_key_id = ?, apple_private_key = ?, result_cipher = ?, result_key = ?,
                     allows_test_data = ?, enabled = ?, claims_policy = ?, delivery_mode = ?, product_catalog = ?,
-                    enrichment = ?, id_lookups = ?, requires_user = ?, apple_app_id = ?, locked = ?, token = ?,
+                    enrichment = ?, id_lookups = ?, requires_user = ?, apple_app_id = ?, locked = ?, test_anchors = ?,
+                    token = ?,
                     updated_at = ?
                 WHERE id = ? RETURNING id
                 """,
@@ -233,9 +253,10 @@ extension SQLiteStore {
             .bytes(app.appStoreServerCredentials?.privateKey.bytes), .text(app.resultCipher.rawValue),
             .bytes(app.resultKey.bytes), .bool(app.allowsTestData), .bool(app.isEnabled),
             .text(app.claimsPolicy.rawValue), .text(app.deliveryMode.rawValue),
-            app.productCatalog.map { .text(StoredForm.productCatalog($0)) } ?? .null,
+            app.productCatalog.map { .text(StoredForm.commaSeparated($0)) } ?? .null,
             .text(app.enrichment.rawValue), .text(app.idLookups.rawValue), .bool(app.requiresUser),
             app.appleAppID.map { .integer(Int($0)) } ?? .null, .bool(app.isLocked),
+            .text(StoredForm.commaSeparated(app.testAnchors)),
         ]
     }
 

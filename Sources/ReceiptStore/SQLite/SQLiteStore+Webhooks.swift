@@ -6,9 +6,12 @@ import SQLiteNIO
 /// Webhook endpoints and the outbox of their events (``WebhookStore``); the connection is the only writer, so a claim
 /// and its lease are one statement.
 extension SQLiteStore: WebhookStore {
-    public func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws {
-        _ = try await transaction {
-            try await self.query(
+    public func addWebhookEndpoint(_ endpoint: WebhookEndpoint, limit: Int) async throws -> Bool {
+        try await transaction {
+            let held = try await self.count(
+                "SELECT count(*) AS n FROM webhook_endpoints WHERE app_id = ?", [.uuid(endpoint.appID)])
+            guard held < limit else { return false }
+            _ = try await self.query(
                 """
                 INSERT INTO webhook_endpoints (id, app_id, url, environments, event_types, forwards_signed_payload,
                     secret, created_at)
@@ -20,6 +23,7 @@ extension SQLiteStore: WebhookStore {
                     .text(endpoint.eventTypes.joined(separator: ",")), .bool(endpoint.forwardsSignedPayload),
                     .bytes(endpoint.secret.bytes), .millis(endpoint.createdAt),
                 ])
+            return true
         }
     }
 

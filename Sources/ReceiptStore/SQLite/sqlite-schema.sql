@@ -347,3 +347,18 @@ CREATE TABLE reconciliations (
     cursor TEXT,
     finished_at INTEGER
 );
+
+-- version: 14 Test roots are bound to apps by fingerprint (comma-separated SHA-256, uppercase hex)
+ALTER TABLE apps ADD COLUMN test_anchors TEXT NOT NULL DEFAULT '';
+
+-- version: 15 Plans limit what an account may set up: apps and API keys per account; bundle IDs, products and webhook
+-- endpoints per app (PlanLimits.standard, .free and .enterprise)
+ALTER TABLE plans ADD COLUMN max_apps INTEGER NOT NULL DEFAULT 25 CHECK (max_apps >= 0);
+ALTER TABLE plans ADD COLUMN max_api_keys INTEGER NOT NULL DEFAULT 25 CHECK (max_api_keys >= 0);
+ALTER TABLE plans ADD COLUMN max_bundle_ids INTEGER NOT NULL DEFAULT 25 CHECK (max_bundle_ids >= 0);
+ALTER TABLE plans ADD COLUMN max_products INTEGER NOT NULL DEFAULT 2000 CHECK (max_products >= 0);
+ALTER TABLE plans ADD COLUMN max_webhook_endpoints INTEGER NOT NULL DEFAULT 10 CHECK (max_webhook_endpoints >= 0);
+UPDATE plans SET max_apps = 2, max_api_keys = 3, max_bundle_ids = 5, max_products = 100, max_webhook_endpoints = 2
+    WHERE name = 'free';
+UPDATE plans SET max_apps = 500, max_api_keys = 200, max_bundle_ids = 100, max_products = 10000,
+    max_webhook_endpoints = 10 WHERE name = 'enterprise';

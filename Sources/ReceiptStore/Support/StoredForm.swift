@@ -31,11 +31,11 @@ enum StoredForm {
         return try text.split(separator: ",").map { try bundleID(String($0)) }
     }
 
-    /// A product catalog as stored: product ids separated by commas (a product id holds letters, digits, `.`, `_`
-    /// and `-` only); an empty catalog is the empty string.
-    static func productCatalog(_ products: [String]) -> String { products.joined(separator: ",") }
+    /// A list of words without commas as stored: separated by commas (a product id holds letters, digits, `.`, `_`
+    /// and `-` only, a test anchor's fingerprint hex digits); an empty list is the empty string.
+    static func commaSeparated(_ words: [String]) -> String { words.joined(separator: ",") }
 
-    static func productCatalog(_ text: String) -> [String] {
+    static func commaSeparated(_ text: String) -> [String] {
         text.split(separator: ",").map(String.init)
     }
 

@@ -28,7 +28,11 @@ extension StoredForm {
             rateLimitPerSecond: try row.int("rate_limit_per_second"),
             includesEncryptedEndpoint: try row.bool("includes_encrypted_endpoint"),
             monthlyPriceCents: try row.int("monthly_price_cents"),
-            overagePricePer1000Cents: try row.int("overage_price_per_1000_cents"))
+            overagePricePer1000Cents: try row.int("overage_price_per_1000_cents"),
+            limits: PlanLimits(
+                apps: try row.int("max_apps"), apiKeys: try row.int("max_api_keys"),
+                bundleIDs: try row.int("max_bundle_ids"), products: try row.int("max_products"),
+                webhookEndpoints: try row.int("max_webhook_endpoints")))
     }
 
     static func account(_ row: some StoredRow) throws -> Account {
@@ -68,11 +72,11 @@ extension StoredForm {
             allowsTestData: try row.bool("allows_test_data"),
             isEnabled: try row.bool("enabled"), claimsPolicy: try enumValue(try row.text("claims_policy")),
             deliveryMode: try enumValue(try row.text("delivery_mode")),
-            productCatalog: try row.optionalText("product_catalog").map(productCatalog),
+            productCatalog: try row.optionalText("product_catalog").map(commaSeparated),
             enrichment: try enumValue(try row.text("enrichment")), idLookups: try enumValue(try row.text("id_lookups")),
             requiresUser: try row.bool("requires_user"),
             appleAppID: try row.optionalInt("apple_app_id").map(Int64.init), isLocked: try row.bool("locked"),
-            createdAt: try row.date("created_at"),
+            testAnchors: commaSeparated(try row.text("test_anchors")), createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"))
     }
 

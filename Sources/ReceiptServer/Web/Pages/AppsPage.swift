@@ -193,7 +193,13 @@ struct AppView: PageView {
         sharedSecret = app.sharedSecret == nil ? "none" : "set"
         credentials = app.appStoreServerCredentials.map { "key \($0.keyID)" } ?? "none"
         cipher = app.resultCipher.rawValue
-        testData = app.allowsTestData ? "accepted" : "refused"
+        testData =
+            !app.allowsTestData
+            ? "refused"
+            : app.testAnchors.isEmpty
+                ? "refused: no test root is bound to the app (the operator binds one)"
+                : "accepted under the test root\(app.testAnchors.count == 1 ? "" : "s") the operator bound: "
+                    + app.testAnchors.map { String($0.prefix(16)) + "…" }.joined(separator: ", ")
         claims = app.claimsPolicy.rawValue
         delivery = app.deliveryMode.rawValue
         products = app.productCatalog?.joined(separator: ", ") ?? "any product"
@@ -243,6 +249,8 @@ struct AppForm: PageView {
     var enrichments: [Option]
     var idLookups: [Option]
     var allowsTestData: Bool
+    /// Whether a test root is bound to the app, so the customer may switch test data (else it is the operator's).
+    var testDataBound: Bool
     var requiresUser: Bool
     var enabled: Bool
     var products: String
@@ -290,6 +298,8 @@ struct AppForm: PageView {
             selected: form?["id_lookups"] ?? app?.idLookups.rawValue ?? AppDefaults.idLookups.rawValue)
         allowsTestData =
             form.map { $0.isChecked("allows_test_data") } ?? app?.allowsTestData ?? AppDefaults.allowsTestData
+        testDataBound = app?.testAnchors.isEmpty == false
+        if !testDataBound { allowsTestData = app?.allowsTestData ?? AppDefaults.allowsTestData }
         requiresUser = form.map { $0.isChecked("requires_user") } ?? app?.requiresUser ?? AppDefaults.requiresUser
         enabled = form.map { $0.isChecked("enabled") } ?? app?.isEnabled ?? true
         products = form?["products"] ?? app?.productCatalog?.joined(separator: "\n") ?? ""
@@ -321,7 +331,11 @@ struct AppForm: PageView {
             appleIssuerID: replacesCredentials ? issuer : nil, appleKeyID: replacesCredentials ? keyID : nil,
             applePrivateKeyPEM: replacesCredentials ? privateKey : nil,
             removeAppleCredentials: form.isChecked("remove_apple_credentials"), resultCipher: form["cipher"],
-            allowsTestData: form.isChecked("allows_test_data"), isEnabled: app == nil ? nil : form.isChecked("enabled"),
+            // Without a bound test root the switch is the operator's (its box is disabled, so a browser sends nothing):
+            // kept as it is unless the form asks to accept test data, which the customer's scope refuses.
+            allowsTestData: app?.testAnchors.isEmpty == false || form.isChecked("allows_test_data")
+                ? form.isChecked("allows_test_data") : nil,
+            isEnabled: app == nil ? nil : form.isChecked("enabled"),
             claimsPolicy: form["claims"], deliveryMode: form["delivery"], productCatalog: lines("products"),
             enrichment: form["enrichment"], idLookups: form["id_lookups"],
             requiresUser: form.isChecked("requires_user"),

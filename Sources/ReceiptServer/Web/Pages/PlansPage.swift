@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import ReceiptService
 
-/// `GET /plans`: the plans with their quotas, rate limits, encrypted endpoint and prices; public.
+/// `GET /plans`: the plans with their quotas, rate limits, encrypted endpoint, prices and limits; public.
 ///
 /// The simplest page, and the one to copy: a `register(on:site:)` that adds the routes, a view struct of what the
 /// template shows (values already formatted: templates have no logic), and `Templates/plans.mustache`, listed in
@@ -16,6 +16,7 @@ enum PlansPage {
             var encrypted: String
             var price: String
             var overage: String
+            var setUp: String
         }
 
         var layout: LayoutView
@@ -44,7 +45,11 @@ enum PlansPage {
                                     : plan.overagePricePer1000Cents == 0
                                         ? "calls refused"
                                         : Format.dollars(cents: plan.overagePricePer1000Cents)
-                                            + " per 1,000 calls")
+                                            + " per 1,000 calls",
+                                setUp: "\(Format.count(plan.limits.apps)) apps, "
+                                    + "\(Format.count(plan.limits.apiKeys)) API keys; per app \(Format.count(plan.limits.bundleIDs)) bundle IDs, "
+                                    + "\(Format.count(plan.limits.products)) products, "
+                                    + "\(Format.count(plan.limits.webhookEndpoints)) webhook endpoints")
                         }))
             }
         }
