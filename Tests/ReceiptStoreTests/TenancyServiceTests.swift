@@ -140,7 +140,7 @@ import Testing
     @Test(arguments: StoreKind.available)
     func enrichmentNeedsCredentialsAndLookupSettingsAreChecked(kind: StoreKind) async throws {
         try await withTenancy(kind) { tenancy in
-            _ = try await tenancy.createAccount(name: "A", email: "a@example.com", planName: "free")
+            _ = try await tenancy.createAccount(name: "A", email: "a@example.com", planName: "pro")
             for settings in [
                 AppSettings(bundleIDs: ["com.example.app"], enrichment: "on"),
                 AppSettings(bundleIDs: ["com.example.app"], enrichment: "yes"),
