@@ -45,12 +45,19 @@ struct WebSite: Sendable {
     /// another (or `null`) is another site's form (login CSRF, and a second line behind the CSRF token). Clients that
     /// send no `Origin` are judged by the CSRF token alone.
     func isSameOrigin(_ request: Request) -> Bool {
-        guard let origin = request.headers[HTTPField.Name("Origin")!] else { return true }
+        Self.isSameOrigin(
+            request.headers[HTTPField.Name("Origin")!], publicURL: publicURL, publicURLIsSet: publicURLIsSet,
+            authority: request.head.authority)
+    }
+
+    /// ``isSameOrigin(_:)``'s rule: no `Origin` passes; else it must be the public URL's origin or, only while no public
+    /// URL is set, the host the request was sent to (a server reached by another name, as on a developer's machine).
+    /// With one set, a request's own host is not believed: a proxy or a forged `Host` names any host it likes.
+    static func isSameOrigin(_ origin: String?, publicURL: String, publicURLIsSet: Bool, authority: String?) -> Bool {
+        guard let origin else { return true }
         guard let named = Self.origin(of: origin) else { return false }
-        // The public URL's origin; without a public URL set, also the host the request was sent to (a server reached
-        // by another name, as on a developer's machine). With one set, a request's own host is not believed.
         if named == Self.origin(of: publicURL) { return true }
-        return !publicURLIsSet && request.head.authority.map { named.hasSuffix("://" + $0.lowercased()) } == true
+        return !publicURLIsSet && authority.map { named.hasSuffix("://" + $0.lowercased()) } == true
     }
 
     /// `scheme://host[:port]` of a URL, lowercased, without the scheme's default port; nil for anything else
