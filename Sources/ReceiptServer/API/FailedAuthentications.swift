@@ -16,12 +16,6 @@ struct FailedAuthentications: Sendable {
         self.perSecond = perSecond
     }
 
-    /// Whether `address` has used up its budget.
-    func isThrottled(_ address: String) -> Bool {
-        guard let perSecond else { return false }
-        return buckets.wait(for: address, rate: perSecond, now: .now) != nil
-    }
-
     /// Counts one failure of `address`.
     func record(_ address: String) {
         guard let perSecond else { return }

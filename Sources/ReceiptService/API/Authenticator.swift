@@ -30,8 +30,8 @@ public final class Authenticator: Sendable {
     private let secrets = Mutex<[UUID: Remembered<AppSecrets>]>([:])
     private let accounts = Mutex<[UUID: Remembered<Bool>]>([:])
     /// Lookups under way, by key digest and by token.
-    private let keyLookups = Mutex<[[UInt8]: Task<KeyEntry, any Error>]>([:])
-    private let appLookups = Mutex<[String: Task<App?, any Error>]>([:])
+    private let keyLookups = SingleFlight<[UInt8], KeyEntry>()
+    private let appLookups = SingleFlight<String, App?>()
 
     private struct Remembered<Value: Sendable>: Sendable {
         let value: Value
@@ -115,16 +115,8 @@ public final class Authenticator: Sendable {
         if let until = unknownKeys.withLock({ $0[digest] }), until > now { throw Self.refusal("unknown API key") }
         // Concurrent requests with one key share one lookup (and its one unit of the failure budget): a busy app's
         // first requests after a restart all wait for it instead of spending the address's budget.
-        let lookup: Task<KeyEntry, any Error>? = keyLookups.withLock { running in
-            if let existing = running[digest] { return existing }
-            guard mayQueryStore() else { return nil }
-            let created = Task { [self] in
-                defer { _ = keyLookups.withLock { $0.removeValue(forKey: digest) } }
-                return try await lookUpKey(
-                    prefix: prefix, presented: presented, digest: digest, now: now, logger: logger)
-            }
-            running[digest] = created
-            return created
+        let lookup = keyLookups.task(for: digest, mayStart: mayQueryStore) { [self] in
+            try await lookUpKey(prefix: prefix, presented: presented, digest: digest, now: now, logger: logger)
         }
         guard let lookup else { throw ServiceError(.throttled, "too many failed authentications") }
         return try await lookup.value
@@ -202,18 +194,11 @@ public final class Authenticator: Sendable {
         let unknown = UnknownToken(owner: owner, token: token)
         if let until = unknownTokens.withLock({ $0[unknown] }), until > now { return nil }
         // Concurrent requests for one token share one lookup, as keys do.
-        let lookup: Task<App?, any Error>? = appLookups.withLock { running in
-            if let existing = running[token] { return existing }
-            guard mayQueryStore() else { return nil }
-            let created = Task { [self] in
-                defer { _ = appLookups.withLock { $0.removeValue(forKey: token) } }
-                let store = tenancy.store
-                let found = try await deadline.run("the app lookup", { try await store.app(token: token) })
-                if let found { remember(found, at: token, in: apps, now: now) }
-                return found
-            }
-            running[token] = created
-            return created
+        let lookup = appLookups.task(for: token, mayStart: mayQueryStore) { [self] in
+            let store = tenancy.store
+            let found = try await deadline.run("the app lookup", { try await store.app(token: token) })
+            if let found { remember(found, at: token, in: apps, now: now) }
+            return found
         }
         guard let lookup else { throw ServiceError(.throttled, "too many failed authentications") }
         let found = try await lookup.value

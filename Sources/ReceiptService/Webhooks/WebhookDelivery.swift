@@ -216,4 +216,11 @@ public struct WebhookCircuitBreaker: Sendable, Equatable {
         let doubled = min(longest, first * pow(2, Double(min(rounds, 30))))
         return .milliseconds(Int64(doubled * (0.8 + 0.4 * jitter) * 1_000))
     }
+
+    /// When the pause after `failures` failures in a row, starting at `date`, ends; nil below the threshold.
+    public func pauseEnd(afterFailures failures: Int, from date: Date) -> Date? {
+        pause(afterFailures: failures).map {
+            date.addingTimeInterval(Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18)
+        }
+    }
 }

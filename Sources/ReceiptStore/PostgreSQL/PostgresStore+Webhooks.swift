@@ -128,9 +128,7 @@ extension PostgresStore: WebhookStore {
                 RETURNING consecutive_failures
                 """, on: connection
             ).first.map { try $0.int("consecutive_failures") } ?? 0
-        guard let pause = breaker.pause(afterFailures: failures) else { return }
-        let until = date.addingTimeInterval(
-            Double(pause.components.seconds) + Double(pause.components.attoseconds) / 1e18)
+        guard let until = breaker.pauseEnd(afterFailures: failures, from: date) else { return }
         try await rows(
             "UPDATE webhook_endpoints SET paused_until = \(until) WHERE id = \(endpointID)", on: connection)
         try await rows(

@@ -155,9 +155,7 @@ extension SQLiteStore: WebhookStore {
                 RETURNING consecutive_failures
                 """, [.uuid(endpointID)]
             ).first.map { try $0.int("consecutive_failures") } ?? 0
-        guard let pause = breaker.pause(afterFailures: failures) else { return }
-        let until = date.addingTimeInterval(
-            Double(pause.components.seconds) + Double(pause.components.attoseconds) / 1e18)
+        guard let until = breaker.pauseEnd(afterFailures: failures, from: date) else { return }
         _ = try await query(
             "UPDATE webhook_endpoints SET paused_until = ? WHERE id = ?", [.millis(until), .uuid(endpointID)])
         _ = try await query(
