@@ -96,6 +96,31 @@ import Testing
             for kind in [PurgeKind.sessions, .signInLinks] {
                 #expect(try await Self.purgeAll(store, kind, before: now) == 0)
             }
+            // Expired sessions and links go, live ones stay (a used link stays until it expires, then goes too).
+            let account = try #require(try await store.account(email: "a@example.com"))
+            let live = AccountSession(
+                id: UUID(), accountID: account.id, tokenHash: Array(repeating: 1, count: 32), method: "link",
+                address: nil, createdAt: now, lastUsedAt: now, expiresAt: now.addingTimeInterval(3_600))
+            var expired = live
+            expired.id = UUID()
+            expired.tokenHash = Array(repeating: 2, count: 32)
+            expired.expiresAt = now.addingTimeInterval(-1)
+            try await store.insertSession(live)
+            try await store.insertSession(expired)
+            try await store.insertSignInLink(
+                SignInLink(
+                    tokenHash: Array(repeating: 3, count: 32), accountID: account.id, createdAt: now,
+                    expiresAt: now.addingTimeInterval(900)))
+            try await store.insertSignInLink(
+                SignInLink(
+                    tokenHash: Array(repeating: 4, count: 32), accountID: account.id, createdAt: now,
+                    expiresAt: now.addingTimeInterval(-1), usedAt: now.addingTimeInterval(-60)))
+            #expect(try await Self.purgeAll(store, .sessions, before: now) == 1)
+            #expect(try await Self.purgeAll(store, .signInLinks, before: now) == 1)
+            #expect(try await store.session(tokenHash: live.tokenHash)?.id == live.id)
+            #expect(try await store.session(tokenHash: expired.tokenHash) == nil)
+            #expect(try await store.useSignInLink(tokenHash: Array(repeating: 4, count: 32), at: now) == nil)
+            #expect(try await store.useSignInLink(tokenHash: Array(repeating: 3, count: 32), at: now) == account.id)
         }
     }
 
