@@ -278,6 +278,16 @@ EOF
 
 # need_webhook_NAME: as need_NAME, for the verifier (standard library only, so lighter needs than the recipe's).
 need_webhook_python() { return 0; }
+# The Standard Webhooks library from PyPI, into a directory of its own (Debian's python3 refuses system-wide pips).
+need_webhook_standard() {
+    [ -d "$TMP/standardwebhooks/standardwebhooks" ] && return 0
+    python3 -m pip install --quiet --disable-pip-version-check --target "$TMP/standardwebhooks" standardwebhooks \
+        >"$TMP/pip-standardwebhooks.log" 2>&1 && return 0
+    REASON="pip could not install standardwebhooks: $(tail -1 "$TMP/pip-standardwebhooks.log")"
+    # CI must judge deliveries with the library: there a missing library fails the run.
+    if [ -n "${CI:-}" ]; then FAILED+=("webhooks-standard ($REASON)"); fi
+    return 1
+}
 have_webhook_node() { command -v node >/dev/null 2>&1; }
 need_webhook_node() {
     have_webhook_node && return 0
@@ -345,7 +355,7 @@ check_webhook() {
 
 # Runtimes first (installing one can take minutes): the delivery's timestamp must be under 5 minutes old when checked.
 WEBHOOK_VERIFIERS=()
-for name in python node java go php; do
+for name in python standard node java go php; do
     REASON=
     if "need_webhook_$name"; then
         WEBHOOK_VERIFIERS+=("$name")
@@ -360,6 +370,7 @@ if [ ${#WEBHOOK_VERIFIERS[@]} -gt 0 ]; then
         for name in "${WEBHOOK_VERIFIERS[@]}"; do
             case $name in
                 python) check_webhook python python3 verify_webhook.py ;;
+                standard) check_webhook standard env PYTHONPATH="$TMP/standardwebhooks" python3 standard_webhooks.py ;;
                 node) check_webhook node node verify_webhook.js ;;
                 java) check_webhook java java VerifyWebhook.java ;;
                 go) check_webhook go go run verify_webhook.go ;;

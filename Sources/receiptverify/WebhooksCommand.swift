@@ -43,7 +43,9 @@ struct WebhooksCommand: AsyncParsableCommand {
                 print(JSONValue.object(object).encodedString)
             } else {
                 print("endpoint \(endpoint.id.uuidString.lowercased()) → \(endpoint.url)")
-                print("secret \(secret)  (shown once: verify each delivery's ReceiptVerify-Signature with it)")
+                print(
+                    "secret \(secret)  (shown once: verify each delivery's webhook-signature with a Standard Webhooks library, or its ReceiptVerify-Signature)"
+                )
             }
         }
     }

@@ -23,7 +23,7 @@ final class FakeWebhookReceiver: Sendable {
         let eventID: String
         let type: String
         let body: JSONObject
-        /// Whether its signature checked out with the path's secret.
+        /// Whether its signature checked out with the path's secret: our header, and the Standard Webhooks headers.
         let isSigned: Bool
         /// The status it was answered with.
         let answered: Int
@@ -59,7 +59,15 @@ final class FakeWebhookReceiver: Sendable {
         let body = Array((try? await request.body.collect(upTo: 1 << 20)).map { Array(buffer: $0) } ?? [])
         let (mode, secret) = state.withLock { ($0.modes[path] ?? .accept, $0.secrets[path]) }
         let header = Self.header("ReceiptVerify-Signature", of: request)
-        let isSigned = secret.map { Self.isSigned(header: header, body: body, secret: $0) } ?? false
+        let isSigned =
+            secret.map {
+                Self.isSigned(header: header, body: body, secret: $0)
+                    && Self.isStandardSigned(
+                        id: Self.header("webhook-id", of: request),
+                        timestamp: Self.header("webhook-timestamp", of: request),
+                        signatures: Self.header("webhook-signature", of: request), body: body, secret: $0)
+                    && Self.header("webhook-id", of: request) == Self.header("ReceiptVerify-Event-Id", of: request)
+            } ?? false
         let status: Int
         switch mode {
         case .accept: status = 200
@@ -107,6 +115,23 @@ final class FakeWebhookReceiver: Sendable {
             for: Array("\(timestamp).".utf8) + body, using: SymmetricKey(data: secret))
         let expected = mac.map { String(format: "%02x", $0) }.joined()
         return expected == presented
+    }
+
+    /// The check a Standard Webhooks library makes (standardwebhooks.com), written here independently: the key is the
+    /// base64 after `whsec_`, the HMAC-SHA256 of `id.timestamp.body` in base64 after `v1,`, any of the space-separated
+    /// signatures, a timestamp within five minutes.
+    static func isStandardSigned(id: String, timestamp: String, signatures: String, body: [UInt8], secret: [UInt8])
+        -> Bool
+    {
+        var encoded = String(String(decoding: secret, as: UTF8.self).dropFirst("whsec_".count))
+        while encoded.count % 4 != 0 { encoded += "=" }
+        guard !id.isEmpty, let seconds = Int64(timestamp), abs(Date().timeIntervalSince1970 - Double(seconds)) <= 300,
+            let key = Data(base64Encoded: encoded)
+        else { return false }
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: Array("\(id).\(timestamp).".utf8) + body, using: SymmetricKey(data: key))
+        let expected = "v1," + Data(mac).base64EncodedString()
+        return signatures.split(separator: " ").contains { $0 == expected }
     }
 
     /// Runs a receiver for `body`, which gets it and its base URL.

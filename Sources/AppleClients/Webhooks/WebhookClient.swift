@@ -55,6 +55,12 @@ public struct WebhookClient: Sendable {
         request.headers.add(
             name: WebhookSignature.headerName,
             value: WebhookSignature.header(secret: secret, timestamp: timestamp, body: body))
+        // The same delivery as Standard Webhooks signs it, so receivers verify it with a standardwebhooks library.
+        request.headers.add(name: WebhookSignature.standardIDHeader, value: eventID)
+        request.headers.add(name: WebhookSignature.standardTimestampHeader, value: String(timestamp))
+        request.headers.add(
+            name: WebhookSignature.standardSignatureHeader,
+            value: WebhookSignature.standardSignature(secrets: [secret], id: eventID, timestamp: timestamp, body: body))
         request.body = .bytes(ByteBuffer(bytes: body))
         let deadline = NIODeadline.now() + TimeAmount(timeout)
         do {

@@ -34,9 +34,42 @@ public enum WebhookSignature {
         return signatures.contains { ConstantTime.equals(Array($0.utf8), expected) }
     }
 
-    /// A fresh signing secret: `whsec_` and 32 random bytes in hex.
+    /// A fresh signing secret, as Standard Webhooks writes one: `whsec_` and 24 random bytes in base64 (32 characters,
+    /// no padding). Secrets made before were `whsec_` and 64 hex digits; both sign both headers.
     public static func newSecret() -> String {
-        "whsec_" + hex(SecureRandom.bytes(32))
+        "whsec_" + Data(SecureRandom.bytes(24)).base64EncodedString()
+    }
+
+    // MARK: Standard Webhooks
+
+    /// The Standard Webhooks headers' names (https://www.standardwebhooks.com), sent beside ``headerName``.
+    public static let standardIDHeader = "webhook-id"
+    public static let standardTimestampHeader = "webhook-timestamp"
+    public static let standardSignatureHeader = "webhook-signature"
+
+    /// The Standard Webhooks key of a secret: the base64 after `whsec_`, decoded as the libraries decode it (padding
+    /// optional). A hex secret of before is base64 text too (64 characters, 48 bytes), so every secret has a key.
+    public static func standardKey(secret: [UInt8]) -> [UInt8]? {
+        var text = String(decoding: secret, as: UTF8.self)
+        if text.hasPrefix("whsec_") { text.removeFirst("whsec_".count) }
+        text = String(text.prefix { $0 != "=" })
+        while text.utf8.count % 4 != 0 { text += "=" }
+        guard let key = Data(base64Encoded: text), !key.isEmpty else { return nil }
+        return Array(key)
+    }
+
+    /// `webhook-signature`'s value: `v1,` and the base64 HMAC-SHA256, keyed with each secret's Standard Webhooks key,
+    /// of `ID.TIMESTAMP.BODY`; one signature per secret, separated by spaces (the libraries accept any that matches).
+    public static func standardSignature(secrets: [[UInt8]], id: String, timestamp: Int64, body: [UInt8]) -> String {
+        var message = Array("\(id).\(timestamp).".utf8)
+        message += body
+        return secrets.compactMap { secret in
+            standardKey(secret: secret).map { key in
+                "v1,"
+                    + Data(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)))
+                    .base64EncodedString()
+            }
+        }.joined(separator: " ")
     }
 
     private static func mac(secret: [UInt8], timestamp: Int64, body: [UInt8]) -> [UInt8] {
