@@ -59,6 +59,8 @@ trap '[ -s "$WORK/cli.log" ] && { log "a step failed; the CLI said:"; tail -5 "$
 
 export RECEIPTVERIFY_DATABASE_URL="$WORK/db.sqlite"
 export RECEIPTVERIFY_MASTER_KEY_FILE="$WORK/master.key"
+# The webhook receiver listens on loopback over plain http: the self-hosted setting (serve and the CLI read it).
+export RECEIPTVERIFY_WEBHOOK_PRIVATE_URLS=on
 unset RECEIPTVERIFY_MASTER_KEY
 
 rv() { "$BIN" "$@" 2>>"$WORK/cli.log"; }

@@ -56,6 +56,8 @@ trap 'exit 143' TERM
 
 export RECEIPTVERIFY_DATABASE_URL=$TMP/receiptverify.sqlite
 export RECEIPTVERIFY_MASTER_KEY_FILE=$TMP/receiptverify.key
+# The webhook receiver listens on loopback over plain http: the self-hosted setting (serve and the CLI read it).
+export RECEIPTVERIFY_WEBHOOK_PRIVATE_URLS=on
 unset RECEIPTVERIFY_MASTER_KEY
 
 # rv ARGS...: runs an admin command; shows its errors if it fails.

@@ -56,10 +56,23 @@ struct GlobalOptions: ParsableArguments {
                 FileHandle.standardError.write(Data("note: created a new master key in \(path); back it up\n".utf8))
             }
             return try await storeLocation.withStore(logger: logger) { store in
-                let tenancy = TenancyService(store: store, masterKey: masterKey)
+                var tenancy = TenancyService(store: store, masterKey: masterKey)
+                tenancy.allowsPrivateWebhookURLs = try Self.allowsPrivateWebhookURLs()
                 try await tenancy.checkMasterKey()
                 return try await body(tenancy)
             }
+        }
+    }
+}
+
+extension GlobalOptions {
+    /// `RECEIPTVERIFY_WEBHOOK_PRIVATE_URLS` (on or off, default off), as `serve --webhook-private-urls` reads it.
+    static func allowsPrivateWebhookURLs() throws -> Bool {
+        switch ProcessInfo.processInfo.environment["RECEIPTVERIFY_WEBHOOK_PRIVATE_URLS"]?.lowercased() {
+        case nil, "", "off": return false
+        case "on": return true
+        case let other?:
+            throw CommandFailure("RECEIPTVERIFY_WEBHOOK_PRIVATE_URLS must be on or off, not \(other)")
         }
     }
 }

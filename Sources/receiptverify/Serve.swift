@@ -185,6 +185,13 @@ struct Serve: AsyncParsableCommand {
     var metricsPublic: String?
 
     @Option(
+        name: .customLong("webhook-private-urls"),
+        help:
+            "on: webhook URLs may be plain http and reach private and loopback addresses (a self-hosted server's own network); off: https to public addresses only. Env: RECEIPTVERIFY_WEBHOOK_PRIVATE_URLS. Default: off"
+    )
+    var webhookPrivateURLs: String?
+
+    @Option(
         help:
             "CIDRs of reverse proxies (comma-separated) whose Forwarded / X-Forwarded-For headers name the client, for per-address budgets and the log. Env: RECEIPTVERIFY_TRUSTED_PROXIES. Default: none"
     )
@@ -241,6 +248,7 @@ struct Serve: AsyncParsableCommand {
             "apple-sandbox-url": appleSandboxURL, "apple-connect-timeout": appleConnectTimeout,
             "apple-timeout": appleTimeout, "apple-attempts": appleAttempts, "metrics-port": metricsPort,
             "metrics-hostname": metricsHostname, "metrics-public": metricsPublic,
+            "webhook-private-urls": webhookPrivateURLs,
             "trusted-proxies": trustedProxies, "retention-notifications-days": retentionNotificationsDays,
             "retention-events-days": retentionEventsDays, "retention-audit-days": retentionAuditDays,
             "public-url": publicURL, "oidc-issuer": oidcIssuer,

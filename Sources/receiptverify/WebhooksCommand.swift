@@ -115,7 +115,9 @@ struct WebhooksCommand: AsyncParsableCommand {
                         ?? .production, kind: .test, createdAt: Date(), data: data)
                 return (event, endpoint, try tenancy.webhookSecret(endpoint.secret, endpointID: endpoint.id))
             }
-            let client = WebhookClient(timeout: .seconds(timeout), logger: Logger(label: "receiptverify.webhooks"))
+            let client = WebhookClient(
+                timeout: .seconds(timeout), allowsPrivateAddresses: try GlobalOptions.allowsPrivateWebhookURLs(),
+                logger: Logger(label: "receiptverify.webhooks"))
             let result = await client.deliver(
                 event.body(), eventID: event.idText, eventType: event.type, to: endpoint.url, secret: secret,
                 now: Date())

@@ -199,7 +199,10 @@ func withLiveService<T: Sendable>(
     _ kind: StoreKind, serveArguments: [String] = [], _ body: @Sendable (LiveService) async throws -> T
 ) async throws -> T {
     try await withCLI(kind) { cli in
-        try await FakeApple.run { apple, appleURL in
+        // The fake webhook receivers listen on loopback over plain http: the operator's self-hosted setting.
+        var cli = cli
+        cli.extraEnvironment["RECEIPTVERIFY_WEBHOOK_PRIVATE_URLS"] = "on"
+        return try await FakeApple.run { [cli] apple, appleURL in
             let pki = try sharedPKI.get()
             let jwsPKI = try sharedJWSPKI.get()
             let anchors = cli.directory.appendingPathComponent("anchors")

@@ -56,7 +56,9 @@ public func buildApplication(
     extraServices.append(
         WebhookDeliverer(
             store: tenancy.store, tenancy: tenancy,
-            client: WebhookClient(timeout: configuration.webhookTimeout, logger: logger),
+            client: WebhookClient(
+                timeout: configuration.webhookTimeout, allowsPrivateAddresses: configuration.webhookPrivateURLs,
+                logger: logger),
             policy: configuration.webhookRetry, perSecond: configuration.webhookDeliveriesPerSecond,
             breaker: WebhookCircuitBreaker(firstPause: configuration.webhookRetry.first),
             deadline: components.deadline, metrics: metrics.factory, logger: logger))

@@ -109,6 +109,7 @@ public struct ServeSettings: Sendable {
             webhookRetry: RetryPolicy(
                 first: .seconds(try number("webhook-retry-seconds", 1...3_600, default: 30))),
             webhookDeliveriesPerSecond: try number("webhook-deliveries-per-second", 1...10_000, default: 100),
+            webhookPrivateURLs: try onOff("webhook-private-urls", default: false),
             notificationReconcileInterval: try number("notification-reconcile-hours", 0...168, default: 6).nonZero.map {
                 .seconds($0 * 3_600)
             })

@@ -69,7 +69,11 @@ private func serve(
     store: any DataStore, services: [any Service], verification: VerificationService, metrics: ServerMetrics,
     openID: OpenIDClient?, configuration: ServerConfiguration, masterKey: MasterKey, logger: Logger
 ) async throws {
-    let tenancy = TenancyService(store: store, masterKey: masterKey)
+    let tenancy = {
+        var tenancy = TenancyService(store: store, masterKey: masterKey)
+        tenancy.allowsPrivateWebhookURLs = configuration.webhookPrivateURLs
+        return tenancy
+    }()
     var app = try buildApplication(
         configuration: configuration, tenancy: tenancy, verification: verification, metrics: metrics,
         services: services, openID: openID, logger: logger)

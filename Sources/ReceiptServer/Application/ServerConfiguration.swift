@@ -40,6 +40,7 @@ import ReceiptStore
 /// | `--webhook-timeout` / `RECEIPTVERIFY_WEBHOOK_TIMEOUT` | `10` | seconds for one webhook delivery attempt |
 /// | `--webhook-retry-seconds` / `RECEIPTVERIFY_WEBHOOK_RETRY_SECONDS` | `30` | first wait before a failed webhook delivery is retried |
 /// | `--webhook-deliveries-per-second` / `RECEIPTVERIFY_WEBHOOK_DELIVERIES_PER_SECOND` | `100` | webhook delivery attempts a second, at most, per server |
+/// | `--webhook-private-urls` / `RECEIPTVERIFY_WEBHOOK_PRIVATE_URLS` | `off` | `on`: webhook URLs may be plain http and reach private and loopback addresses (a self-hosted server's own network) |
 /// | `--notification-reconcile-hours` / `RECEIPTVERIFY_NOTIFICATION_RECONCILE_HOURS` | `6` | how often apps with credentials are reconciled with Apple's Notification History (0: never) |
 /// | `--retention-notifications-days` / `RECEIPTVERIFY_RETENTION_NOTIFICATIONS_DAYS` | `90` | days Apple's notifications are kept (8 at least; 0: for ever) |
 /// | `--retention-events-days` / `RECEIPTVERIFY_RETENTION_EVENTS_DAYS` | `30` | days delivered and dead webhook events are kept (0: for ever) |
@@ -118,6 +119,8 @@ public struct ServerConfiguration: Sendable {
     public var webhookRetry: RetryPolicy
     /// Webhook delivery attempts a second, at most, per server.
     public var webhookDeliveriesPerSecond: Int
+    /// Whether webhook URLs may be plain http and reach private, loopback and other special addresses.
+    public var webhookPrivateURLs: Bool
     /// How often apps with credentials are reconciled with Apple's Notification History; nil: never.
     public var notificationReconcileInterval: Duration?
 
@@ -137,9 +140,11 @@ public struct ServerConfiguration: Sendable {
         publicURL: String? = nil, openID: OpenIDConfiguration? = nil, customers: CustomerSettings = .init(),
         storeKit: AppStoreServerAPIConfiguration = .init(), appleFinishFirstRetry: Duration = .seconds(60),
         webhookTimeout: Duration = .seconds(10), webhookRetry: RetryPolicy = RetryPolicy(first: .seconds(30)),
-        webhookDeliveriesPerSecond: Int = 100, notificationReconcileInterval: Duration? = .seconds(6 * 3_600)
+        webhookDeliveriesPerSecond: Int = 100, webhookPrivateURLs: Bool = false,
+        notificationReconcileInterval: Duration? = .seconds(6 * 3_600)
     ) {
         self.webhookDeliveriesPerSecond = webhookDeliveriesPerSecond
+        self.webhookPrivateURLs = webhookPrivateURLs
         self.notificationReconcileInterval = notificationReconcileInterval
         self.webhookTimeout = webhookTimeout
         self.webhookRetry = webhookRetry

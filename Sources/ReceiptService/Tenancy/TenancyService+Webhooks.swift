@@ -13,7 +13,7 @@ extension TenancyService {
         forwardsSignedPayload: Bool
     ) async throws -> (endpoint: WebhookEndpoint, secret: String) {
         let app = try await app(token: token)
-        try WebhookEndpoint.validate(url: url)
+        try WebhookEndpoint.validate(url: url, allowsPrivate: allowsPrivateWebhookURLs)
         try WebhookEndpoint.validate(eventTypes: eventTypes)
         // Each event is written once per endpoint: the plan bounds how many an app has.
         let plan = try await plan(named: try await account(app.accountID.uuidString).planName)

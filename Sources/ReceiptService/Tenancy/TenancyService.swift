@@ -11,6 +11,9 @@ public struct TenancyService: Sendable {
     public let masterKey: MasterKey
     /// The current time; a parameter so tests control it.
     public let now: @Sendable () -> Date
+    /// Whether webhook URLs may be plain http and name private, loopback and other special addresses (the operator's
+    /// `--webhook-private-urls on`, for a self-hosted server's own network).
+    public var allowsPrivateWebhookURLs = false
     /// Who the changes are made by, for the audit log.
     public private(set) var actor = AuditActor.operator
 

@@ -53,7 +53,7 @@ public struct WebhookEndpoint: Sendable, Equatable {
     }
 
     /// Checks a URL a customer gives: http or https, a host, no credentials or fragment, at most 2,048 bytes.
-    public static func validate(url text: String) throws {
+    public static func validate(url text: String, allowsPrivate: Bool) throws {
         guard text.utf8.count <= 2_048, let url = URL(string: text), let scheme = url.scheme?.lowercased(),
             scheme == "https" || scheme == "http", let host = url.host, !host.isEmpty
         else {
@@ -61,6 +61,9 @@ public struct WebhookEndpoint: Sendable, Equatable {
         }
         guard url.user == nil, url.password == nil, url.fragment == nil else {
             throw ServiceError(.invalidArgument, "a webhook URL has no user, password or fragment")
+        }
+        if let refusal = WebhookAddress.refusal(ofURL: text, allowsPrivate: allowsPrivate) {
+            throw ServiceError(.invalidArgument, refusal)
         }
     }
 
