@@ -9,7 +9,7 @@ import ReceiptService
 struct WebhooksCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "webhooks", abstract: "Add, list, remove and test an app's webhook endpoints.",
-        subcommands: [Add.self, List.self, Remove.self, Test.self])
+        subcommands: [Add.self, List.self, Pause.self, Resume.self, RotateSecret.self, Remove.self, Test.self])
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -68,8 +68,69 @@ struct WebhooksCommand: AsyncParsableCommand {
                     ("ENVIRONMENTS", { $0.environments.map(\.configurationName).sorted().joined(separator: ",") }),
                     ("EVENTS", { $0.eventTypes.joined(separator: ",") }),
                     ("FORWARDS", { $0.forwardsSignedPayload ? "signed payload" : "-" }),
+                    ("STATE", { $0.isEnabled ? "active" : "paused" }),
                     ("CREATED", { Output.date($0.createdAt) }),
                 ])
+        }
+    }
+
+    struct Pause: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Pause an endpoint: its deliveries wait, unattempted, until it is resumed.")
+        @Option(help: "App token.") var app: String
+        @Option(help: "Endpoint id.") var id: String
+        @OptionGroup var options: GlobalOptions
+
+        func run() async throws { try await set(app: app, id: id, enabled: false, options: options) }
+    }
+
+    struct Resume: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Resume a paused endpoint.")
+        @Option(help: "App token.") var app: String
+        @Option(help: "Endpoint id.") var id: String
+        @OptionGroup var options: GlobalOptions
+
+        func run() async throws { try await set(app: app, id: id, enabled: true, options: options) }
+    }
+
+    /// Pauses or resumes an endpoint and prints it.
+    static func set(app: String, id: String, enabled: Bool, options: GlobalOptions) async throws {
+        guard let endpointID = UUID(uuidString: id) else { throw CommandFailure("--id is not an endpoint id") }
+        let endpoint = try await options.withTenancy {
+            try await $0.setWebhookEndpoint(token: app, id: endpointID, enabled: enabled)
+        }
+        if options.json {
+            print(JSONValue.object(endpoint.json).encodedString)
+        } else {
+            print("\(enabled ? "resumed" : "paused") \(endpointID.uuidString.lowercased())")
+        }
+    }
+
+    struct RotateSecret: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-secret",
+            abstract:
+                "Give an endpoint a new secret, shown once; the previous one also signs deliveries for --grace-hours.")
+        @Option(help: "App token.") var app: String
+        @Option(help: "Endpoint id.") var id: String
+        @Option(help: "Hours the previous secret still signs (0-168).") var graceHours = 24
+        @OptionGroup var options: GlobalOptions
+
+        func run() async throws {
+            guard let endpointID = UUID(uuidString: id) else { throw CommandFailure("--id is not an endpoint id") }
+            let (endpoint, secret) = try await options.withTenancy { [app, graceHours] in
+                try await $0.rotateWebhookSecret(
+                    token: app, id: endpointID, grace: .seconds(Int64(graceHours) * 3_600))
+            }
+            if options.json {
+                var object = endpoint.json
+                object.append("secret", .string(secret))
+                print(JSONValue.object(object).encodedString)
+            } else {
+                print(
+                    "secret \(secret)  (shown once; the previous secret signs too until \(endpoint.previousSecretUntil.map(Output.date) ?? "now"))"
+                )
+            }
         }
     }
 

@@ -60,6 +60,13 @@ public struct WebhookClient: Sendable {
     public func deliver(_ body: [UInt8], eventID: String, eventType: String, to url: String, secret: [UInt8], now: Date)
         async -> Result
     {
+        await deliver(body, eventID: eventID, eventType: eventType, to: url, secrets: [secret], now: now)
+    }
+
+    /// POSTs `event` to `url`, signed with each of `secrets` (the current one first) at `now`.
+    public func deliver(
+        _ body: [UInt8], eventID: String, eventType: String, to url: String, secrets: [[UInt8]], now: Date
+    ) async -> Result {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         let timestamp = Int64(now.timeIntervalSince1970.rounded(.down))
@@ -69,13 +76,13 @@ public struct WebhookClient: Sendable {
         request.headers.add(name: "ReceiptVerify-Event-Type", value: eventType)
         request.headers.add(
             name: WebhookSignature.headerName,
-            value: WebhookSignature.header(secret: secret, timestamp: timestamp, body: body))
+            value: WebhookSignature.header(secrets: secrets, timestamp: timestamp, body: body))
         // The same delivery as Standard Webhooks signs it, so receivers verify it with a standardwebhooks library.
         request.headers.add(name: WebhookSignature.standardIDHeader, value: eventID)
         request.headers.add(name: WebhookSignature.standardTimestampHeader, value: String(timestamp))
         request.headers.add(
             name: WebhookSignature.standardSignatureHeader,
-            value: WebhookSignature.standardSignature(secrets: [secret], id: eventID, timestamp: timestamp, body: body))
+            value: WebhookSignature.standardSignature(secrets: secrets, id: eventID, timestamp: timestamp, body: body))
         request.body = .bytes(ByteBuffer(bytes: body))
         let deadline = NIODeadline.now() + TimeAmount(timeout)
         let client: HTTPClient

@@ -141,6 +141,8 @@ struct WebhookDeliverer: Service {
     func deliver(_ task: WebhookDeliveryTask) async -> WebhookAttempt {
         let started = ContinuousClock.now
         let outcome = await attempt(task)
+        var task = task
+        task.latencyMilliseconds = Int((ContinuousClock.now - started).nanoseconds / 1_000_000)
         let result: String
         switch outcome {
         case .delivered: result = "delivered"
@@ -169,9 +171,13 @@ struct WebhookDeliverer: Service {
 
     /// Sends the task and judges the answer.
     func attempt(_ task: WebhookDeliveryTask, now: Date = Date()) async -> WebhookDeliveryOutcome {
-        let secret: [UInt8]
+        var secrets: [[UInt8]]
         do {
-            secret = try tenancy.webhookSecret(task.secret, endpointID: task.endpointID)
+            secrets = [try tenancy.webhookSecret(task.secret, endpointID: task.endpointID)]
+            // During a rotation's grace period the previous secret signs too, so the receiver may still hold it.
+            if let previous = task.previousSecret, let until = task.previousSecretUntil, until > now {
+                secrets.append(try tenancy.webhookSecret(previous, endpointID: task.endpointID))
+            }
         } catch {
             return task.outcome(
                 status: nil, error: "the endpoint's secret does not open with this master key", policy: policy,
@@ -179,7 +185,7 @@ struct WebhookDeliverer: Service {
         }
         let body = task.event.body(signedPayload: task.signedPayload)
         let answer = await client.deliver(
-            body, eventID: task.event.idText, eventType: task.event.type, to: task.url, secret: secret, now: now)
+            body, eventID: task.event.idText, eventType: task.event.type, to: task.url, secrets: secrets, now: now)
         switch answer {
         case .answered(let status): return task.outcome(status: status, error: nil, policy: policy, now: Date())
         case .failed(let error): return task.outcome(status: nil, error: error, policy: policy, now: Date())

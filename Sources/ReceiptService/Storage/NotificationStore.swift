@@ -34,6 +34,9 @@ public protocol WebhookStore: StoreLifecycle {
     func addWebhookEndpoint(_ endpoint: WebhookEndpoint, limit: Int) async throws -> Bool
     /// The app's endpoints, oldest first.
     func webhookEndpoints(appID: UUID) async throws -> [WebhookEndpoint]
+    /// Stores an endpoint's switch and secrets (enabled, secret, previous secret and its end); false when the app has
+    /// no such endpoint.
+    func updateWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws -> Bool
     /// Removes an endpoint of the app with its pending deliveries; false when the app has no such endpoint.
     func removeWebhookEndpoint(id: UUID, appID: UUID) async throws -> Bool
     /// Records events made outside a notification (a test, a ledger change), each with its deliveries.

@@ -28,6 +28,9 @@ extension TenancyService {
         guard try await store.addWebhookEndpoint(endpoint, limit: plan.limits.webhookEndpoints) else {
             throw Self.limitReached(.webhookEndpoints, of: plan, per: "app", hint: "remove one")
         }
+        try await audit(
+            app.accountID, "webhook.create",
+            "endpoint \(id.uuidString.lowercased()) of app \(app.id.uuidString.lowercased())")
         return (endpoint, secret)
     }
 
@@ -38,9 +41,60 @@ extension TenancyService {
 
     /// Removes an endpoint of the app, with its pending deliveries.
     public func removeWebhookEndpoint(token: String, id: UUID) async throws {
-        guard try await store.removeWebhookEndpoint(id: id, appID: try await app(token: token).id) else {
+        let app = try await app(token: token)
+        guard try await store.removeWebhookEndpoint(id: id, appID: app.id) else {
             throw ServiceError(.invalidArgument, "the app has no webhook endpoint \(id.uuidString.lowercased())")
         }
+        try await audit(app.accountID, "webhook.remove", "endpoint \(id.uuidString.lowercased())")
+    }
+
+    /// The app's endpoint `id`; ``ServiceError/Code/invalidArgument`` when it has none.
+    public func webhookEndpoint(token: String, id: UUID) async throws -> (app: App, endpoint: WebhookEndpoint) {
+        let app = try await app(token: token)
+        guard let endpoint = try await store.webhookEndpoints(appID: app.id).first(where: { $0.id == id }) else {
+            throw ServiceError(.invalidArgument, "the app has no webhook endpoint \(id.uuidString.lowercased())")
+        }
+        return (app, endpoint)
+    }
+
+    /// Pauses (`enabled` false) or resumes an endpoint: a paused endpoint's deliveries wait, unattempted, and go out
+    /// once it is resumed (their budget of time keeps running: redeliver dead ones).
+    public func setWebhookEndpoint(token: String, id: UUID, enabled: Bool) async throws -> WebhookEndpoint {
+        var (app, endpoint) = try await webhookEndpoint(token: token, id: id)
+        endpoint.isEnabled = enabled
+        guard try await store.updateWebhookEndpoint(endpoint) else {
+            throw ServiceError(.invalidArgument, "the app has no webhook endpoint \(id.uuidString.lowercased())")
+        }
+        try await audit(
+            app.accountID, enabled ? "webhook.resume" : "webhook.pause", "endpoint \(id.uuidString.lowercased())")
+        return endpoint
+    }
+
+    /// The longest grace period of a rotated secret.
+    public static let longestSecretGrace: Duration = .seconds(7 * 86_400)
+
+    /// Gives an endpoint a new secret, shown this once; deliveries are signed with the new and the previous secret
+    /// until `grace` has passed (0: at once the new one only), so the receiver can switch without losing one.
+    public func rotateWebhookSecret(token: String, id: UUID, grace: Duration) async throws -> (
+        endpoint: WebhookEndpoint, secret: String
+    ) {
+        guard grace >= .zero, grace <= Self.longestSecretGrace else {
+            throw ServiceError(.invalidArgument, "the grace period is from 0 to 7 days")
+        }
+        var (app, endpoint) = try await webhookEndpoint(token: token, id: id)
+        let secret = WebhookSignature.newSecret()
+        let graceSeconds = Double(grace.components.seconds)
+        endpoint.previousSecret = graceSeconds > 0 ? endpoint.secret : nil
+        endpoint.previousSecretUntil = graceSeconds > 0 ? now().addingTimeInterval(graceSeconds) : nil
+        endpoint.secret = try SealedSecret.seal(
+            Array(secret.utf8), context: WebhookEndpoint.secretContext(id), with: masterKey)
+        guard try await store.updateWebhookEndpoint(endpoint) else {
+            throw ServiceError(.invalidArgument, "the app has no webhook endpoint \(id.uuidString.lowercased())")
+        }
+        try await audit(
+            app.accountID, "webhook.rotate_secret",
+            "endpoint \(id.uuidString.lowercased()), previous secret signs for \(Int(graceSeconds)) s")
+        return (endpoint, secret)
     }
 
     /// The signing secret of an endpoint (sealed under its id).
@@ -71,9 +125,11 @@ extension TenancyService {
         guard eventIDs != nil || state != nil || since != nil else {
             throw ServiceError(.invalidArgument, "name the events: ids, --state or --since")
         }
-        return try await store.redeliverWebhookEvents(
-            WebhookEventQuery(
-                appID: try await app(token: token).id, state: state, since: since, eventIDs: eventIDs, limit: limit),
-            at: now())
+        let app = try await app(token: token)
+        let count = try await store.redeliverWebhookEvents(
+            WebhookEventQuery(appID: app.id, state: state, since: since, eventIDs: eventIDs, limit: limit), at: now())
+        try await audit(
+            app.accountID, "webhook.redeliver", "\(count) deliveries of app \(app.id.uuidString.lowercased())")
+        return count
     }
 }

@@ -17,12 +17,19 @@ public struct WebhookDeliveryTask: Sendable, Equatable {
     public var attempts: Int
     /// When its budget of time began: the event's creation, or its last redelivery.
     public var startedAt: Date
+    /// The endpoint's previous secret, sealed like ``secret``, and when it stops signing (a rotation's grace period).
+    public var previousSecret: SealedSecret?
+    public var previousSecretUntil: Date?
+    /// How long the attempt took, once made (recorded with its outcome).
+    public var latencyMilliseconds: Int?
 
     /// Creates a task.
     public init(
         event: WebhookEvent, endpointID: UUID, url: String, secret: SealedSecret, signedPayload: String?,
-        attempts: Int, startedAt: Date? = nil
+        attempts: Int, startedAt: Date? = nil, previousSecret: SealedSecret? = nil, previousSecretUntil: Date? = nil
     ) {
+        self.previousSecret = previousSecret
+        self.previousSecretUntil = previousSecretUntil
         self.event = event
         self.endpointID = endpointID
         self.url = url
@@ -97,12 +104,15 @@ public struct WebhookEventRecord: Sendable, Equatable {
         public var nextAttemptAt: Date?
         /// When the receiver took it.
         public var deliveredAt: Date?
+        /// How long the last attempt took, in milliseconds.
+        public var latencyMilliseconds: Int?
 
         /// Creates a delivery.
         public init(
             endpointID: UUID, state: WebhookDeliveryState, attempts: Int, lastStatus: Int?, lastError: String?,
-            nextAttemptAt: Date?, deliveredAt: Date?
+            nextAttemptAt: Date?, deliveredAt: Date?, latencyMilliseconds: Int? = nil
         ) {
+            self.latencyMilliseconds = latencyMilliseconds
             self.endpointID = endpointID
             self.state = state
             self.attempts = attempts
@@ -171,6 +181,9 @@ extension WebhookEventRecord {
                     item.append("attempts", .integer(Int64(delivery.attempts)))
                     if let status = delivery.lastStatus { item.append("last_status", .integer(Int64(status))) }
                     if let error = delivery.lastError { item.append("last_error", .string(error)) }
+                    if let latency = delivery.latencyMilliseconds {
+                        item.append("latency_ms", .integer(Int64(latency)))
+                    }
                     if let next = delivery.nextAttemptAt, delivery.state == .pending {
                         item.append("next_attempt_at", .string(LedgerEntry.rfc3339(next)))
                     }

@@ -21,12 +21,23 @@ public struct WebhookEndpoint: Sendable, Equatable {
     public var secret: SealedSecret
     /// When it was added.
     public var createdAt: Date
+    /// Whether deliveries go out; a paused endpoint's wait (and are not counted as failures) until it is resumed.
+    public var isEnabled: Bool
+    /// The secret before the last rotation, sealed like ``secret``: deliveries are signed with both until
+    /// ``previousSecretUntil``, so a receiver switches over without losing one.
+    public var previousSecret: SealedSecret?
+    /// When the previous secret stops signing.
+    public var previousSecretUntil: Date?
 
     /// Creates an endpoint.
     public init(
         id: UUID, appID: UUID, url: String, environments: Set<AppStoreEnvironment>, eventTypes: [String],
-        forwardsSignedPayload: Bool, secret: SealedSecret, createdAt: Date
+        forwardsSignedPayload: Bool, secret: SealedSecret, createdAt: Date, isEnabled: Bool = true,
+        previousSecret: SealedSecret? = nil, previousSecretUntil: Date? = nil
     ) {
+        self.isEnabled = isEnabled
+        self.previousSecret = previousSecret
+        self.previousSecretUntil = previousSecretUntil?.roundedToMilliseconds
         self.id = id
         self.appID = appID
         self.url = url
@@ -92,6 +103,9 @@ extension WebhookEndpoint {
             "environments", .array(environments.map(\.configurationName).sorted().map { .string($0) }))
         object.append("event_types", .array(eventTypes.map { .string($0) }))
         object.append("forwards_signed_payload", .bool(forwardsSignedPayload))
+        object.append("enabled", .bool(isEnabled))
+        object.append(
+            "previous_secret_until", previousSecretUntil.map { .string(LedgerEntry.rfc3339($0)) } ?? .null)
         object.append("created_at", .string(LedgerEntry.rfc3339(createdAt)))
         return object
     }

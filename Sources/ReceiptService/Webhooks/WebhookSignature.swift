@@ -13,7 +13,14 @@ public enum WebhookSignature {
 
     /// The header value for `body` sent at `timestamp` (seconds since 1970).
     public static func header(secret: [UInt8], timestamp: Int64, body: [UInt8]) -> String {
-        "t=\(timestamp),v1=\(hex(mac(secret: secret, timestamp: timestamp, body: body)))"
+        header(secrets: [secret], timestamp: timestamp, body: body)
+    }
+
+    /// The header value signed with each of `secrets` (a `v1` each: during a rotation's grace period, the new
+    /// secret's and the previous one's).
+    public static func header(secrets: [[UInt8]], timestamp: Int64, body: [UInt8]) -> String {
+        (["t=\(timestamp)"] + secrets.map { "v1=" + hex(mac(secret: $0, timestamp: timestamp, body: body)) })
+            .joined(separator: ",")
     }
 
     /// Whether `header` signs `body` with `secret` at a timestamp within `tolerance` seconds of `now`; the

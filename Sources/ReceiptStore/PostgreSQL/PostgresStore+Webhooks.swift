@@ -33,6 +33,19 @@ extension PostgresStore: WebhookStore {
         }
     }
 
+    public func updateWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws -> Bool {
+        let previous = endpoint.previousSecret.map { Data($0.bytes) }
+        return try await run {
+            !(try await rows(
+                """
+                UPDATE webhook_endpoints SET enabled = \(endpoint.isEnabled), secret = \(Data(endpoint.secret.bytes)),
+                    previous_secret = \(previous), previous_secret_until = \(endpoint.previousSecretUntil)
+                WHERE id = \(endpoint.id) AND app_id = \(endpoint.appID) RETURNING id
+                """
+            ).isEmpty)
+        }
+    }
+
     public func removeWebhookEndpoint(id: UUID, appID: UUID) async throws -> Bool {
         try await run {
             !(try await rows("DELETE FROM webhook_endpoints WHERE id = \(id) AND app_id = \(appID) RETURNING id")
@@ -65,7 +78,7 @@ extension PostgresStore: WebhookStore {
                         FROM webhook_deliveries d
                         WHERE d.endpoint_id = w.id AND d.state = 'pending' AND d.next_attempt_at <= \(now)
                         ORDER BY d.next_attempt_at LIMIT \(perEndpoint)) x
-                    WHERE a.enabled AND c.enabled AND (w.paused_until IS NULL OR w.paused_until <= \(now))
+                    WHERE a.enabled AND c.enabled AND w.enabled AND (w.paused_until IS NULL OR w.paused_until <= \(now))
                         AND x.turn <= \(perEndpoint) - (
                             SELECT count(*) FROM webhook_deliveries f
                             WHERE f.endpoint_id = w.id AND f.state = 'pending' AND f.leased_until > \(now))
@@ -97,7 +110,8 @@ extension PostgresStore: WebhookStore {
                     """
                     UPDATE webhook_deliveries SET state = \(columns.state), attempts = attempts + 1,
                         next_attempt_at = \(columns.next), last_status = \(columns.status),
-                        last_error = \(columns.error), delivered_at = \(columns.delivered), leased_until = NULL
+                        last_error = \(columns.error), delivered_at = \(columns.delivered), leased_until = NULL,
+                        last_latency_ms = \(task.latencyMilliseconds)
                     WHERE event_id = \(task.event.id) AND endpoint_id = \(task.endpointID) AND state = 'pending'
                     RETURNING event_id
                     """, on: connection)

@@ -353,3 +353,10 @@ UPDATE plans SET max_apps = 2, max_api_keys = 3, max_bundle_ids = 5, max_product
     WHERE name = 'free';
 UPDATE plans SET max_apps = 500, max_api_keys = 200, max_bundle_ids = 100, max_products = 10000,
     max_webhook_endpoints = 10 WHERE name = 'enterprise';
+
+-- version: 16 Customers run their webhooks: an endpoint may be paused, its secret rotated with the previous one still
+-- signing until a time, and each delivery's last latency is kept
+ALTER TABLE webhook_endpoints ADD COLUMN enabled BOOLEAN NOT NULL DEFAULT true;
+ALTER TABLE webhook_endpoints ADD COLUMN previous_secret BYTEA;
+ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_until TIMESTAMPTZ;
+ALTER TABLE webhook_deliveries ADD COLUMN last_latency_ms INTEGER;

@@ -35,6 +35,21 @@ extension SQLiteStore: WebhookStore {
         }
     }
 
+    public func updateWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws -> Bool {
+        try await transaction {
+            !(try await self.query(
+                """
+                UPDATE webhook_endpoints SET enabled = ?, secret = ?, previous_secret = ?, previous_secret_until = ?
+                WHERE id = ? AND app_id = ? RETURNING id
+                """,
+                [
+                    .bool(endpoint.isEnabled), .bytes(endpoint.secret.bytes), .bytes(endpoint.previousSecret?.bytes),
+                    .millis(endpoint.previousSecretUntil), .uuid(endpoint.id), .uuid(endpoint.appID),
+                ]
+            ).isEmpty)
+        }
+    }
+
     public func removeWebhookEndpoint(id: UUID, appID: UUID) async throws -> Bool {
         try await transaction {
             !(try await self.query(
@@ -59,7 +74,7 @@ extension SQLiteStore: WebhookStore {
                 """
                 SELECT w.id FROM webhook_endpoints w JOIN apps a ON a.id = w.app_id
                 JOIN accounts c ON c.id = a.account_id
-                WHERE a.enabled AND c.enabled AND (w.paused_until IS NULL OR w.paused_until <= ?)
+                WHERE a.enabled AND c.enabled AND w.enabled AND (w.paused_until IS NULL OR w.paused_until <= ?)
                     AND EXISTS (
                         SELECT 1 FROM webhook_deliveries d
                         WHERE d.endpoint_id = w.id AND d.state = 'pending' AND d.next_attempt_at <= ?)
@@ -120,13 +135,14 @@ extension SQLiteStore: WebhookStore {
                 let recorded = try await self.query(
                     """
                     UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_attempt_at = ?,
-                        last_status = ?, last_error = ?, delivered_at = ?, leased_until = NULL
+                        last_status = ?, last_error = ?, delivered_at = ?, leased_until = NULL, last_latency_ms = ?
                     WHERE event_id = ? AND endpoint_id = ? AND state = 'pending'
                     RETURNING event_id
                     """,
                     [
                         .text(columns.state), .millis(columns.next), columns.status.map { .integer($0) } ?? .null,
-                        columns.error.map { .text($0) } ?? .null, .millis(columns.delivered), .uuid(task.event.id),
+                        columns.error.map { .text($0) } ?? .null, .millis(columns.delivered),
+                        task.latencyMilliseconds.map { .integer($0) } ?? .null, .uuid(task.event.id),
                         .uuid(task.endpointID),
                     ])
                 guard !recorded.isEmpty else { continue }

@@ -44,7 +44,10 @@ extension StoredForm {
             environments: Set(try list(try row.text("environments")).map { try enumValue($0) }),
             eventTypes: list(try row.text("event_types")),
             forwardsSignedPayload: try row.bool("forwards_signed_payload"),
-            secret: SealedSecret(bytes: try row.bytes("secret")), createdAt: try row.date("created_at"))
+            secret: SealedSecret(bytes: try row.bytes("secret")), createdAt: try row.date("created_at"),
+            isEnabled: try row.bool("enabled"),
+            previousSecret: try row.optionalBytes("previous_secret").map(SealedSecret.init(bytes:)),
+            previousSecretUntil: try row.optionalDate("previous_secret_until"))
     }
 
     /// A comma-separated list's items; none for an empty text.
@@ -75,7 +78,9 @@ extension StoredForm {
         WebhookDeliveryTask(
             event: try webhookEvent(row), endpointID: try row.uuid("endpoint_id"), url: try row.text("url"),
             secret: SealedSecret(bytes: try row.bytes("secret")), signedPayload: try row.optionalText("signed_payload"),
-            attempts: try row.int("attempts"), startedAt: try row.optionalDate("started_at"))
+            attempts: try row.int("attempts"), startedAt: try row.optionalDate("started_at"),
+            previousSecret: try row.optionalBytes("previous_secret").map(SealedSecret.init(bytes:)),
+            previousSecretUntil: try row.optionalDate("previous_secret_until"))
     }
 
     /// One delivery of an event listing.
@@ -84,7 +89,8 @@ extension StoredForm {
             endpointID: try row.uuid("endpoint_id"), state: try enumValue(try row.text("state")),
             attempts: try row.int("attempts"), lastStatus: try row.optionalInt("last_status"),
             lastError: try row.optionalText("last_error"), nextAttemptAt: try row.optionalDate("next_attempt_at"),
-            deliveredAt: try row.optionalDate("delivered_at"))
+            deliveredAt: try row.optionalDate("delivered_at"),
+            latencyMilliseconds: try row.optionalInt("last_latency_ms"))
     }
 
     /// What an attempt's outcome writes: state, next attempt, status, error, delivery time.
@@ -104,6 +110,7 @@ extension StoredForm {
     static let deliverySelect = """
         SELECT e.id, e.app_id, e.environment, e.event_type, e.data, e.notification_uuid, e.created_at,
             d.endpoint_id, d.attempts, d.started_at, w.url, w.secret,
+            w.previous_secret, w.previous_secret_until,
             CASE WHEN w.forwards_signed_payload THEN NULLIF(n.signed_payload, '') END AS signed_payload
         FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
             JOIN webhook_endpoints w ON w.id = d.endpoint_id
