@@ -346,6 +346,89 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreKind.available)
+    func aCustomerRunsTheirWebhooksOnTheAccountScreen(kind: StoreKind) async throws {
+        try await AccountScreen.run(kind) { screen in
+            let browser = Browser(screen)
+            try await browser.signIn(email: "a@example.com")
+            #expect(
+                try await browser.submit(
+                    "/account/apps",
+                    [
+                        ("name", "Mine"), ("bundle_ids", "com.example.mine"), ("environments", "production"),
+                        ("mode", "local"), ("cipher", "aes-256-gcm"), ("claims", "flag"), ("delivery", "once"),
+                    ]
+                ).status == .seeOther)
+            let app = try #require(try await screen.tenancy.apps(account: "a@example.com").first)
+            let page = "/account/apps/\(app.id.uuidString.lowercased())/webhooks"
+            #expect(Self.body(try await browser.get("/account/apps/\(app.id.uuidString.lowercased())")).contains(page))
+
+            // A URL that reaches inside is refused on the page, and nothing is added.
+            let inside = try await browser.submit(
+                page, [("url", "https://169.254.169.254/latest"), ("events", "*")], from: page)
+            #expect(inside.status == .unprocessableContent)
+            #expect(Self.body(inside).contains("private, loopback or other special address"))
+            #expect(try await screen.tenancy.webhookEndpoints(token: app.token).isEmpty)
+
+            // Added: the secret is shown this once.
+            let added = try await browser.submit(
+                page, [("url", "https://hooks.example.com/rv"), ("events", "transaction.*, webhook.test")], from: page)
+            #expect(added.status == .ok)
+            let addedPage = Self.body(added)
+            let secret = try #require(
+                addedPage.range(of: #"id="webhook-secret">"#).map { String(addedPage[$0.upperBound...].prefix(38)) })
+            #expect(secret.hasPrefix("whsec_"))
+            #expect(!Self.body(try await browser.get(page)).contains(secret))
+            let endpoint = try #require(try await screen.tenancy.webhookEndpoints(token: app.token).first)
+            #expect(endpoint.eventTypes == ["transaction.*", "webhook.test"])
+            let base = "\(page)/\(endpoint.id.uuidString.lowercased())"
+
+            // Paused and resumed; a test event queued for it shows as a pending delivery; redelivered on demand.
+            #expect(try await browser.submit(base + "/pause", [], from: page).status == .ok)
+            #expect(try await screen.tenancy.webhookEndpoints(token: app.token).first?.isEnabled == false)
+            #expect(Self.body(try await browser.get(page)).contains(">paused<"))
+            #expect(try await browser.submit(base + "/resume", [], from: page).status == .ok)
+            #expect(try await screen.tenancy.webhookEndpoints(token: app.token).first?.isEnabled == true)
+            let tested = Self.body(try await browser.submit(base + "/test", [], from: page))
+            #expect(tested.contains("queued") && tested.contains(#"data-state="pending""#))
+            let events = try await screen.tenancy.webhookEvents(
+                token: app.token, state: nil, since: nil, eventIDs: nil, limit: 10)
+            let event = try #require(events.first)
+            #expect(event.event.type == "webhook.test" && event.deliveries.count == 1)
+            let redelivered = Self.body(
+                try await browser.submit(page + "/redeliver", [("event_id", event.event.idText)], from: page))
+            #expect(redelivered.contains("1 delivery queued again."))
+
+            // Rotated: a new secret shown once, the previous one signing for the hours chosen.
+            let rotated = Self.body(try await browser.submit(base + "/rotate", [("grace_hours", "2")], from: page))
+            #expect(rotated.contains(#"id="webhook-secret">whsec_"#) && !rotated.contains(secret))
+            #expect(rotated.contains("the previous secret signs too until"))
+            #expect(
+                try await browser.submit(base + "/rotate", [("grace_hours", "500")], from: page).status
+                    == .unprocessableContent)
+
+            // Another account sees none of it and can touch none of it.
+            let stranger = Browser(screen)
+            try await stranger.signIn(email: "b@example.com")
+            #expect(try await stranger.get(page).status == .notFound)
+            #expect(try await stranger.submit(base + "/pause", [], from: "/account/keys").status == .notFound)
+
+            // Removed only when confirmed.
+            #expect(try await browser.submit(base + "/remove", [], from: page).status == .unprocessableContent)
+            #expect(try await browser.submit(base + "/remove", [("confirm", "1")], from: page).status == .ok)
+            #expect(try await screen.tenancy.webhookEndpoints(token: app.token).isEmpty)
+            let audit = try await CustomerService(tenancy: screen.tenancy, settings: .init()).auditEntries(
+                account: "a@example.com", limit: 50
+            ).map(\.action)
+            for action in [
+                "webhook.create", "webhook.pause", "webhook.resume", "webhook.test", "webhook.redeliver",
+                "webhook.rotate_secret", "webhook.remove",
+            ] {
+                #expect(audit.contains(action), "\(action) is audited")
+            }
+        }
+    }
+
     @Test func aSignInLinkWorksOnceAndIsRateLimited() async throws {
         let settings = CustomerSettings(signInAttemptsPerMinute: 4)
         try await AccountScreen.run(.sqlite, settings: settings) { screen in

@@ -18,6 +18,7 @@ struct PageTemplates: Sendable {
         ("app_form", PackageResources.app_form_mustache),
         ("app", PackageResources.app_mustache),
         ("transactions", PackageResources.transactions_mustache),
+        ("webhooks", PackageResources.webhooks_mustache),
     ]
 
     private let library: MustacheLibrary

@@ -120,6 +120,63 @@ public struct CustomerScope: Sendable {
         try await tenancy.removeApp(token: try await app(id: id).token, forgettingLedger: true)
     }
 
+    // MARK: Webhooks
+
+    /// The endpoints of one of the account's apps.
+    public func webhookEndpoints(appID: UUID) async throws -> [WebhookEndpoint] {
+        try await tenancy.webhookEndpoints(token: try await app(id: appID).token)
+    }
+
+    /// Adds an endpoint (https to a public address, unless the operator allows private ones); its secret is for this
+    /// answer only.
+    public func addWebhookEndpoint(appID: UUID, url: String, eventTypes: [String]) async throws -> (
+        endpoint: WebhookEndpoint, secret: String
+    ) {
+        try await tenancy.addWebhookEndpoint(
+            token: try await app(id: appID).token, url: url, environments: [], eventTypes: eventTypes,
+            forwardsSignedPayload: false)
+    }
+
+    /// Pauses or resumes an endpoint of one of the account's apps.
+    public func setWebhookEndpoint(appID: UUID, id: UUID, enabled: Bool) async throws -> WebhookEndpoint {
+        try await tenancy.setWebhookEndpoint(token: try await app(id: appID).token, id: id, enabled: enabled)
+    }
+
+    /// Removes an endpoint of one of the account's apps, with its pending deliveries.
+    public func removeWebhookEndpoint(appID: UUID, id: UUID) async throws {
+        try await tenancy.removeWebhookEndpoint(token: try await app(id: appID).token, id: id)
+    }
+
+    /// Gives an endpoint a new secret, shown once; the previous one signs too for `graceHours`.
+    public func rotateWebhookSecret(appID: UUID, id: UUID, graceHours: Int) async throws -> (
+        endpoint: WebhookEndpoint, secret: String
+    ) {
+        guard (0...168).contains(graceHours) else {
+            throw ServiceError(.invalidArgument, "the grace period is from 0 to 168 hours")
+        }
+        return try await tenancy.rotateWebhookSecret(
+            token: try await app(id: appID).token, id: id, grace: .seconds(Int64(graceHours) * 3_600))
+    }
+
+    /// Queues a test event for one endpoint.
+    public func queueTestWebhookEvent(appID: UUID, id: UUID) async throws -> WebhookEvent {
+        try await tenancy.queueTestWebhookEvent(token: try await app(id: appID).token, id: id)
+    }
+
+    /// The app's latest events with their deliveries (only those with a dead delivery, with `deadOnly`).
+    public func webhookEvents(appID: UUID, deadOnly: Bool, limit: Int) async throws -> [WebhookEventRecord] {
+        try await tenancy.webhookEvents(
+            token: try await app(id: appID).token, state: deadOnly ? .dead : nil, since: nil, eventIDs: nil,
+            limit: limit)
+    }
+
+    /// Redelivers one event (`eventID`), or every dead delivery of the app (nil); the number queued.
+    public func redeliverWebhookEvents(appID: UUID, eventID: UUID?) async throws -> Int {
+        try await tenancy.redeliverWebhookEvents(
+            token: try await app(id: appID).token, state: eventID == nil ? .dead : nil, since: nil,
+            eventIDs: eventID.map { [$0] }, limit: 10_000)
+    }
+
     // MARK: Ledger
 
     /// Entries of one of the account's apps' ledgers, by user or original transaction id; at most `limit`.

@@ -70,6 +70,23 @@ extension TenancyService {
         return endpoint
     }
 
+    /// Queues a signed `webhook.test` event for endpoint `id` alone; the deliverer sends it like any other, so its
+    /// delivery (status, latency, error) shows with the rest. Returns the event.
+    public func queueTestWebhookEvent(token: String, id: UUID) async throws -> WebhookEvent {
+        let (app, endpoint) = try await webhookEndpoint(token: token, id: id)
+        var data = JSONObject(capacity: 3)
+        data.append("message", .string("A test event for one endpoint"))
+        data.append("app", .string(app.token))
+        data.append("endpoint_id", .string(endpoint.id.uuidString.lowercased()))
+        let event = WebhookEvent(
+            appID: app.id,
+            environment: app.allowedEnvironments.sorted { $0.rawValue < $1.rawValue }.first ?? .production,
+            kind: .test, createdAt: now(), data: data)
+        try await store.recordEvents([event])
+        try await audit(app.accountID, "webhook.test", "endpoint \(id.uuidString.lowercased())")
+        return event
+    }
+
     /// The longest grace period of a rotated secret.
     public static let longestSecretGrace: Duration = .seconds(7 * 86_400)
 

@@ -33,7 +33,12 @@ public struct WebhookFanOut: Sendable {
                 appEndpoints = try await endpoints(event.appID)
                 byApp[event.appID] = appEndpoints
             }
-            let takers = appEndpoints.filter { $0.accepts(type: event.type, environment: event.environment) }
+            // A test event sent to one endpoint (its `data.endpoint_id`) goes to that endpoint alone, whatever it takes.
+            let target = event.type == WebhookEvent.Kind.test.rawValue ? event.data["endpoint_id"]?.stringValue : nil
+            let takers = appEndpoints.filter { endpoint in
+                if let target { return endpoint.id.uuidString.lowercased() == target }
+                return endpoint.accepts(type: event.type, environment: event.environment)
+            }
             if onlyTaken && takers.isEmpty { continue }
             self.events.append(event)
             deliveries += takers.map { Delivery(event: event, endpointID: $0.id) }
