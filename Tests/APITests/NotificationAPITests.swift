@@ -532,6 +532,40 @@ import Testing
             #expect(
                 test.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ce3af791-365e-4c60-841b-1674b43c1609")
             #expect(fake.received.last?.path == "/inApps/v1/notifications/test" && fake.received.last?.method == "POST")
+
+            // `notifications test` asks, then waits for Apple's result of the token it got.
+            fake.script(
+                "sandbox", .json(#"{"testNotificationToken":"tok_1"}"#),
+                .json(#"{"signedPayload":"x","sendAttempts":[]}"#),
+                .json(#"{"signedPayload":"x","sendAttempts":[{"attemptDate":1,"sendAttemptResult":"SUCCESS"}]}"#))
+            let tested = try service.cli.expectSuccess(
+                ["notifications", "test", "--app", tenant.token, "--wait", "20", "--json"] + storeKit
+            ).jsonObject()
+            #expect(tested["send_attempts"] == .array([.string("SUCCESS")]))
+            #expect(fake.received.last?.path == "/inApps/v1/notifications/test/tok_1")
+            fake.script(
+                "sandbox", .json(#"{"testNotificationToken":"tok_2"}"#),
+                .json(#"{"signedPayload":"x","sendAttempts":[{"attemptDate":1,"sendAttemptResult":"TLS_ISSUE"}]}"#))
+            let failed = try service.cli.run(
+                ["notifications", "test", "--app", tenant.token, "--wait", "20"] + storeKit)
+            #expect(failed.status == 1 && failed.stdout.contains("TLS_ISSUE"))
+
+            // `notifications list` shows what arrived, newest first, the recovered ones marked; `recover` is the
+            // reconciliation's name.
+            let listed = try service.cli.expectSuccess(["notifications", "list", "--app", tenant.token, "--json"])
+            let items = try #require(try JSONParser.parse(Array(listed.stdout.utf8)).arrayValue)
+            #expect(
+                Set(items.compactMap { $0["notification_uuid"]?.stringValue }) == [
+                    "delivered", "missed", "missed-refund",
+                ])
+            #expect(items.first { $0["notification_uuid"] == .string("missed") }?["source"] == .string("history"))
+            #expect(items.first { $0["notification_uuid"] == .string("delivered") }?["source"] == .string("apple"))
+            fake.script("production", .json(#"{"notificationHistory":[],"hasMore":false}"#))
+            fake.script("sandbox", .json(#"{"notificationHistory":[],"hasMore":false}"#))
+            let recovered = try service.cli.expectSuccess(
+                ["notifications", "recover", "--app", tenant.token, "--since", day, "--json"] + storeKit
+            ).jsonObject()
+            #expect(recovered["found"] == .integer(0))
         }
     }
 

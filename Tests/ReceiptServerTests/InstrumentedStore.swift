@@ -181,6 +181,9 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     func knownNotifications(appID: UUID, uuids: [String]) async throws -> Set<String> {
         try await base.knownNotifications(appID: appID, uuids: uuids)
     }
+    func recentNotifications(appID: UUID, limit: Int) async throws -> [ReceivedNotification] {
+        try await base.recentNotifications(appID: appID, limit: limit)
+    }
     func updateWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws -> Bool {
         try await base.updateWebhookEndpoint(endpoint)
     }

@@ -72,6 +72,24 @@ extension AppStoreServerAPIClient: AppStoreServerLooking {
         return token
     }
 
+    /// Get Test Notification Status: the results of Apple's attempts to send the test notification `token` names,
+    /// oldest first (`SUCCESS`, `TIMED_OUT`, `TLS_ISSUE`, …); empty while Apple has not tried yet.
+    public func testNotificationStatus(
+        token: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+    ) async throws -> [String] {
+        guard !token.isEmpty, token.utf8.count <= 200,
+            token.allSatisfy({ $0 == "-" || $0 == "_" || ($0.isASCII && ($0.isLetter || $0.isNumber)) })
+        else { throw AppStoreServerAPIError(.refused, "a test notification token is letters, digits, - and _") }
+        let object = try await fetch(
+            Call(
+                method: .GET, path: "/inApps/v1/notifications/test/\(token)", endpoint: "test_notification_status",
+                environment: environment == .production ? .production : .sandbox),
+            credentials: credentials
+        ).object
+        guard case .array(let attempts)? = object["sendAttempts"] else { return [] }
+        return attempts.compactMap { $0["sendAttemptResult"]?.stringValue }
+    }
+
     /// One page of Get Notification History.
     public struct NotificationPage: Sendable {
         /// Each notification: its signed payload, verified, and Apple's send attempts (`attemptDate`,

@@ -15,6 +15,8 @@ public protocol NotificationStore: StoreLifecycle {
     /// Moves up to `limit` subscriptions whose expiry (grace period included) passed before `now` with no newer
     /// statement to `expired`, with their events; returns how many moved.
     func expireSubscriptions(dueBy now: Date, limit: Int) async throws -> Int
+    /// The app's latest `limit` recorded notifications, newest received first.
+    func recentNotifications(appID: UUID, limit: Int) async throws -> [ReceivedNotification]
     /// The UUIDs among `uuids` already recorded for the app (reconciliation skips them).
     func knownNotifications(appID: UUID, uuids: [String]) async throws -> Set<String>
     /// A value that moves whenever a subscription status is written, by any process or server (as
@@ -85,5 +87,50 @@ extension WebhookStore {
     /// Adds an endpoint, whatever the app has.
     public func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws {
         _ = try await addWebhookEndpoint(endpoint, limit: .max)
+    }
+}
+
+/// A notification as recorded: what the customer sees of the ones that arrived (`notifications list`, the account
+/// screen).
+public struct ReceivedNotification: Sendable, Equatable {
+    /// Apple's `notificationUUID`.
+    public var uuid: String
+    /// `notificationType` and `subtype`.
+    public var type: String
+    public var subtype: String?
+    /// Where it was signed for.
+    public var environment: AppStoreEnvironment
+    /// When Apple signed it.
+    public var signedDate: Date
+    /// When it was recorded here.
+    public var receivedAt: Date
+    /// `apple` (Apple sent it) or `history` (recovered from Apple's Notification History).
+    public var source: String
+
+    /// Creates one.
+    public init(
+        uuid: String, type: String, subtype: String?, environment: AppStoreEnvironment, signedDate: Date,
+        receivedAt: Date, source: String
+    ) {
+        self.uuid = uuid
+        self.type = type
+        self.subtype = subtype
+        self.environment = environment
+        self.signedDate = signedDate
+        self.receivedAt = receivedAt
+        self.source = source
+    }
+
+    /// As `notifications list --json` shows it.
+    public var json: JSONObject {
+        var object = JSONObject(capacity: 7)
+        object.append("notification_uuid", .string(uuid))
+        object.append("notification_type", .string(type))
+        object.append("subtype", subtype.map { .string($0) } ?? .null)
+        object.append("environment", .string(environment.rawValue))
+        object.append("signed_date", .string(LedgerEntry.rfc3339(signedDate)))
+        object.append("received_at", .string(LedgerEntry.rfc3339(receivedAt)))
+        object.append("source", .string(source))
+        return object
     }
 }

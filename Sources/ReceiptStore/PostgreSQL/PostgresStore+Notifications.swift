@@ -69,6 +69,17 @@ extension PostgresStore: NotificationStore {
         }
     }
 
+    public func recentNotifications(appID: UUID, limit: Int) async throws -> [ReceivedNotification] {
+        try await run {
+            try await rows(
+                """
+                SELECT notification_uuid, notification_type, subtype, environment, signed_date, received_at, source
+                FROM notifications WHERE app_id = \(appID) ORDER BY received_at DESC, notification_uuid LIMIT \(limit)
+                """
+            ).map(StoredForm.receivedNotification)
+        }
+    }
+
     public func knownNotifications(appID: UUID, uuids: [String]) async throws -> Set<String> {
         guard !uuids.isEmpty else { return [] }
         return try await run {

@@ -63,6 +63,17 @@ extension SQLiteStore: NotificationStore {
         return expired
     }
 
+    public func recentNotifications(appID: UUID, limit: Int) async throws -> [ReceivedNotification] {
+        try await run {
+            try await self.query(
+                """
+                SELECT notification_uuid, notification_type, subtype, environment, signed_date, received_at, source
+                FROM notifications WHERE app_id = ? ORDER BY received_at DESC, notification_uuid LIMIT ?
+                """, [.uuid(appID), .integer(limit)]
+            ).map(StoredForm.receivedNotification)
+        }
+    }
+
     public func knownNotifications(appID: UUID, uuids: [String]) async throws -> Set<String> {
         guard !uuids.isEmpty else { return [] }
         return try await run {

@@ -117,4 +117,13 @@ extension StoredForm {
             LEFT JOIN notifications n ON n.app_id = e.app_id AND n.notification_uuid = e.notification_uuid
                 AND e.event_type = 'notification'
         """
+
+    /// A recorded notification's summary.
+    static func receivedNotification(_ row: some StoredRow) throws -> ReceivedNotification {
+        ReceivedNotification(
+            uuid: try row.text("notification_uuid"), type: try row.text("notification_type"),
+            subtype: try row.optionalText("subtype"), environment: try enumValue(try row.text("environment")),
+            signedDate: Date(timeIntervalSince1970: Double(try row.int("signed_date")) / 1_000),
+            receivedAt: try row.date("received_at"), source: try row.text("source"))
+    }
 }
