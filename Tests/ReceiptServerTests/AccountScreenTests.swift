@@ -429,6 +429,39 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreKind.available)
+    func theNotificationsPageGivesTheURLsAndTheLatestNotifications(kind: StoreKind) async throws {
+        try await AccountScreen.run(kind) { screen in
+            let browser = Browser(screen)
+            try await browser.signIn(email: "a@example.com")
+            #expect(
+                try await browser.submit(
+                    "/account/apps",
+                    [
+                        ("name", "Mine"), ("bundle_ids", "com.example.mine"), ("environments", "production"),
+                        ("mode", "local"), ("cipher", "aes-256-gcm"), ("claims", "flag"), ("delivery", "once"),
+                    ]
+                ).status == .seeOther)
+            let app = try #require(try await screen.tenancy.apps(account: "a@example.com").first)
+            let page = "/account/apps/\(app.id.uuidString.lowercased())/notifications"
+            #expect(Self.body(try await browser.get("/account/apps/\(app.id.uuidString.lowercased())")).contains(page))
+            let html = Self.body(try await browser.get(page))
+            let url = "https://rv.example/notifications/\(app.token)"
+            #expect(html.contains(#"<code id="production-url">\#(url)</code>"#))
+            #expect(html.contains(#"<code id="sandbox-url">\#(url)</code>"#))
+            #expect(html.contains(#"data-copy="production-url""#) && html.contains(#"data-copy="sandbox-url""#))
+            // Without credentials the page says what to add, and asking Apple is refused with the reason.
+            #expect(html.contains(#"id="no-credentials""#) && !html.contains(#"id="request-test""#))
+            let refused = try await browser.submit(page + "/test", [("environment", "sandbox")], from: page)
+            #expect(refused.status == .unprocessableContent)
+            #expect(Self.body(refused).contains("does not reach the App Store Server API"))
+            // Another account's app is not there.
+            let stranger = Browser(screen)
+            try await stranger.signIn(email: "b@example.com")
+            #expect(try await stranger.get(page).status == .notFound)
+        }
+    }
+
     @Test func aSignInLinkWorksOnceAndIsRateLimited() async throws {
         let settings = CustomerSettings(signInAttemptsPerMinute: 4)
         try await AccountScreen.run(.sqlite, settings: settings) { screen in

@@ -32,6 +32,9 @@ import Testing
             async throws -> (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
         { ([], .production) }
         func renewals(of id: String, credentials: AppStoreServerAPICredentials) async throws -> [VerifiedReceipt] { [] }
+        func testNotificationStatus(
+            token: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+        ) async throws -> [String] { [] }
         func requestTestNotification(environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials)
             async throws -> String
         { "" }

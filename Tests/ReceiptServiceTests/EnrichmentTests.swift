@@ -33,6 +33,9 @@ import Testing
             from start: Date, to end: Date, onlyFailures: Bool, paginationToken: String?,
             environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
         ) async throws -> (payloads: [String], next: String?) { ([], nil) }
+        func testNotificationStatus(
+            token: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+        ) async throws -> [String] { [] }
         func requestTestNotification(environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials)
             async throws -> String
         { "" }

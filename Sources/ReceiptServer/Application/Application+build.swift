@@ -205,11 +205,19 @@ func buildRouter(
         }
     }
 
-    // The account screen (Web/): HTML pages for customers.
+    // The account screen (Web/): HTML pages for customers, with Apple's side of notifications when Apple is reachable.
+    var customers = CustomerService(tenancy: tenancy, settings: configuration.customers)
+    if let storeKit = verification.storeKit, let verifier = verification.verifier {
+        customers.notificationSetup = NotificationSetup(
+            storeKit: storeKit,
+            reconciler: NotificationReconciler(
+                intake: NotificationIntake(verifier: verifier, store: tenancy.store, deadline: components.deadline),
+                storeKit: storeKit, tenancy: tenancy))
+    }
     addWebRoutes(
         to: router,
         site: WebSite(
-            customers: CustomerService(tenancy: tenancy, settings: configuration.customers), openID: openID,
+            customers: customers, openID: openID,
             templates: try PageTemplates(), deadline: components.deadline, plans: PlanList(),
             publicURL: configuration.effectivePublicURL, publicURLIsSet: configuration.publicURL != nil,
             logger: logger))

@@ -19,6 +19,7 @@ struct PageTemplates: Sendable {
         ("app", PackageResources.app_mustache),
         ("transactions", PackageResources.transactions_mustache),
         ("webhooks", PackageResources.webhooks_mustache),
+        ("notifications", PackageResources.notifications_mustache),
     ]
 
     private let library: MustacheLibrary

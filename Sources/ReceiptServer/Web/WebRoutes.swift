@@ -27,6 +27,7 @@ func addWebRoutes(to router: Router<ServerContext>, site: WebSite) {
     KeysPage.register(on: router, site: site)
     AppsPage.register(on: router, site: site)
     WebhooksPage.register(on: router, site: site)
+    NotificationsPage.register(on: router, site: site)
     TransactionsPage.register(on: router, site: site)
     PlansPage.register(on: router, site: site)
     DocsPage.register(on: router, site: site)

@@ -35,6 +35,12 @@ public protocol AppStoreServerLooking: Sendable {
     func requestTestNotification(environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials)
         async throws -> String
 
+    /// Get Test Notification Status: the result of each of Apple's attempts to send test notification `token`,
+    /// oldest first (`SUCCESS`, `TIMED_OUT`, …); empty until Apple tried.
+    func testNotificationStatus(
+        token: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+    ) async throws -> [String]
+
     /// Finish Transaction: tells Apple the transaction's content was delivered, in the environment it was made in.
     func finish(
         _ transactionID: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials

@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptCore
 
 /// What a signed-in account may see and change: its own API keys, apps, usage and ledger, each change through the
 /// same ``TenancyService`` function as the CLI's and recorded in the audit log. An id of another account's key or
@@ -118,6 +119,47 @@ public struct CustomerScope: Sendable {
     /// Removes one of the account's apps, forgetting its ledger (the page's confirmation says so).
     public func removeApp(id: UUID) async throws -> App {
         try await tenancy.removeApp(token: try await app(id: id).token, forgettingLedger: true)
+    }
+
+    // MARK: Apple's notifications
+
+    /// The latest notifications received for one of the account's apps.
+    public func recentNotifications(appID: UUID, limit: Int) async throws -> [ReceivedNotification] {
+        try await service.store.recentNotifications(appID: try await app(id: appID).id, limit: limit)
+    }
+
+    /// The tools for Apple's side, or a refusal when this server has none.
+    private func setup() throws -> NotificationSetup {
+        guard let setup = service.notificationSetup else {
+            throw ServiceError(.invalidArgument, "this server does not reach the App Store Server API")
+        }
+        return setup
+    }
+
+    /// Has Apple send a test notification to one of the account's apps; Apple's token.
+    public func requestTestNotification(appID: UUID, environment: AppStoreEnvironment) async throws -> String {
+        let app = try await app(id: appID)
+        let token = try await setup().requestTest(app, environment: environment, tenancy: tenancy)
+        try await tenancy.audit(
+            account.id, "notifications.test", "app \(app.id.uuidString.lowercased()), \(environment.rawValue)")
+        return token
+    }
+
+    /// Apple's attempts at a test notification of one of the account's apps.
+    public func testNotificationStatus(appID: UUID, token: String, environment: AppStoreEnvironment) async throws
+        -> [String]
+    {
+        try await setup().testStatus(try await app(id: appID), token: token, environment: environment, tenancy: tenancy)
+    }
+
+    /// Takes in what Apple could not deliver to one of the account's apps in the last `days` days (1-180).
+    public func recoverNotifications(appID: UUID, days: Int) async throws -> NotificationReconciler.Report {
+        guard (1...180).contains(days) else { throw ServiceError(.invalidArgument, "recover from 1 to 180 days") }
+        let app = try await app(id: appID)
+        let report = try await setup().recover(app, days: days, tenancy: tenancy)
+        try await tenancy.audit(
+            account.id, "notifications.recover", "app \(app.id.uuidString.lowercased()): \(report.recorded) recorded")
+        return report
     }
 
     // MARK: Webhooks

@@ -10,6 +10,8 @@ public struct CustomerService: Sendable {
     public let tenancy: TenancyService
     /// Sign-up, session and rate-limit settings.
     public let settings: CustomerSettings
+    /// Apple's side of notifications (test, recovery), when the server has an App Store Server API client.
+    public var notificationSetup: NotificationSetup?
     /// Sign-in attempts per client address.
     let signInAttempts: AttemptBudget<String>
     /// Result-key reveals per account.
