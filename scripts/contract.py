@@ -277,7 +277,7 @@ class Document:
         return {name: set(schemas[name]["properties"])
                 for name in ("VerifyAnswer", "ErrorAnswer", "HealthStatus", "LedgerPage", "DeliveriesConfirmed",
                              "DeliveryDecision", "VerifyReceiptValid", "VerifyReceiptRefusal",
-                             "NotificationRecorded")}
+                             "NotificationRecorded", "WebhooksAnswer")}
 
 
 class Contract:
@@ -455,6 +455,8 @@ class Contract:
             self.fields["LedgerPage"] |= set(value)
         elif answer.path == "/api/transactions/delivered":
             self.fields["DeliveriesConfirmed"] |= set(value)
+        elif answer.path == WEBHOOKS:
+            self.fields["WebhooksAnswer"] |= set(value)
 
     def record_sealed(self, value: dict) -> None:
         self.fields["VerifyAnswer"] |= set(value)
@@ -463,7 +465,7 @@ class Contract:
                 self.fields["DeliveryDecision"] |= set(entry)
 
     REQUEST_SCHEMAS = {"/api": "VerifyRequest", "/apiencrypted": "VerifyRequest", "/api/transactions": "LookUpRequest",
-                       "/api/transactions/delivered": "DeliveredRequest"}
+                       "/api/transactions/delivered": "DeliveredRequest", "/api/webhooks": "WebhooksRequest"}
 
     def request_body_problems(self, media: str, body: Any, valid: bool, route: str = "/api") -> list[str]:
         """Whether the documented request schema agrees with what the server did with `body`."""
@@ -748,6 +750,9 @@ def open_sealed(text: str, key_b64: str, cipher: str) -> bytes | None:
 
 # The ledger's routes (docs/api.md, "Transactions").
 LEDGER_ROUTES = ("/api/transactions", "/api/transactions/delivered")
+# The webhook management route (docs/webhooks.md, "From your own scripts").
+WEBHOOKS = "/api/webhooks"
+WEBHOOK_ACTIONS = ("list", "add", "pause", "resume", "remove", "test", "rotate_secret", "deliveries", "redeliver")
 
 def b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).decode().rstrip("=")
@@ -794,6 +799,49 @@ class Run:
             self.c.fail(name, problem)
 
     # The ledger routes.
+
+    def webhooks(self) -> None:
+        """/api/webhooks: every action once, as a customer's set-up script runs them, and a refused one."""
+        print("webhook management")
+        c, token = self.c, self.cred["token"]
+
+        def call(label: str, fields: dict, expect: int = 200, as_json: bool = False) -> dict:
+            body = {"token": token, **fields}
+            media = "application/json" if as_json else "application/x-www-form-urlencoded"
+            # The schema cannot say which fields each action needs: only bodies it can judge are held to it.
+            if expect == 200 or fields.get("action") not in WEBHOOK_ACTIONS:
+                self.valid_request(label, media, body, valid=expect == 200, route=WEBHOOKS)
+            value = c.check(f"POST {WEBHOOKS} {label}", self.post(WEBHOOKS, body, as_json=as_json), expect)
+            return value if isinstance(value, dict) else {}
+
+        added = call("add", {"action": "add", "url": "https://hooks.example.com/contract",
+                             "event_types": ["transaction.*", "webhook.test"], "nonce": "n-hook"}, as_json=True)
+        endpoint = (added.get("endpoint") or {}).get("id", "")
+        if not str(added.get("secret", "")).startswith("whsec_"):
+            c.fail(f"POST {WEBHOOKS} add", f"no secret in {added!r}")
+        listed = call("list", {"action": "list"})
+        if endpoint not in [e.get("id") for e in listed.get("endpoints", [])]:
+            c.fail(f"POST {WEBHOOKS} list", f"the added endpoint {endpoint} is not listed")
+        paused = call("pause", {"action": "pause", "endpoint_id": endpoint})
+        if (paused.get("endpoint") or {}).get("enabled") is not False:
+            c.fail(f"POST {WEBHOOKS} pause", f"endpoint {paused.get('endpoint')!r}")
+        call("resume", {"action": "resume", "endpoint_id": endpoint})
+        tested = call("test", {"action": "test", "endpoint_id": endpoint})
+        deliveries = call("deliveries", {"action": "deliveries", "limit": "10"})
+        if tested.get("event_id") not in [e.get("id") for e in deliveries.get("events", [])]:
+            c.fail(f"POST {WEBHOOKS} deliveries", "the queued test event is not listed")
+        rotated = call("rotate_secret", {"action": "rotate_secret", "endpoint_id": endpoint, "grace_hours": "1"})
+        if rotated.get("secret") in (None, added.get("secret")):
+            c.fail(f"POST {WEBHOOKS} rotate_secret", "no new secret")
+        call("redeliver", {"action": "redeliver", "event_id": tested.get("event_id", "")})
+        call("remove", {"action": "remove", "endpoint_id": endpoint})
+        for label, fields in (("an unknown action", {"action": "explode", "nonce": "n-bad"}),
+                              ("no endpoint_id", {"action": "pause"}),
+                              ("an unknown endpoint", {"action": "pause", "endpoint_id": endpoint}),
+                              ("a plain http URL", {"action": "add", "url": "ftp://hooks.example.com/x"}),
+                              ("grace_hours 169", {"action": "rotate_secret", "endpoint_id": endpoint,
+                                                   "grace_hours": "169"})):
+            call(label, fields, expect=400)
 
     def ledger(self) -> None:
         """/api with a user, then the ledger look-ups and delivery confirmations of what it recorded."""
@@ -915,7 +963,7 @@ class Run:
         c.check("POST unknown path", c.send("POST", "/v1/api", data={"a": "b"}), 404)
         c.check("GET /API (paths are case-sensitive)", c.send("GET", "/API"), 404)
         for method in ("GET", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"):
-            for route in LEDGER_ROUTES + ("/api", "/apiencrypted"):
+            for route in LEDGER_ROUTES + (WEBHOOKS, "/api", "/apiencrypted"):
                 c.check(f"{method} {route}", c.send(method, route), 405,
                         extra=lambda a, b: [] if a.header("allow") == "POST" else [f"Allow {a.header('allow')!r}"])
         # Methods the router has no handler for, and wrong methods on the operations routes.
@@ -1160,7 +1208,8 @@ class Run:
         c, token, key = self.c, self.cred["token"], self.cred["key"]
         # A body each route answers 200 (a verdict, an empty page, an unknown id).
         extra = {"/api/transactions": {"app_user_id": "nobody"},
-                 "/api/transactions/delivered": {"transaction_ids": "none"}}.get(route, {"receipt": "x"})
+                 "/api/transactions/delivered": {"transaction_ids": "none"},
+                 WEBHOOKS: {"action": "list"}}.get(route, {"receipt": "x"})
         good = {"token": token, **extra}
 
         # 400
@@ -1972,7 +2021,8 @@ def main() -> int:
         run.drop_in()
         run.notifications()
         run.ledger()
-        for route in LEDGER_ROUTES:
+        run.webhooks()
+        for route in LEDGER_ROUTES + (WEBHOOKS,):
             run.refusals(route)
         run.failed_authentications()
         run.metrics("GET /metrics after the requests", after=True)

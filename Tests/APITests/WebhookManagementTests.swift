@@ -93,6 +93,35 @@ import Testing
         }
     }
 
+    @Test("a script runs the endpoints through /api/webhooks, within its own app", arguments: StoreKind.available)
+    func aScriptRunsTheEndpoints(kind: StoreKind) async throws {
+        try await withLiveService(kind) { service in
+            let tenant = try service.tenant(plan: "free")
+            let other = try service.tenant()
+            func call(_ fields: [(String, String)], as caller: LiveService.Tenant? = nil) async throws -> JSONObject {
+                let caller = caller ?? tenant
+                return try await service.post(
+                    "/api/webhooks", form: [("apikey", caller.apiKey), ("token", tenant.token)] + fields
+                ).json()
+            }
+            let added = try await call([("action", "add"), ("url", "https://hooks.example.com/a")])
+            #expect(added["status"] == .integer(0) && added["secret"]?.stringValue?.hasPrefix("whsec_") == true)
+            let id = try #require(added["endpoint"]?["id"]?.stringValue)
+            #expect(try await call([("action", "list")])["endpoints"]?.arrayValue?.count == 1)
+            // The free plan's second endpoint is its last; the third is refused by name.
+            #expect(
+                try await call([("action", "add"), ("url", "https://hooks.example.com/b")])["status"] == .integer(0))
+            let third = try await call([("action", "add"), ("url", "https://hooks.example.com/c")])
+            #expect(third["status"] == .integer(400))
+            #expect(third["description"]?.stringValue?.contains("plan 'free' allows 2 webhook endpoints") == true)
+            // Another account's key cannot reach this app's endpoints.
+            let stranger = try await call([("action", "pause"), ("endpoint_id", id)], as: other)
+            #expect(stranger["status"] == .integer(401))
+            #expect(
+                try service.cli.expectSuccess(["webhooks", "list", "--app", tenant.token]).stdout.contains("active"))
+        }
+    }
+
     /// The deliveries counted so far.
     static let seen = Mutex(0)
 

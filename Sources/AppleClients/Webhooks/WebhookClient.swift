@@ -110,8 +110,6 @@ public struct WebhookClient: Sendable {
             // The status is the answer. The body is not read (a receiver that trickles one would hold the slot past
             // the deadline): dropping it closes the connection.
             result = .answered(status: Int(response.status.code))
-        } catch let error as HTTPClientError {
-            result = .failed(Self.describe(error))
         } catch {
             result = .failed(Self.describe(error))
         }

@@ -62,6 +62,13 @@ enum RequestBody {
         request.originalTransactionID = try fields.text("original_transaction_id")
         request.transactionIDs = try fields.list("transaction_ids", limit: VerificationRequest.maximumTransactionIDs)
         request.cursor = try fields.text("cursor", limit: VerificationRequest.maximumCursorLength)
+        request.action = try fields.text("action")
+        request.url = try fields.text("url", limit: 2_048)
+        request.eventTypes = try fields.list("event_types", limit: 64)
+        request.endpointID = try fields.text("endpoint_id")
+        request.graceHours = try fields.text("grace_hours")
+        request.eventID = try fields.text("event_id")
+        request.state = try fields.text("state")
         request.limit = try fields.text("limit").map { text throws(Unreadable) in
             guard let limit = Int(text), (1...VerificationRequest.maximumPageSize).contains(limit) else {
                 throw Unreadable(reason: "field 'limit' must be a whole number from 1 to 1000")
@@ -181,7 +188,8 @@ enum RequestBody {
     static let knownFields: Set<String> = [
         "apikey", "token", "receipt", "receipt-data", "password", "exclude_old_transactions",
         "exclude-old-transactions", "transaction_id", "product_id", "nonce", "app_user_id",
-        "original_transaction_id", "transaction_ids", "cursor", "limit", "app_transaction_id",
+        "original_transaction_id", "transaction_ids", "cursor", "limit", "app_transaction_id", "action", "url",
+        "event_types", "endpoint_id", "grace_hours", "event_id", "state",
     ]
 
     /// A field name fit for a log line: a name we read, or "an unknown field" (a client may put anything in a name,

@@ -20,6 +20,8 @@ struct VerificationEndpoint: Sendable {
         case encrypted = "/apiencrypted"
         case transactions = "/api/transactions"
         case delivered = "/api/transactions/delivered"
+        /// `POST /api/webhooks`: the app's webhook endpoints, run by the customer's own scripts.
+        case webhooks = "/api/webhooks"
         /// `POST /verifyReceipt/{token}` (``VerifyReceiptDropIn``).
         case dropIn = "/verifyReceipt/:token"
 
@@ -28,12 +30,12 @@ struct VerificationEndpoint: Sendable {
             switch self {
             case .plain, .dropIn: .api
             case .encrypted: .apiEncrypted
-            case .transactions, .delivered: .transactions
+            case .transactions, .delivered, .webhooks: .transactions
             }
         }
 
         /// Whether an answer of this route is billed (a delivery confirmation is not).
-        var isBilled: Bool { self != .delivered }
+        var isBilled: Bool { self != .delivered && self != .webhooks }
     }
 
     let authenticator: Authenticator
@@ -42,6 +44,8 @@ struct VerificationEndpoint: Sendable {
     let verification: VerificationService
     let ledger: Ledger
     let statuses: SubscriptionStatusView
+    /// The CLI's functions, for `/api/webhooks`.
+    let tenancy: TenancyService
     let maximumBodySize: Int
     let bodies: BodyBudget
     let logger: Logger
@@ -98,6 +102,9 @@ struct VerificationEndpoint: Sendable {
                 outcome.nonce = parsed.nonce
             case .delivered:
                 outcome = try await confirmDeliveries(parsed, for: caller)
+                outcome.nonce = parsed.nonce
+            case .webhooks:
+                outcome = try await manageWebhooks(parsed, for: caller, address: context.clientAddress)
                 outcome.nonce = parsed.nonce
             }
             outcome.requestID = requestID

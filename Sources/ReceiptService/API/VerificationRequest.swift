@@ -39,6 +39,15 @@ public struct VerificationRequest: Sendable, Equatable {
     public var cursor: String?
     /// The most rows a ledger look-up wants.
     public var limit: Int?
+    /// `/api/webhooks`: what to do (`list`, `add`, `pause`, `resume`, `remove`, `test`, `rotate_secret`,
+    /// `deliveries`, `redeliver`) and its fields.
+    public var action: String?
+    public var url: String?
+    public var eventTypes: [String]?
+    public var endpointID: String?
+    public var graceHours: String?
+    public var eventID: String?
+    public var state: String?
 
     /// Creates a request; every field defaults to "not sent".
     public init(
