@@ -15,7 +15,11 @@ start of the page source and the tails of both server logs; exit 1. Child proces
 """
 
 import argparse
+import base64
 import ctypes
+import hashlib
+import hmac
+import http.server
 import json
 import os
 import re
@@ -26,6 +30,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import urllib.error
@@ -144,7 +149,9 @@ def start_receiptverify(bin_dir, workdir, issuer, children):
     argv = [os.path.join(bin_dir, "receiptverify"), "serve", "--hostname", "127.0.0.1", "--port", str(port),
             "--database", os.path.join(workdir, "rv.sqlite"), "--master-key-file", os.path.join(workdir, "rv.key"),
             "--public-url", base, "--oidc-issuer", issuer, "--oidc-client-id", CLIENT_ID,
-            "--auth-cache-ttl", "0", "--usage-flush-interval-ms", "100", "--log-level", "warning"]
+            "--auth-cache-ttl", "0", "--usage-flush-interval-ms", "100", "--log-level", "warning",
+            # The webhook receiver below listens on loopback over plain http: the self-hosted setting.
+            "--webhook-private-urls", "on", "--webhook-retry-seconds", "1"]
     env = clean_env()
     env["RECEIPTVERIFY_OIDC_CLIENT_SECRET"] = CLIENT_SECRET
     child = Child("receiptverify", argv, env, workdir)
@@ -164,6 +171,44 @@ def start_receiptverify(bin_dir, workdir, issuer, children):
             last = str(e)
         time.sleep(0.1)
     raise Failure(f"GET {base}/healthz did not answer 200 within {START_TIMEOUT} s (last: {last})")
+
+
+# --- a customer's webhook receiver, on loopback ----------------------------------------------------------------------
+
+class Receiver:
+    """Records each POST (headers and raw body) and answers 200."""
+
+    def __init__(self):
+        self.deliveries = []
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                receiver.deliveries.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+
+
+def standard_webhooks_valid(secret, headers, body):
+    """The check a Standard Webhooks library makes, written out: HMAC-SHA256 of id.timestamp.body under the secret's
+    base64 key, any of the space-separated v1 signatures, a timestamp within five minutes."""
+    key = base64.b64decode(secret[len("whsec_"):] + "==")
+    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
+    expected = "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+    fresh = abs(time.time() - int(headers["webhook-timestamp"])) <= 300
+    return fresh and any(hmac.compare_digest(expected, s) for s in headers["webhook-signature"].split(" "))
 
 
 # --- the API, from Python -----------------------------------------------------------------------------------------
@@ -299,6 +344,8 @@ class Flow:
         self.key_prefix = None
         self.app_id = None
         self.token = None
+        self.receiver = Receiver()
+        self.webhook_secret = None
 
     def steps(self):
         """(screenshot name or None, summary, function) in order; each function returns a detail for its line.
@@ -318,6 +365,10 @@ class Flow:
             (None, "POST /api verifies the receipt with the new key and app", self.api_call),
             ("usage", "/account counts the call", self.usage),
             ("transactions", "/account/transactions lists the ledger", self.transactions),
+            ("webhook-added", "the app's Webhooks page adds an endpoint and shows its secret once", self.add_webhook),
+            ("webhook-delivered", "a test event reaches the receiver, signed, and its delivery is shown",
+             self.test_webhook),
+            ("webhook-redelivered", "a redelivery sends the event again", self.redeliver_webhook),
             ("key-revoked", "the key is revoked on /account/keys", self.revoke_key),
             (None, "POST /api refuses the revoked key", self.api_revoked),
             ("signed-out", "sign-out ends the session", self.sign_out),
@@ -460,6 +511,64 @@ class Flow:
                               f"{[row_text(r) for r in rows]}")
         check("Browser app" in row_text(rows[0]), f"the one app row does not mention 'Browser app': {row_text(rows[0])}")
         return "1 app"
+
+    # webhooks
+
+    def add_webhook(self):
+        self.b.open(f"/account/apps/{self.app_id}")
+        self.b.clickable("a#app-webhooks", "the link a#app-webhooks on the app's page").click()
+        self.b.find("form#add-endpoint", "form#add-endpoint on the Webhooks page")
+        self.b.type_into("#url", self.receiver.url)
+        self.b.clickable("#add-endpoint-button", "the button #add-endpoint-button").click()
+        secret = text_of(self.b.find("code#webhook-secret", "the new secret in code#webhook-secret"))
+        check(secret.startswith("whsec_"), f"code#webhook-secret shows {secret!r}, expected whsec_…")
+        self.webhook_secret = secret
+        rows = self.b.d.find_elements(By.CSS_SELECTOR, "table#endpoints tbody tr")
+        check(len(rows) == 1 and self.receiver.url in row_text(rows[0]),
+              f"table#endpoints: {[row_text(r) for r in rows]}")
+        endpoint = rows[0].get_attribute("data-endpoint")
+        self.b.open(f"/account/apps/{self.app_id}/webhooks")
+        check(self.b.absent("code#webhook-secret"), "the secret is shown again on a fresh GET: it must be shown once")
+        return f"endpoint {endpoint} → {self.receiver.url}"
+
+    def test_webhook(self):
+        self.b.clickable("table#endpoints button.test", "the endpoint's test button").click()
+        self.b.visible("#notice", "the notice that the test event was queued")
+        deadline = time.monotonic() + 20
+        while not self.receiver.deliveries and time.monotonic() < deadline:
+            time.sleep(0.1)
+        check(self.receiver.deliveries, "the receiver got no delivery within 20 s")
+        headers, body = self.receiver.deliveries[0]
+        check(standard_webhooks_valid(self.webhook_secret, headers, body),
+              f"the delivery's Standard Webhooks signature does not check out: {headers}")
+        event = json.loads(body)
+        check(event.get("type") == "webhook.test", f"the delivery is {event.get('type')!r}, expected webhook.test")
+        # Its outcome is recorded within a second or two; the page then shows it delivered, with status and latency.
+        for _ in range(50):
+            self.b.open(f"/account/apps/{self.app_id}/webhooks")
+            rows = self.b.d.find_elements(By.CSS_SELECTOR, "table#deliveries tbody tr[data-state='delivered']")
+            if rows:
+                break
+            time.sleep(0.3)
+        check(rows, "no delivered row in table#deliveries after the receiver took the event")
+        status = text_of(rows[0].find_element(By.CSS_SELECTOR, ".status"))
+        latency = text_of(rows[0].find_element(By.CSS_SELECTOR, ".latency"))
+        check(status == "200" and latency.endswith("ms"), f"the delivered row shows status {status!r}, latency {latency!r}")
+        self.event_id = rows[0].get_attribute("data-event")
+        return f"event {self.event_id} delivered: HTTP {status}, {latency}"
+
+    def redeliver_webhook(self):
+        before = len(self.receiver.deliveries)
+        row = self.b.find(f"table#deliveries tbody tr[data-event='{self.event_id}']", "the delivered event's row")
+        row.find_element(By.CSS_SELECTOR, "button.redeliver").click()
+        self.b.visible("#notice", "the notice that the delivery was queued again")
+        deadline = time.monotonic() + 20
+        while len(self.receiver.deliveries) == before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        check(len(self.receiver.deliveries) > before, "the redelivery did not reach the receiver within 20 s")
+        again = json.loads(self.receiver.deliveries[-1][1])
+        check(again.get("id") == self.event_id, f"the redelivered event is {again.get('id')!r}, expected {self.event_id}")
+        return f"event {self.event_id} delivered again"
 
     # the API
 

@@ -143,8 +143,15 @@ extension TenancyService {
             throw ServiceError(.invalidArgument, "name the events: ids, --state or --since")
         }
         let app = try await app(token: token)
-        let count = try await store.redeliverWebhookEvents(
+        var count = try await store.redeliverWebhookEvents(
             WebhookEventQuery(appID: app.id, state: state, since: since, eventIDs: eventIDs, limit: limit), at: now())
+        // Events named by id are sent again whatever their deliveries' state, delivered ones too (the store's default
+        // is pending and dead).
+        if eventIDs != nil, state == nil {
+            count += try await store.redeliverWebhookEvents(
+                WebhookEventQuery(appID: app.id, state: .delivered, since: since, eventIDs: eventIDs, limit: limit),
+                at: now())
+        }
         try await audit(
             app.accountID, "webhook.redeliver", "\(count) deliveries of app \(app.id.uuidString.lowercased())")
         return count
