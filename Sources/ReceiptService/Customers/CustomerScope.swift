@@ -128,6 +128,13 @@ public struct CustomerScope: Sendable {
         try await service.store.recentNotifications(appID: try await app(id: appID).id, limit: limit)
     }
 
+    /// Spends one of the account's integration actions of the hour (``CustomerService/integrationActionsPerHour``).
+    private func spendIntegrationAction() throws {
+        guard service.integrationActions.spend(account.id, at: service.now) else {
+            throw ServiceError(.tooManyAttempts, "too many test and recovery actions by \(account.email); wait an hour")
+        }
+    }
+
     /// The tools for Apple's side, or a refusal when this server has none.
     private func setup() throws -> NotificationSetup {
         guard let setup = service.notificationSetup else {
@@ -139,6 +146,7 @@ public struct CustomerScope: Sendable {
     /// Has Apple send a test notification to one of the account's apps; Apple's token.
     public func requestTestNotification(appID: UUID, environment: AppStoreEnvironment) async throws -> String {
         let app = try await app(id: appID)
+        try spendIntegrationAction()
         let token = try await setup().requestTest(app, environment: environment, tenancy: tenancy)
         try await tenancy.audit(
             account.id, "notifications.test", "app \(app.id.uuidString.lowercased()), \(environment.rawValue)")
@@ -156,6 +164,7 @@ public struct CustomerScope: Sendable {
     public func recoverNotifications(appID: UUID, days: Int) async throws -> NotificationReconciler.Report {
         guard (1...180).contains(days) else { throw ServiceError(.invalidArgument, "recover from 1 to 180 days") }
         let app = try await app(id: appID)
+        try spendIntegrationAction()
         let report = try await setup().recover(app, days: days, tenancy: tenancy)
         try await tenancy.audit(
             account.id, "notifications.recover", "app \(app.id.uuidString.lowercased()): \(report.recorded) recorded")
@@ -202,7 +211,9 @@ public struct CustomerScope: Sendable {
 
     /// Queues a test event for one endpoint.
     public func queueTestWebhookEvent(appID: UUID, id: UUID) async throws -> WebhookEvent {
-        try await tenancy.queueTestWebhookEvent(token: try await app(id: appID).token, id: id)
+        let token = try await app(id: appID).token
+        try spendIntegrationAction()
+        return try await tenancy.queueTestWebhookEvent(token: token, id: id)
     }
 
     /// The app's latest events with their deliveries (only those with a dead delivery, with `deadOnly`).

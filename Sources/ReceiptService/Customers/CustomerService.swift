@@ -16,6 +16,11 @@ public struct CustomerService: Sendable {
     let signInAttempts: AttemptBudget<String>
     /// Result-key reveals per account.
     let keyReveals: AttemptBudget<UUID>
+    /// What an account's pages make happen outside: test events sent to its receivers, test notifications asked of
+    /// Apple, recoveries from Apple's history (each an outbound call or rows kept for a month).
+    let integrationActions = AttemptBudget<UUID>(limit: CustomerService.integrationActionsPerHour, window: 3_600)
+    /// The most such actions one account may take in an hour.
+    public static let integrationActionsPerHour = 60
     /// Signs the tokens of sessions and sign-in links, so a made-up one is refused without a database read.
     let tokens: BrowserTokens
 
