@@ -119,8 +119,7 @@ struct WebhooksCommand: AsyncParsableCommand {
         func run() async throws {
             guard let endpointID = UUID(uuidString: id) else { throw CommandFailure("--id is not an endpoint id") }
             let (endpoint, secret) = try await options.withTenancy { [app, graceHours] in
-                try await $0.rotateWebhookSecret(
-                    token: app, id: endpointID, grace: .seconds(Int64(graceHours) * 3_600))
+                try await $0.rotateWebhookSecret(token: app, id: endpointID, graceHours: graceHours)
             }
             if options.json {
                 var object = endpoint.json

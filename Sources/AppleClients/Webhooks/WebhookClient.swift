@@ -91,7 +91,8 @@ public struct WebhookClient: Sendable {
             client = http
         } else {
             // Resolved and checked now, off the event loops; the connection goes to the address checked.
-            guard let host = URLComponents(string: url)?.host, URLComponents(string: url)?.scheme == "https" else {
+            let parts = URLComponents(string: url)
+            guard let host = parts?.host, parts?.scheme == "https" else {
                 return .failed("the URL is not https")
             }
             let checked =

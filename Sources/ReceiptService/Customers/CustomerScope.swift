@@ -202,11 +202,7 @@ public struct CustomerScope: Sendable {
     public func rotateWebhookSecret(appID: UUID, id: UUID, graceHours: Int) async throws -> (
         endpoint: WebhookEndpoint, secret: String
     ) {
-        guard (0...168).contains(graceHours) else {
-            throw ServiceError(.invalidArgument, "the grace period is from 0 to 168 hours")
-        }
-        return try await tenancy.rotateWebhookSecret(
-            token: try await app(id: appID).token, id: id, grace: .seconds(Int64(graceHours) * 3_600))
+        try await tenancy.rotateWebhookSecret(token: try await app(id: appID).token, id: id, graceHours: graceHours)
     }
 
     /// Queues a test event for one endpoint.

@@ -87,20 +87,21 @@ extension TenancyService {
         return event
     }
 
-    /// The longest grace period of a rotated secret.
-    public static let longestSecretGrace: Duration = .seconds(7 * 86_400)
+    /// The longest grace period of a rotated secret, in hours (7 days).
+    public static let longestSecretGraceHours = 168
 
     /// Gives an endpoint a new secret, shown this once; deliveries are signed with the new and the previous secret
-    /// until `grace` has passed (0: at once the new one only), so the receiver can switch without losing one.
-    public func rotateWebhookSecret(token: String, id: UUID, grace: Duration) async throws -> (
+    /// for `graceHours` (0: at once the new one only), so the receiver can switch without losing one.
+    public func rotateWebhookSecret(token: String, id: UUID, graceHours: Int) async throws -> (
         endpoint: WebhookEndpoint, secret: String
     ) {
-        guard grace >= .zero, grace <= Self.longestSecretGrace else {
-            throw ServiceError(.invalidArgument, "the grace period is from 0 to 7 days")
+        guard (0...Self.longestSecretGraceHours).contains(graceHours) else {
+            throw ServiceError(
+                .invalidArgument, "the grace period is from 0 to \(Self.longestSecretGraceHours) hours")
         }
         var (app, endpoint) = try await webhookEndpoint(token: token, id: id)
         let secret = WebhookSignature.newSecret()
-        let graceSeconds = Double(grace.components.seconds)
+        let graceSeconds = Double(graceHours * 3_600)
         endpoint.previousSecret = graceSeconds > 0 ? endpoint.secret : nil
         endpoint.previousSecretUntil = graceSeconds > 0 ? now().addingTimeInterval(graceSeconds) : nil
         endpoint.secret = try SealedSecret.seal(
