@@ -57,7 +57,14 @@ struct AppCommand: AsyncParsableCommand {
         var claims: String?
         @Option(help: "Deliver a transaction once, or until confirmed: once, confirm (default once).")
         var delivery: String?
-        @Option(name: .customLong("product"), help: "A product id receipts may hold; repeat (default: any).")
+        @Option(
+            name: .customLong("product"),
+            help: ArgumentHelp(
+                "A product receipts may hold, ID or ID=TYPE[:ENTITLEMENT,…]; repeat (default: any).",
+                discussion:
+                    "TYPE: consumable, non_consumable, auto_renewable, non_renewing/DURATION (ISO 8601, P30D); the "
+                    + "entitlements are the ones the product grants (a consumable grants none).",
+                valueName: "product"))
         var products: [String] = []
         @Flag(help: "Remove the product catalog: any product is accepted.") var anyProduct = false
         @Option(help: "Enrich /api answers from the App Store Server API, with its credentials: off, on (default off).")

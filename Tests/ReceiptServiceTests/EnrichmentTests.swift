@@ -64,7 +64,7 @@ import Testing
     @Test func onlyTheAppsOwnIsMergedAndTheInputsUserStays() async throws {
         var app = try VerificationServiceTests.caller(mode: .local).app
         app.enrichment = .on
-        app.productCatalog = ["com.example.app.pro", "com.example.app.extra"]
+        app.catalog = [CatalogProduct(id: "com.example.app.pro"), CatalogProduct(id: "com.example.app.extra")]
         let caller = Caller(
             account: try VerificationServiceTests.caller(mode: .local).account, apiKeyID: UUID(), app: app,
             resultKey: Array(repeating: 7, count: 32), sharedSecret: nil,

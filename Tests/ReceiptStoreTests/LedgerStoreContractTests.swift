@@ -31,7 +31,8 @@ import Testing
             purchaseDate: 1_700_000_000_123, originalPurchaseDate: 1_700_000_000_000, expiresDate: 1_800_000_000_000,
             quantity: 2, webOrderLineItemID: "w\(id)", inAppOwnershipType: "PURCHASED", revocationDate: revokedAt,
             revocationReason: revokedAt.map { _ in 1 }, revocationType: revokedAt.map { _ in "REFUND_PRORATED" },
-            revocationPercentage: revokedAt.map { _ in 25_000 })
+            revocationPercentage: revokedAt.map { _ in 25_000 }, productType: "Auto-Renewable Subscription",
+            offerType: 1, offerDiscountType: "FREE_TRIAL")
     }
 
     static func recording(
@@ -457,7 +458,11 @@ import Testing
             var changed = app
             changed.claimsPolicy = .transfer
             changed.deliveryMode = .confirm
-            changed.productCatalog = ["com.example.coins", "com.example.pro_1"]
+            // The catalog's terms are stored with it: kinds, a duration, entitlements.
+            changed.catalog = try [
+                "com.example.coins=consumable", "com.example.pro_1=auto_renewable:pro,no_ads", "com.example.plain",
+                "com.example.season=non_renewing/P3M:season", "com.example.lifetime=non_consumable:pro",
+            ].map(CatalogProduct.init(parsing:))
             changed.enrichment = .on
             changed.idLookups = .allow
             changed.requiresUser = true
@@ -465,7 +470,7 @@ import Testing
             let updated = try await store.updateApp(changed)
             let reloaded = try await store.app(token: app.token)
             #expect(updated && reloaded == changed)
-            changed.productCatalog = []
+            changed.catalog = []
             _ = try await store.updateApp(changed)
             let emptied = try await store.app(token: app.token)
             #expect(emptied?.productCatalog == [])

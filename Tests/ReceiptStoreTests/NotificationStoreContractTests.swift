@@ -40,14 +40,14 @@ import Testing
     /// A verified notification's decoded parts.
     static func notification(
         _ type: String, subtype: String? = nil, uuid: String = UUID().uuidString.lowercased(), signedAt: Int64,
-        transaction: JSONObject?, environment: AppStoreEnvironment = .sandbox
+        transaction: JSONObject?, environment: AppStoreEnvironment = .sandbox, renewal: JSONObject? = nil
     ) -> ServerNotification {
         var payload = JSONObject(capacity: 4)
         payload.append("notificationType", .string(type))
         payload.append("notificationUUID", .string(uuid))
         return ServerNotification(
             type: type, subtype: subtype, uuid: uuid, signedDate: signedAt, environment: environment,
-            bundleID: "com.example.one", payload: payload, transaction: transaction, renewalInfo: nil,
+            bundleID: "com.example.one", payload: payload, transaction: transaction, renewalInfo: renewal,
             appTransaction: nil, isTestData: false)
     }
 
@@ -110,6 +110,47 @@ import Testing
             #expect(deliveries.allSatisfy { $0.state == .pending && $0.attempts == 0 })
             let backlog = try await store.webhookBacklog()
             #expect(backlog.pending == 4 && backlog.oldest == Self.start)
+        }
+    }
+
+    /// A billing issue keeps the date it was first stated while later statements repeat it, and a renewal clears it;
+    /// so does the renewal turned off (for the customer view's `billing_issue_detected_at`, `unsubscribe_detected_at`).
+    @Test(arguments: StoreKind.available)
+    func theFirstStatementOfABillingIssueKeepsItsDate(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            let expiry = Self.startMilliseconds - Self.day
+            func status() async throws -> SubscriptionStatus {
+                try #require(
+                    try await store.subscriptionStatuses(appID: app.id, originalTransactionIDs: ["1000"]).first)
+            }
+            var renewalOff = JSONObject(capacity: 2)
+            renewalOff.append("autoRenewStatus", .integer(0))
+            renewalOff.append("originalTransactionId", .string("1000"))
+            for (offset, uuid) in [(0, "f1"), (1_000, "f2")] {
+                let failure = Self.notification(
+                    "DID_FAIL_TO_RENEW", uuid: uuid, signedAt: expiry + Int64(offset),
+                    transaction: Self.transaction("2001", expires: expiry))
+                _ = try await store.recordNotification(Self.record(failure, app: app))
+            }
+            var current = try await status()
+            #expect(current.state == .billingRetry && current.asOf == expiry + 1_000)
+            #expect(current.billingIssueDetectedAt == expiry && current.unsubscribeDetectedAt == nil)
+            let renewed = Self.notification(
+                "DID_RENEW", uuid: "r1", signedAt: expiry + 2_000,
+                transaction: Self.transaction("2002", expires: Self.startMilliseconds + 29 * Self.day))
+            _ = try await store.recordNotification(Self.record(renewed, app: app))
+            current = try await status()
+            #expect(current.state == .active && current.billingIssueDetectedAt == nil)
+            for (offset, uuid) in [(3_000, "o1"), (4_000, "o2")] {
+                let off = Self.notification(
+                    "DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", uuid: uuid,
+                    signedAt: expiry + Int64(offset),
+                    transaction: Self.transaction("2002", expires: Self.startMilliseconds + 29 * Self.day),
+                    renewal: renewalOff)
+                _ = try await store.recordNotification(Self.record(off, app: app))
+            }
+            current = try await status()
+            #expect(current.autoRenews == false && current.unsubscribeDetectedAt == expiry + 3_000)
         }
     }
 

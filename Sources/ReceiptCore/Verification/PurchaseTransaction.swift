@@ -35,6 +35,16 @@ public struct PurchaseTransaction: Sendable, Equatable {
     public var revocationPercentage: Int?
     /// `appAccountToken`: the app's own user id, when the app set one at purchase (StoreKit 2 only).
     public var appAccountToken: String?
+    /// `type`: the product's kind as StoreKit 2 states it (`Auto-Renewable Subscription`, `Non-Consumable`,
+    /// `Consumable`, `Non-Renewing Subscription`); receipts do not state it.
+    public var productType: String?
+    /// `offerType`: 1 an introductory offer, 2 a promotional offer, 3 an offer code, 4 a win-back offer; a receipt's
+    /// `is_trial_period` and `is_in_intro_offer_period` state 1, its `promotional_offer_id` 2, its
+    /// `offer_code_ref_name` 3.
+    public var offerType: Int?
+    /// `offerDiscountType` (`FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`); a receipt's `is_trial_period` states
+    /// `FREE_TRIAL`.
+    public var offerDiscountType: String?
     /// When the statement of this transaction was signed, in milliseconds since 1970: a JWS's `signedDate`, a
     /// receipt's creation date, the time Apple answered; nil when unknown. A revocation it states (or lacks) is
     /// weighed against newer statements by it (docs/notifications.md, "Effects").
@@ -46,8 +56,12 @@ public struct PurchaseTransaction: Sendable, Equatable {
         originalPurchaseDate: Int64? = nil, expiresDate: Int64? = nil, quantity: Int = 1,
         webOrderLineItemID: String? = nil, inAppOwnershipType: String? = nil, revocationDate: Int64? = nil,
         revocationReason: Int? = nil, revocationType: String? = nil, revocationPercentage: Int? = nil,
-        appAccountToken: String? = nil, signedDate: Int64? = nil
+        appAccountToken: String? = nil, signedDate: Int64? = nil, productType: String? = nil, offerType: Int? = nil,
+        offerDiscountType: String? = nil
     ) {
+        self.productType = productType
+        self.offerType = offerType
+        self.offerDiscountType = offerDiscountType
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
         self.productID = productID
@@ -90,6 +104,24 @@ public struct PurchaseTransaction: Sendable, Equatable {
             webOrderLineItemID: Self.text(object["web_order_line_item_id"]),
             revocationDate: Self.number(object["cancellation_date_ms"]),
             revocationReason: Self.number(object["cancellation_reason"]).map { Int($0) })
+        if Self.flag(object["is_trial_period"]) {
+            (offerType, offerDiscountType) = (1, "FREE_TRIAL")
+        } else if Self.flag(object["is_in_intro_offer_period"]) {
+            offerType = 1
+        } else if Self.text(object["promotional_offer_id"]) != nil {
+            offerType = 2
+        } else if Self.text(object["offer_code_ref_name"]) != nil {
+            offerType = 3
+        }
+    }
+
+    /// A receipt's flag, `"true"` (Apple's answers) or `true`.
+    private static func flag(_ value: JSONValue?) -> Bool {
+        switch value {
+        case .string(let text)?: text == "true"
+        case .bool(let flag)?: flag
+        default: false
+        }
     }
 
     /// A transaction from a StoreKit 2 signed transaction's payload; nil without a transaction id and a product id.
@@ -109,7 +141,9 @@ public struct PurchaseTransaction: Sendable, Equatable {
             revocationReason: Self.number(payload["revocationReason"]).map { Int($0) },
             revocationType: Self.text(payload["revocationType"]),
             revocationPercentage: Self.number(payload["revocationPercentage"]).map { Int($0) },
-            appAccountToken: Self.text(payload["appAccountToken"]))
+            appAccountToken: Self.text(payload["appAccountToken"]), productType: Self.text(payload["type"]),
+            offerType: Self.number(payload["offerType"]).map { Int($0) },
+            offerDiscountType: Self.text(payload["offerDiscountType"]))
     }
 
     /// Every distinct transaction of a verified input, by transaction id in first-seen order: a unified receipt's

@@ -22,6 +22,8 @@ struct VerificationEndpoint: Sendable {
         case delivered = "/api/transactions/delivered"
         /// `POST /api/webhooks`: the app's webhook endpoints, run by the customer's own scripts.
         case webhooks = "/api/webhooks"
+        /// `POST /api/customers`: a customer's entitlements, without a receipt.
+        case customers = "/api/customers"
         /// `POST /verifyReceipt/{token}` (``VerifyReceiptDropIn``).
         case dropIn = "/verifyReceipt/:token"
 
@@ -31,6 +33,7 @@ struct VerificationEndpoint: Sendable {
             case .plain, .dropIn: .api
             case .encrypted: .apiEncrypted
             case .transactions, .delivered, .webhooks: .transactions
+            case .customers: .customers
             }
         }
 
@@ -44,6 +47,8 @@ struct VerificationEndpoint: Sendable {
     let verification: VerificationService
     let ledger: Ledger
     let statuses: SubscriptionStatusView
+    /// Customer views, for `customer` in answers and `/api/customers`.
+    let customers: CustomerLookup
     /// The CLI's functions, for `/api/webhooks`.
     let tenancy: TenancyService
     let maximumBodySize: Int
@@ -89,6 +94,7 @@ struct VerificationEndpoint: Sendable {
                 outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
                 try await ledger.answer(
                     &outcome, request: parsed, caller: caller, requestID: requestID, logger: logger)
+                await customers.attach(to: &outcome, app: caller.app, requestID: requestID, logger: logger)
             case .dropIn:
                 outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
                 // As Apple: a receipt is read first (21002, 21003 before anything else), then the shared secret.
@@ -105,6 +111,9 @@ struct VerificationEndpoint: Sendable {
                 outcome.nonce = parsed.nonce
             case .webhooks:
                 outcome = try await manageWebhooks(parsed, for: caller, address: context.clientAddress)
+                outcome.nonce = parsed.nonce
+            case .customers:
+                outcome = try await customer(parsed, for: caller)
                 outcome.nonce = parsed.nonce
             }
             outcome.requestID = requestID

@@ -138,7 +138,7 @@ func buildRouter(
     var routes: [String: [HTTPRequest.Method]] = [
         "/healthz": [.get, .head], "/readyz": [.get, .head], "/openapi.json": [.get], "/api": [.post],
         "/apiencrypted": [.post], "/api/transactions": [.post], "/api/transactions/delivered": [.post],
-        "/api/webhooks": [.post],
+        "/api/webhooks": [.post], "/api/customers": [.post],
         "/verifyReceipt/:token": [.post], "/notifications/:token": [.post],
     ]
     if configuration.metricsPort == nil { routes["/metrics"] = [.get] }
@@ -185,9 +185,12 @@ func buildRouter(
     let bodies = BodyBudget(limit: configuration.maximumBodyMemory, maximumBody: configuration.maximumBodySize)
     let endpoint = VerificationEndpoint(
         authenticator: authenticator, failedAuthentications: failedAuthentications, gate: components.gate,
-        verification: verification, ledger: components.ledger, statuses: components.statuses, tenancy: tenancy,
+        verification: verification, ledger: components.ledger, statuses: components.statuses,
+        customers: CustomerLookup(ledger: components.ledger, statuses: components.statuses), tenancy: tenancy,
         maximumBodySize: configuration.maximumBodySize, bodies: bodies, logger: logger)
-    for kind in [VerificationEndpoint.Kind.plain, .encrypted, .transactions, .delivered, .webhooks, .dropIn] {
+    for kind in [
+        VerificationEndpoint.Kind.plain, .encrypted, .transactions, .delivered, .webhooks, .customers, .dropIn,
+    ] {
         router.post(RouterPath(kind.rawValue)) { request, context in
             await endpoint.respond(to: request, context: context, kind: kind)
         }

@@ -32,6 +32,10 @@ public struct VerificationOutcome: Sendable {
     public var transactions: [JSONValue]?
     /// The stored statuses of the input's subscriptions, kept current by Apple's notifications (valid answers only).
     public var subscriptions: [JSONValue]?
+    /// The customer the answer's user is (``CustomerView/json``; valid answers with a user only).
+    public var customer: JSONObject?
+    /// The user the answer is for: the request's `app_user_id`, else the one the input names (set by the ledger).
+    public var user: String?
     /// The verdict's transactions, for the ledger (valid answers only).
     public var purchases: [PurchaseTransaction] = []
     /// The user the input itself names: a lone StoreKit 2 transaction's `appAccountToken`, taken before Apple's
@@ -89,6 +93,7 @@ public struct VerificationOutcome: Sendable {
         if let repairs { answer["repairs"] = repairs }
         if let transactions { answer["transactions"] = .array(transactions) }
         if let subscriptions { answer["subscriptions"] = .array(subscriptions) }
+        if let customer { answer["customer"] = .object(customer) }
         if let nonce { answer["nonce"] = .string(nonce) }
         if let requestID { answer["request_id"] = .string(requestID) }
         return answer

@@ -211,7 +211,7 @@ public struct AppView: Codable, Sendable, Equatable {
         locked = app.isLocked
         claims = app.claimsPolicy.rawValue
         delivery = app.deliveryMode.rawValue
-        products = app.productCatalog
+        products = app.catalog?.map(\.description)
         enrichment = app.enrichment.rawValue
         idLookups = app.idLookups.rawValue
         requiresUser = app.requiresUser

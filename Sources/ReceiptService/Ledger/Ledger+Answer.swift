@@ -38,6 +38,7 @@ extension Ledger {
             outcome = refused
             return
         }
+        outcome.user = user
         switch try await decide(
             outcome.purchases, environment: environment, user: user, app: caller.app, requestID: requestID)
         {

@@ -20,6 +20,8 @@ public struct SubscriptionStatus: Sendable, Equatable {
 
         /// Whether the customer should have the service in this state.
         public var isEntitled: Bool { self == .active || self == .gracePeriod }
+        /// Whether a renewal failed: grace period or billing retry.
+        public var hasBillingIssue: Bool { self == .gracePeriod || self == .billingRetry }
     }
 
     /// The app.
@@ -45,13 +47,21 @@ public struct SubscriptionStatus: Sendable, Equatable {
     public var asOf: Int64
     /// When it was last written.
     public var updatedAt: Date
+    /// The signed date (milliseconds since 1970) of the first statement of its current billing issue; set by the
+    /// store from ``State/hasBillingIssue``.
+    public var billingIssueDetectedAt: Int64?
+    /// The signed date (milliseconds since 1970) of the first statement that its renewal is off; set by the store.
+    public var unsubscribeDetectedAt: Int64?
 
     /// Creates a status.
     public init(
         appID: UUID, environment: AppStoreEnvironment, originalTransactionID: String, productID: String,
         state: State, expiresDate: Int64?, gracePeriodExpiresDate: Int64? = nil, autoRenews: Bool? = nil,
-        autoRenewProductID: String? = nil, asOf: Int64, updatedAt: Date
+        autoRenewProductID: String? = nil, asOf: Int64, updatedAt: Date, billingIssueDetectedAt: Int64? = nil,
+        unsubscribeDetectedAt: Int64? = nil
     ) {
+        self.billingIssueDetectedAt = billingIssueDetectedAt
+        self.unsubscribeDetectedAt = unsubscribeDetectedAt
         self.appID = appID
         self.environment = environment
         self.originalTransactionID = originalTransactionID

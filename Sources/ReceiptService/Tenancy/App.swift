@@ -39,8 +39,9 @@ public struct App: Sendable, Hashable {
     public var claimsPolicy: ClaimsPolicy
     /// When a transaction stops being delivered.
     public var deliveryMode: DeliveryMode
-    /// The product ids a receipt may hold; nil: any.
-    public var productCatalog: [String]?
+    /// The app's catalog: the products a receipt may hold, each with its kind and the entitlements it grants; nil:
+    /// any product (and none grants an entitlement).
+    public var catalog: [CatalogProduct]?
     /// Whether `/api` answers are enriched with the App Store Server API.
     public var enrichment: Enrichment
     /// Whether `/api` accepts a `transaction_id` or `app_transaction_id` alone, with no receipt.
@@ -63,7 +64,7 @@ public struct App: Sendable, Hashable {
         sharedSecret: SealedSecret?, appStoreServerCredentials: AppStoreServerCredentials?,
         resultCipher: ResultCipher, resultKey: SealedSecret, allowsTestData: Bool, isEnabled: Bool,
         claimsPolicy: ClaimsPolicy = AppDefaults.claimsPolicy, deliveryMode: DeliveryMode = AppDefaults.deliveryMode,
-        productCatalog: [String]? = nil, enrichment: Enrichment = AppDefaults.enrichment,
+        catalog: [CatalogProduct]? = nil, enrichment: Enrichment = AppDefaults.enrichment,
         idLookups: IDLookups = AppDefaults.idLookups, requiresUser: Bool = AppDefaults.requiresUser,
         appleAppID: Int64? = nil, isLocked: Bool = false, testAnchors: [String] = [], createdAt: Date,
         updatedAt: Date
@@ -83,7 +84,7 @@ public struct App: Sendable, Hashable {
         self.isEnabled = isEnabled
         self.claimsPolicy = claimsPolicy
         self.deliveryMode = deliveryMode
-        self.productCatalog = productCatalog
+        self.catalog = catalog
         self.enrichment = enrichment
         self.idLookups = idLookups
         self.requiresUser = requiresUser
@@ -93,6 +94,9 @@ public struct App: Sendable, Hashable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
+
+    /// The product ids a receipt may hold; nil: any.
+    public var productCatalog: [String]? { catalog?.map(\.id) }
 
     /// The test data the app accepts: none unless it allows test data, and then only under its bound anchors.
     public var testDataTrust: TestDataTrust {

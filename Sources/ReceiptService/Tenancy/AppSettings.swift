@@ -97,7 +97,7 @@ public struct AppSettings: Sendable {
         var claimsPolicy: ClaimsPolicy?
         var deliveryMode: DeliveryMode?
         /// `.some(nil)` removes the catalog.
-        var productCatalog: [String]??
+        var productCatalog: [CatalogProduct]??
         var enrichment: Enrichment?
         var idLookups: IDLookups?
         var requiresUser: Bool?
@@ -211,21 +211,15 @@ public struct AppSettings: Sendable {
         }
         if let productCatalog {
             var seen = Set<String>()
-            let products = try productCatalog.map { product in
-                // Apple's product ids: letters, digits, `.`, `_` and `-`.
-                guard (1...255).contains(product.utf8.count),
-                    product.utf8.allSatisfy({
-                        Validation.isASCIIAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_")
-                            || $0 == UInt8(ascii: "-")
-                    })
-                else {
-                    throw ServiceError(
-                        .invalidArgument,
-                        "malformed product id '\(Validation.printable(product))': expected letters, digits, '.', '_', '-'"
-                    )
+            let products = try productCatalog.map { entry in
+                let product: CatalogProduct
+                do {
+                    product = try CatalogProduct(parsing: entry)
+                } catch let error as CatalogError {
+                    throw ServiceError(.invalidArgument, error.reason)
                 }
-                guard seen.insert(product).inserted else {
-                    throw ServiceError(.invalidArgument, "product id '\(product)' is given twice")
+                guard seen.insert(product.id).inserted else {
+                    throw ServiceError(.invalidArgument, "product id '\(product.id)' is given twice")
                 }
                 return product
             }

@@ -309,7 +309,7 @@ public struct TenancyService: Sendable {
     private func apply(answerSettingsOf parsed: AppSettings.Parsed, to app: inout App) {
         if let policy = parsed.claimsPolicy { app.claimsPolicy = policy }
         if let mode = parsed.deliveryMode { app.deliveryMode = mode }
-        if let catalog = parsed.productCatalog { app.productCatalog = catalog }
+        if let catalog = parsed.productCatalog { app.catalog = catalog }
         if let enrichment = parsed.enrichment { app.enrichment = enrichment }
         if let idLookups = parsed.idLookups { app.idLookups = idLookups }
         if let requiresUser = parsed.requiresUser { app.requiresUser = requiresUser }

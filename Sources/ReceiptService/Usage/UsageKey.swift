@@ -8,6 +8,8 @@ public enum UsageEndpoint: String, Sendable, Hashable, CaseIterable, Codable {
     case apiEncrypted = "apiencrypted"
     /// `POST /api/transactions`: a ledger look-up.
     case transactions
+    /// `POST /api/customers`: a customer's entitlements.
+    case customers
 }
 
 /// What a billable call ended in: the outcome classes usage is counted by.

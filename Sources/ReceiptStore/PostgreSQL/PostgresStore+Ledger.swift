@@ -219,6 +219,9 @@ struct PostgresLedgerWriter: LedgerWriting {
         let reasons = transactions.map { $0.revocationReason.map(Int64.init) ?? none }
         let types = transactions.map { $0.revocationType ?? noText }
         let percentages = transactions.map { $0.revocationPercentage.map(Int64.init) ?? none }
+        let kinds = transactions.map { $0.productType ?? noText }
+        let offers = transactions.map { $0.offerType.map(Int64.init) ?? none }
+        let discounts = transactions.map { $0.offerDiscountType ?? noText }
         let delivered = entries.map { $0.deliveredAt != nil }
         let seen = entries.map { $0.firstSeenAt.millisecondsSince1970 }
         let requests = entries.map(\.firstRequestID)
@@ -227,18 +230,21 @@ struct PostgresLedgerWriter: LedgerWriting {
             INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id, product_id,
                 purchase_date, original_purchase_date, expires_date, quantity, web_order_line_item_id, ownership_type,
                 revocation_date, revocation_reason, revocation_type, revocation_percentage, first_seen_at,
-                last_seen_at, first_request_id, delivered_at)
+                last_seen_at, first_request_id, delivered_at, product_type, offer_type, offer_discount_type)
             SELECT \(appID), \(environment), t.id, t.original, t.product, NULLIF(t.purchased, \(none)),
                 NULLIF(t.originally, \(none)), NULLIF(t.expires, \(none)), t.quantity, NULLIF(t.line_item, \(noText)),
                 NULLIF(t.ownership, \(noText)), NULLIF(t.revoked, \(none)), NULLIF(t.reason, \(none)),
                 NULLIF(t.type, \(noText)), NULLIF(t.percentage, \(none)), seen_at.at, seen_at.at, t.request,
-                CASE WHEN t.delivered THEN seen_at.at END
+                CASE WHEN t.delivered THEN seen_at.at END, NULLIF(t.kind, \(noText)), NULLIF(t.offer, \(none)),
+                NULLIF(t.discount, \(noText))
             FROM UNNEST(\(ids)::text[], \(originals)::text[], \(products)::text[], \(purchased)::int8[],
                 \(originallyPurchased)::int8[], \(expires)::int8[], \(quantities)::int8[], \(lineItems)::text[],
                 \(ownership)::text[], \(revoked)::int8[], \(reasons)::int8[], \(types)::text[], \(percentages)::int8[],
-                \(delivered)::bool[], \(seen)::int8[], \(requests)::text[])
+                \(delivered)::bool[], \(seen)::int8[], \(requests)::text[], \(kinds)::text[], \(offers)::int8[],
+                \(discounts)::text[])
                 WITH ORDINALITY AS t(id, original, product, purchased, originally, expires, quantity, line_item,
-                    ownership, revoked, reason, type, percentage, delivered, seen, request, position),
+                    ownership, revoked, reason, type, percentage, delivered, seen, request, kind, offer, discount,
+                    position),
                 -- Exact milliseconds (a division by 1000.0 would round through a double).
                 LATERAL (SELECT TIMESTAMPTZ 'epoch' + t.seen * INTERVAL '1 millisecond' AS at) AS seen_at
             ORDER BY t.position

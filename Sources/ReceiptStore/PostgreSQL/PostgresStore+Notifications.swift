@@ -102,10 +102,13 @@ extension PostgresStore: NotificationStore {
         try await rows(
             """
             INSERT INTO subscription_statuses (app_id, environment, original_transaction_id, product_id, status,
-                expires_date, grace_period_expires_date, auto_renews, auto_renew_product_id, as_of, updated_at, due_at)
+                expires_date, grace_period_expires_date, auto_renews, auto_renew_product_id, as_of, updated_at, due_at,
+                billing_issue_detected_at, unsubscribe_detected_at)
             SELECT s.app_id, s.environment, s.original, s.product, s.status, NULLIF(s.expires, \(none)),
                 NULLIF(s.grace, \(none)), CASE s.renews WHEN 1 THEN true WHEN 0 THEN false END,
-                NULLIF(s.renew_product, \(noText)), s.as_of, s.updated_at, NULLIF(s.due, \(none))
+                NULLIF(s.renew_product, \(noText)), s.as_of, s.updated_at, NULLIF(s.due, \(none)),
+                CASE WHEN s.status IN ('grace_period', 'billing_retry') THEN s.as_of END,
+                CASE WHEN s.renews = 0 THEN s.as_of END
             FROM UNNEST(\(statuses.map(\.appID))::uuid[], \(statuses.map(\.environment.rawValue))::text[],
                 \(statuses.map(\.originalTransactionID))::text[], \(statuses.map(\.productID))::text[],
                 \(statuses.map(\.state.rawValue))::text[], \(statuses.map { $0.expiresDate ?? none })::int8[],

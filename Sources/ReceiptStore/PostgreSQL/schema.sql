@@ -360,3 +360,17 @@ ALTER TABLE webhook_endpoints ADD COLUMN enabled BOOLEAN NOT NULL DEFAULT true;
 ALTER TABLE webhook_endpoints ADD COLUMN previous_secret BYTEA;
 ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_until TIMESTAMPTZ;
 ALTER TABLE webhook_deliveries ADD COLUMN last_latency_ms INTEGER;
+
+-- version: 17 Entitlements: each product's kind and the entitlements it grants; what the ledger keeps of a
+-- transaction's kind and offer; when a subscription's billing issue and its turning off were first stated; customer
+-- look-ups metered as an endpoint of their own
+-- product_terms: the catalog's products that have terms, space-separated, each `ID=TYPE[:ENTITLEMENT,…]`.
+ALTER TABLE apps ADD COLUMN product_terms TEXT NOT NULL DEFAULT '';
+ALTER TABLE ledger_transactions ADD COLUMN product_type TEXT;
+ALTER TABLE ledger_transactions ADD COLUMN offer_type INTEGER;
+ALTER TABLE ledger_transactions ADD COLUMN offer_discount_type TEXT;
+ALTER TABLE subscription_statuses ADD COLUMN billing_issue_detected_at BIGINT;
+ALTER TABLE subscription_statuses ADD COLUMN unsubscribe_detected_at BIGINT;
+ALTER TABLE usage_daily DROP CONSTRAINT usage_daily_endpoint_check;
+ALTER TABLE usage_daily ADD CONSTRAINT usage_daily_endpoint_check
+    CHECK (endpoint IN ('api', 'apiencrypted', 'transactions', 'customers'));

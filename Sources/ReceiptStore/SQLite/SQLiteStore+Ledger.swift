@@ -201,7 +201,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
                 INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id, product_id,
                     purchase_date, original_purchase_date, expires_date, quantity, web_order_line_item_id, ownership_type,
                     revocation_date, revocation_reason, revocation_type, revocation_percentage, first_seen_at,
-                    last_seen_at, first_request_id, delivered_at)
+                    last_seen_at, first_request_id, delivered_at, product_type, offer_type, offer_discount_type)
                 VALUES \(Array(repeating: Self.rowPlaceholders, count: chunk.count).joined(separator: ", "))
                 ON CONFLICT DO NOTHING RETURNING transaction_id
                 """, chunk.flatMap(values))
@@ -210,9 +210,9 @@ struct SQLiteLedgerWriter: LedgerWriting {
         return inserted
     }
 
-    private static let rowPlaceholders = "(" + Array(repeating: "?", count: 19).joined(separator: ", ") + ")"
+    private static let rowPlaceholders = "(" + Array(repeating: "?", count: 22).joined(separator: ", ") + ")"
 
-    /// The 19 values of an entry's row, in the insert's column order.
+    /// The 22 values of an entry's row, in the insert's column order.
     private func values(_ entry: LedgerEntry) -> [SQLiteData] {
         let transaction = entry.transaction
         let optional: (Int64?) -> SQLiteData = { $0.map { .integer(Int($0)) } ?? .null }
@@ -226,6 +226,8 @@ struct SQLiteLedgerWriter: LedgerWriting {
             transaction.revocationType.map { .text($0) } ?? .null,
             optional(transaction.revocationPercentage.map(Int64.init)), .millis(entry.firstSeenAt),
             .millis(entry.lastSeenAt), .text(entry.firstRequestID), .millis(entry.deliveredAt),
+            transaction.productType.map { .text($0) } ?? .null, optional(transaction.offerType.map(Int64.init)),
+            transaction.offerDiscountType.map { .text($0) } ?? .null,
         ]
     }
 

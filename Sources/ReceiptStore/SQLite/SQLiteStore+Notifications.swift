@@ -101,7 +101,7 @@ extension SQLiteStore: NotificationStore {
                 """
                 INSERT INTO subscription_statuses (app_id, environment, original_transaction_id, product_id, status,
                     expires_date, grace_period_expires_date, auto_renews, auto_renew_product_id, as_of, updated_at,
-                    due_at)
+                    due_at, billing_issue_detected_at, unsubscribe_detected_at)
                 VALUES \(Array(repeating: Self.statusPlaceholders, count: chunk.count).joined(separator: ", "))
                 \(StoredForm.statusUpsert)
                 """,
@@ -112,12 +112,14 @@ extension SQLiteStore: NotificationStore {
                         optional(status.gracePeriodExpiresDate), status.autoRenews.map { .bool($0) } ?? .null,
                         status.autoRenewProductID.map { .text($0) } ?? .null, .integer(Int(status.asOf)),
                         .millis(status.updatedAt), optional(StoredForm.dueAt(status)),
+                        optional(status.state.hasBillingIssue ? status.asOf : nil),
+                        optional(status.autoRenews == false ? status.asOf : nil),
                     ]
                 })
         }
     }
 
-    private static let statusPlaceholders = "(" + Array(repeating: "?", count: 12).joined(separator: ", ") + ")"
+    private static let statusPlaceholders = "(" + Array(repeating: "?", count: 14).joined(separator: ", ") + ")"
 
     /// Inserts events, each with one pending delivery (due now) per endpoint of its app that takes it.
     func insertEvents(_ events: [WebhookEvent], onlyTaken: Bool = false) async throws {

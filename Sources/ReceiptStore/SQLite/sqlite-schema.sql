@@ -369,3 +369,27 @@ ALTER TABLE webhook_endpoints ADD COLUMN enabled INTEGER NOT NULL DEFAULT 1 CHEC
 ALTER TABLE webhook_endpoints ADD COLUMN previous_secret BLOB;
 ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_until INTEGER;
 ALTER TABLE webhook_deliveries ADD COLUMN last_latency_ms INTEGER;
+
+-- version: 17 Entitlements: each product's kind and the entitlements it grants; what the ledger keeps of a
+-- transaction's kind and offer; when a subscription's billing issue and its turning off were first stated; customer
+-- look-ups metered as an endpoint of their own
+-- product_terms: the catalog's products that have terms, space-separated, each `ID=TYPE[:ENTITLEMENT,…]`.
+ALTER TABLE apps ADD COLUMN product_terms TEXT NOT NULL DEFAULT '';
+ALTER TABLE ledger_transactions ADD COLUMN product_type TEXT;
+ALTER TABLE ledger_transactions ADD COLUMN offer_type INTEGER;
+ALTER TABLE ledger_transactions ADD COLUMN offer_discount_type TEXT;
+ALTER TABLE subscription_statuses ADD COLUMN billing_issue_detected_at INTEGER;
+ALTER TABLE subscription_statuses ADD COLUMN unsubscribe_detected_at INTEGER;
+CREATE TABLE usage_daily_v17 (
+    account_id TEXT NOT NULL,
+    day TEXT NOT NULL,                                                 -- UTC, YYYY-MM-DD
+    app_id TEXT NOT NULL,
+    endpoint TEXT NOT NULL CHECK (endpoint IN ('api', 'apiencrypted', 'transactions', 'customers')),
+    outcome TEXT NOT NULL CHECK (outcome IN ('valid', 'apple_code', 'rejected')),
+    calls INTEGER NOT NULL CHECK (calls > 0),
+    PRIMARY KEY (account_id, day, app_id, endpoint, outcome)
+);
+INSERT INTO usage_daily_v17 SELECT account_id, day, app_id, endpoint, outcome, calls FROM usage_daily;
+DROP TABLE usage_daily;
+ALTER TABLE usage_daily_v17 RENAME TO usage_daily;
+CREATE INDEX usage_daily_day_idx ON usage_daily (day);

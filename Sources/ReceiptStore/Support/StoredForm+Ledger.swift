@@ -16,7 +16,9 @@ extension StoredForm {
             revocationDate: try row.optionalInt("revocation_date").map(Int64.init),
             revocationReason: try row.optionalInt("revocation_reason"),
             revocationType: try row.optionalText("revocation_type"),
-            revocationPercentage: try row.optionalInt("revocation_percentage"))
+            revocationPercentage: try row.optionalInt("revocation_percentage"),
+            productType: try row.optionalText("product_type"), offerType: try row.optionalInt("offer_type"),
+            offerDiscountType: try row.optionalText("offer_discount_type"))
         return LedgerEntry(
             appID: try row.uuid("app_id"), environment: try enumValue(try row.text("environment")),
             transaction: transaction, claimant: try row.optionalText("claimant"),

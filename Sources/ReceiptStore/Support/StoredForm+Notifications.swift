@@ -13,7 +13,9 @@ extension StoredForm {
             gracePeriodExpiresDate: try row.optionalInt("grace_period_expires_date").map(Int64.init),
             autoRenews: try row.optionalBool("auto_renews"),
             autoRenewProductID: try row.optionalText("auto_renew_product_id"),
-            asOf: Int64(try row.int("as_of")), updatedAt: try row.date("updated_at"))
+            asOf: Int64(try row.int("as_of")), updatedAt: try row.date("updated_at"),
+            billingIssueDetectedAt: try row.optionalInt("billing_issue_detected_at").map(Int64.init),
+            unsubscribeDetectedAt: try row.optionalInt("unsubscribe_detected_at").map(Int64.init))
     }
 
     /// What an insert into `subscription_statuses` does to a stored status (both dialects): replaces it, unless it was
@@ -23,7 +25,13 @@ extension StoredForm {
             product_id = excluded.product_id, status = excluded.status, expires_date = excluded.expires_date,
             grace_period_expires_date = excluded.grace_period_expires_date, auto_renews = excluded.auto_renews,
             auto_renew_product_id = excluded.auto_renew_product_id, as_of = excluded.as_of,
-            updated_at = excluded.updated_at, due_at = excluded.due_at
+            updated_at = excluded.updated_at, due_at = excluded.due_at,
+            -- The first statement of a billing issue, or of the renewal turned off, keeps its date while later ones
+            -- repeat it; a statement without it clears it.
+            billing_issue_detected_at = CASE WHEN excluded.billing_issue_detected_at IS NOT NULL
+                THEN COALESCE(subscription_statuses.billing_issue_detected_at, excluded.billing_issue_detected_at) END,
+            unsubscribe_detected_at = CASE WHEN excluded.unsubscribe_detected_at IS NOT NULL
+                THEN COALESCE(subscription_statuses.unsubscribe_detected_at, excluded.unsubscribe_detected_at) END
         WHERE subscription_statuses.as_of <= excluded.as_of
         """
 

@@ -35,6 +35,26 @@ enum StoredForm {
     /// and `-` only, a test anchor's fingerprint hex digits); an empty list is the empty string.
     static func commaSeparated(_ words: [String]) -> String { words.joined(separator: ",") }
 
+    /// The `product_terms` column: the written form of each catalog product that has terms, space-separated.
+    static func productTerms(_ catalog: [CatalogProduct]?) -> String {
+        (catalog ?? []).filter { $0.kind != nil }.map(\.description).joined(separator: " ")
+    }
+
+    /// An app's catalog from its `product_catalog` ids and `product_terms`.
+    static func catalog(ids: String?, terms: String) throws -> [CatalogProduct]? {
+        guard let ids else { return nil }
+        var termsByID: [String: CatalogProduct] = [:]
+        for written in terms.split(separator: " ") {
+            do {
+                let product = try CatalogProduct(parsing: String(written))
+                termsByID[product.id] = product
+            } catch let error as CatalogError {
+                throw corrupt("product terms: \(error.reason)")
+            }
+        }
+        return commaSeparated(ids).map { termsByID[$0] ?? CatalogProduct(id: $0) }
+    }
+
     static func commaSeparated(_ text: String) -> [String] {
         text.split(separator: ",").map(String.init)
     }

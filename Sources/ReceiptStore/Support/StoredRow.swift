@@ -72,7 +72,8 @@ extension StoredForm {
             allowsTestData: try row.bool("allows_test_data"),
             isEnabled: try row.bool("enabled"), claimsPolicy: try enumValue(try row.text("claims_policy")),
             deliveryMode: try enumValue(try row.text("delivery_mode")),
-            productCatalog: try row.optionalText("product_catalog").map(commaSeparated),
+            catalog: try catalog(
+                ids: try row.optionalText("product_catalog"), terms: try row.optionalText("product_terms") ?? ""),
             enrichment: try enumValue(try row.text("enrichment")), idLookups: try enumValue(try row.text("id_lookups")),
             requiresUser: try row.bool("requires_user"),
             appleAppID: try row.optionalInt("apple_app_id").map(Int64.init), isLocked: try row.bool("locked"),

@@ -202,7 +202,7 @@ struct AppView: PageView {
                     + app.testAnchors.map { String($0.prefix(16)) + "…" }.joined(separator: ", ")
         claims = app.claimsPolicy.rawValue
         delivery = app.deliveryMode.rawValue
-        products = app.productCatalog?.joined(separator: ", ") ?? "any product"
+        products = app.catalog?.map(\.description).joined(separator: ", ") ?? "any product"
         enrichment = app.enrichment.rawValue
         idLookups =
             switch app.idLookups {
@@ -302,7 +302,7 @@ struct AppForm: PageView {
         if !testDataBound { allowsTestData = app?.allowsTestData ?? AppDefaults.allowsTestData }
         requiresUser = form.map { $0.isChecked("requires_user") } ?? app?.requiresUser ?? AppDefaults.requiresUser
         enabled = form.map { $0.isChecked("enabled") } ?? app?.isEnabled ?? true
-        products = form?["products"] ?? app?.productCatalog?.joined(separator: "\n") ?? ""
+        products = form?["products"] ?? app?.catalog?.map(\.description).joined(separator: "\n") ?? ""
         hasSharedSecret = app?.sharedSecret != nil
         hasCredentials = app?.appStoreServerCredentials != nil
         appleIssuerID = form?["apple_issuer_id"] ?? app?.appStoreServerCredentials?.issuerID ?? ""
