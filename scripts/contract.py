@@ -277,7 +277,7 @@ class Document:
         return {name: set(schemas[name]["properties"])
                 for name in ("VerifyAnswer", "ErrorAnswer", "HealthStatus", "LedgerPage", "DeliveriesConfirmed",
                              "DeliveryDecision", "VerifyReceiptValid", "VerifyReceiptRefusal",
-                             "NotificationRecorded", "WebhooksAnswer")}
+                             "NotificationRecorded", "WebhooksAnswer", "CustomerAnswer", "Customer")}
 
 
 class Contract:
@@ -457,15 +457,24 @@ class Contract:
             self.fields["DeliveriesConfirmed"] |= set(value)
         elif answer.path == WEBHOOKS:
             self.fields["WebhooksAnswer"] |= set(value)
+        elif answer.path == CUSTOMERS:
+            self.fields["CustomerAnswer"] |= set(value)
+            self.record_customer(value.get("customer"))
+
+    def record_customer(self, customer: Any) -> None:
+        if isinstance(customer, dict):
+            self.fields["Customer"] |= set(customer)
 
     def record_sealed(self, value: dict) -> None:
         self.fields["VerifyAnswer"] |= set(value)
+        self.record_customer(value.get("customer"))
         for entry in value.get("transactions") or []:
             if isinstance(entry, dict):
                 self.fields["DeliveryDecision"] |= set(entry)
 
     REQUEST_SCHEMAS = {"/api": "VerifyRequest", "/apiencrypted": "VerifyRequest", "/api/transactions": "LookUpRequest",
-                       "/api/transactions/delivered": "DeliveredRequest", "/api/webhooks": "WebhooksRequest"}
+                       "/api/transactions/delivered": "DeliveredRequest", "/api/webhooks": "WebhooksRequest",
+                       "/api/customers": "CustomersRequest"}
 
     def request_body_problems(self, media: str, body: Any, valid: bool, route: str = "/api") -> list[str]:
         """Whether the documented request schema agrees with what the server did with `body`."""
@@ -752,6 +761,8 @@ def open_sealed(text: str, key_b64: str, cipher: str) -> bytes | None:
 LEDGER_ROUTES = ("/api/transactions", "/api/transactions/delivered")
 # The webhook management route (docs/webhooks.md, "From your own scripts").
 WEBHOOKS = "/api/webhooks"
+# The customer look-up (docs/api.md, "Customers and entitlements").
+CUSTOMERS = "/api/customers"
 WEBHOOK_ACTIONS = ("list", "add", "pause", "resume", "remove", "test", "rotate_secret", "deliveries", "redeliver")
 
 def b64url(data: bytes) -> str:
@@ -842,6 +853,53 @@ class Run:
                               ("grace_hours 169", {"action": "rotate_secret", "endpoint_id": endpoint,
                                                    "grace_hours": "169"})):
             call(label, fields, expect=400)
+
+    def customers(self) -> None:
+        """/api with a user carries `customer`; /api/customers answers the same view without a receipt, by user or by
+        original transaction, and refuses what it cannot answer."""
+        print("customers")
+        if not self.need("transfer_token"):
+            return
+        # The app that moves claims: the receipt's purchases become this user's whoever presented them before.
+        c, token = self.c, self.cred["transfer_token"]
+        user = "customer-" + secrets.token_hex(4)
+        answer = self.post("/api", {"token": token, "receipt": self.receipt, "app_user_id": user})
+
+        def carries_customer(a: Answer, b: Any) -> list[str]:
+            customer = b.get("customer") if isinstance(b, dict) else None
+            if not isinstance(customer, dict) or customer.get("app_user_id") != user:
+                return [f"no customer of {user}: {customer!r}"]
+            owned = {p["transaction_id"] for p in customer["purchases"]} | {
+                s["original_transaction_id"] for s in customer["subscriptions"]}
+            if not owned:
+                return ["the customer holds none of the receipt's purchases"]
+            return []
+        c.check("/api with app_user_id carries customer", answer, 200, extra=carries_customer)
+        recorded = answer.json().get("customer") if answer.status == 200 else None
+        body = {"token": token, "app_user_id": user, "nonce": "n-customer"}
+        self.valid_request("customer look-up", "application/x-www-form-urlencoded", body, route=CUSTOMERS)
+
+        def same_view(a: Answer, b: Any) -> list[str]:
+            view = dict(b.get("customer") or {})
+            expected = dict(recorded or {})
+            view.pop("computed_at", None)
+            expected.pop("computed_at", None)
+            problems = [] if view == expected else [f"the route's view {view!r} is not the answer's {expected!r}"]
+            return problems + ([] if b.get("nonce") == "n-customer" else ["nonce not echoed"])
+        c.check(f"POST {CUSTOMERS} by user", self.post(CUSTOMERS, body), 200, extra=same_view)
+        originals = [s["original_transaction_id"] for s in (recorded or {}).get("subscriptions", [])] + [
+            p["original_transaction_id"] for p in (recorded or {}).get("purchases", [])]
+        if originals:
+            body = {"token": token, "original_transaction_id": originals[0], "environment": "sandbox"}
+            self.valid_request("customer look-up as JSON", "application/json", body, route=CUSTOMERS)
+            c.check(f"POST {CUSTOMERS} by original transaction (JSON)", self.post(CUSTOMERS, body, as_json=True), 200,
+                    extra=lambda a, b: [] if b["customer"].get("original_transaction_id") == originals[0]
+                    and b["customer"]["app_user_id"] is None else [f"customer {b['customer']!r}"])
+        for label, body in (("no user and no original transaction", {"token": token}),
+                            ("an unknown environment", {"token": token, "app_user_id": user,
+                                                        "environment": "Staging"})):
+            c.check(f"POST {CUSTOMERS} {label} (400)", self.post(CUSTOMERS, body), 400)
+            self.valid_request(label, "application/x-www-form-urlencoded", body, valid=False, route=CUSTOMERS)
 
     def ledger(self) -> None:
         """/api with a user, then the ledger look-ups and delivery confirmations of what it recorded."""
@@ -963,7 +1021,7 @@ class Run:
         c.check("POST unknown path", c.send("POST", "/v1/api", data={"a": "b"}), 404)
         c.check("GET /API (paths are case-sensitive)", c.send("GET", "/API"), 404)
         for method in ("GET", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"):
-            for route in LEDGER_ROUTES + (WEBHOOKS, "/api", "/apiencrypted"):
+            for route in LEDGER_ROUTES + (WEBHOOKS, CUSTOMERS, "/api", "/apiencrypted"):
                 c.check(f"{method} {route}", c.send(method, route), 405,
                         extra=lambda a, b: [] if a.header("allow") == "POST" else [f"Allow {a.header('allow')!r}"])
         # Methods the router has no handler for, and wrong methods on the operations routes.
@@ -1209,7 +1267,7 @@ class Run:
         # A body each route answers 200 (a verdict, an empty page, an unknown id).
         extra = {"/api/transactions": {"app_user_id": "nobody"},
                  "/api/transactions/delivered": {"transaction_ids": "none"},
-                 WEBHOOKS: {"action": "list"}}.get(route, {"receipt": "x"})
+                 WEBHOOKS: {"action": "list"}, CUSTOMERS: {"app_user_id": "nobody"}}.get(route, {"receipt": "x"})
         good = {"token": token, **extra}
 
         # 400
@@ -1524,7 +1582,8 @@ class Run:
         return json.loads(base64.urlsafe_b64decode(jws.split(".")[1] + "==="))["bundleId"]
 
     # The members a valid answer's schema lists, in the order the answer gives them.
-    OUR_ORDER = ("enrichment", "retryable", "assurance", "repairs", "transactions", "subscriptions", "nonce", "request_id")
+    OUR_ORDER = ("enrichment", "retryable", "assurance", "repairs", "transactions", "subscriptions", "customer", "nonce",
+                 "request_id")
 
     def order_problems(self, body: dict) -> list[str]:
         """A valid answer lists Apple's members, then `enrichment`, `assurance`, `repairs`, `transactions`, `nonce`,
@@ -2021,8 +2080,9 @@ def main() -> int:
         run.drop_in()
         run.notifications()
         run.ledger()
+        run.customers()
         run.webhooks()
-        for route in LEDGER_ROUTES + (WEBHOOKS,):
+        for route in LEDGER_ROUTES + (WEBHOOKS, CUSTOMERS):
             run.refusals(route)
         run.failed_authentications()
         run.metrics("GET /metrics after the requests", after=True)

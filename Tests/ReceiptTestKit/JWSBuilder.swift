@@ -76,6 +76,8 @@ public struct JWSBuilder: Sendable {
     public var type: String = "Auto-Renewable Subscription"
     /// A transaction's `purchaseDate`; nil: a minute before `signedDate`.
     public var purchaseDate: Date?
+    /// The transaction's `offerType` and `offerDiscountType`, when it was bought with an offer.
+    public var offer: (type: Int, discount: String?)?
     /// A transaction's `expiresDate`, when it has one; a renewal info's `gracePeriodExpiresDate`.
     public var expiresDate: Date?
     /// A renewal info's `autoRenewStatus`, `isInBillingRetryPeriod`, `expirationIntent` and
@@ -121,6 +123,10 @@ public struct JWSBuilder: Sendable {
             ]
             if let expiresDate { object["expiresDate"] = Self.milliseconds(expiresDate) }
             if let appAccountToken { object["appAccountToken"] = appAccountToken }
+            if let offer {
+                object["offerType"] = offer.type
+                if let discount = offer.discount { object["offerDiscountType"] = discount }
+            }
             if let revocation {
                 object["revocationDate"] = Int64((revocation.date.timeIntervalSince1970 * 1_000).rounded(.down))
                 object["revocationReason"] = revocation.reason

@@ -77,8 +77,9 @@ public final class Ledger: Sendable {
         }
         var entries: [JSONValue] = []
         entries.reserveCapacity(results.count)
+        let nowMilliseconds = now.millisecondsSince1970
         for result in results {
-            let entry = Self.answerEntry(result, user: claimant, app: app)
+            let entry = Self.answerEntry(result, user: claimant, app: app, now: nowMilliseconds)
             if case .string(let state)? = entry["state"] { metrics.count(state: state) }
             if let holder = result.entry.claimant, let claimant, holder != claimant {
                 metrics.conflicts(app.claimsPolicy).increment()
@@ -109,8 +110,9 @@ public final class Ledger: Sendable {
         }
     }
 
-    /// One entry of the answer's `transactions`, in the documented field order.
-    static func answerEntry(_ result: LedgerRecorded, user: String?, app: App) -> JSONObject {
+    /// One entry of the answer's `transactions`, in the documented field order; a subscription period that ended
+    /// before `now` (milliseconds since 1970) says `expired`.
+    static func answerEntry(_ result: LedgerRecorded, user: String?, app: App, now: Int64) -> JSONObject {
         let entry = result.entry
         let transaction = entry.transaction
         // Without a user, claims are not checked.
@@ -127,7 +129,11 @@ public final class Ledger: Sendable {
         // What a backend needs to decide alone: where the purchase was made (a sandbox purchase is free), and until
         // when a subscription period runs.
         object.append("environment", .string(entry.environment.rawValue))
-        if let expires = transaction.expiresDate { object.append("expires_date_ms", .integer(expires)) }
+        if let expires = transaction.expiresDate {
+            object.append("expires_date_ms", .integer(expires))
+            // Delivered or not, an ended period unlocks nothing: the customer's entitlements say what does.
+            if expires <= now { object.append("expired", .bool(true)) }
+        }
         object.append("first_seen_at", .string(LedgerEntry.rfc3339(entry.firstSeenAt)))
         let state =
             entry.isRevoked ? "refunded" : otherUsers ? "claimed_by_other_user" : result.isNew ? "new" : "seen"

@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptCore
 
 /// The operator's view of an app's ledger (`receiptverify transactions …`).
 extension TenancyService {
@@ -46,5 +47,30 @@ extension TenancyService {
             app.accountID, user == nil ? "transaction.release" : "transaction.claim",
             "app \(app.id.uuidString.lowercased()), original transaction \(Validation.printable(originalTransactionID))"
         )
+    }
+}
+
+/// The operator's view of an app's customers (`receiptverify customers show`).
+extension TenancyService {
+    /// What a user of the app (or, with no user, the holder of an original transaction) may use now, in
+    /// `environment` (nil: their production facts, else sandbox).
+    public func customer(
+        token: String, user: String?, originalTransactionID: String?, environment: AppStoreEnvironment?
+    ) async throws -> CustomerView {
+        let app = try await app(token: token)
+        let subject: CustomerLookup.Subject
+        if let user, !user.isEmpty {
+            guard app.claimsPolicy != .off else {
+                throw ServiceError(
+                    .invalidArgument, "the app makes no claims (claims off): look up by original transaction")
+            }
+            subject = .user(user)
+        } else if let originalTransactionID, !originalTransactionID.isEmpty {
+            subject = .originals([originalTransactionID])
+        } else {
+            throw ServiceError(.invalidArgument, "give a user or an original transaction")
+        }
+        let lookup = CustomerLookup(ledger: Ledger(store: store), statuses: SubscriptionStatusView(store: store))
+        return try await lookup.view(of: subject, app: app, environment: environment, now: now())
     }
 }
