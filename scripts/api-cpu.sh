@@ -5,6 +5,8 @@
 #
 # Usage: scripts/api-cpu.sh LABEL=BIN_DIR [LABEL=BIN_DIR ...]
 #   Each BIN_DIR holds a release `receiptverify`; the first also needs `ReceiptBench` (the load fixture's receipts).
+# WITH_USER=1 sends each receipt with its own app_user_id (load-0 … load-7), and gives builds that have entitlements
+# (issue 34) a catalog whose subscription grants `pro`: answers then carry the customer's view.
 # ROUNDS=N rounds (default 3), each starting every build's server in turn; CALLS=N calls measured per round (default
 # 4000, after 400 to warm up) from one keep-alive client, the 8 receipts in turn (known to the ledger after their
 # first call, as in scripts/loadtest.sh). The server's user + system CPU time over the measured calls (from
@@ -12,9 +14,17 @@
 # (one round a neighbour's burst slows is an outlier) and mean, and each build's median ÷ the first build's.
 set -euo pipefail
 
+# The catalog of builds with entitlements (issue 34), when WITH_USER=1.
+catalog() {
+    # (The help is read whole: `grep -q` would stop reading it, and pipefail would take the SIGPIPE for a "no".)
+    if [ "${WITH_USER:-0}" = 1 ] && "$1/receiptverify" app add --help 2>/dev/null | grep -c -- ENTITLEMENT >/dev/null; then
+        printf '%s %s %s %s' --product com.example.app.monthly=auto_renewable:pro --product \
+            com.example.app.coins=consumable
+    fi
+}
 # Binds the test roots to the app, where the build has test anchors per app (issue 32; the build before had none).
 test_anchor() {
-    if "$1/receiptverify" app add --help 2>/dev/null | grep -q -- --test-anchor; then
+    if "$1/receiptverify" app add --help 2>/dev/null | grep -c -- --test-anchor >/dev/null; then
         printf '%s %s' --test-anchor "$WORK/anchors"
     fi
 }
@@ -43,13 +53,16 @@ for pair in "$@"; do
     key=$("$bin/receiptverify" key create --account load@example.com --json \
         | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
     token=$("$bin/receiptverify" app add --account load@example.com --bundle-id com.example.app --allow-test-data \
-        $(test_anchor "$bin") --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
-    python3 - "$key" "$token" "$WORK" "$dir" <<'PY'
+        $(test_anchor "$bin") $(catalog "$bin") --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+    python3 - "$key" "$token" "$WORK" "$dir" "${WITH_USER:-0}" <<'PY'
 import sys, urllib.parse
-key, token, work, folder = sys.argv[1:5]
+key, token, work, folder, with_user = sys.argv[1:6]
 for i in range(8):
     receipt = open(f"{work}/receipt-{i}.b64").read().strip()
-    open(f"{folder}/body-{i}", "w").write(urllib.parse.urlencode({"apikey": key, "token": token, "receipt": receipt}))
+    fields = {"apikey": key, "token": token, "receipt": receipt}
+    if with_user == "1":
+        fields["app_user_id"] = f"load-{i}"
+    open(f"{folder}/body-{i}", "w").write(urllib.parse.urlencode(fields))
 PY
 done
 

@@ -20,7 +20,7 @@ set -euo pipefail
 
 # Binds the test roots to the app, where the build has test anchors per app (issue 32; the build before had none).
 test_anchor() {
-    if "$1/receiptverify" app add --help 2>/dev/null | grep -q -- --test-anchor; then
+    if "$1/receiptverify" app add --help 2>/dev/null | grep -c -- --test-anchor >/dev/null; then
         printf '%s %s' --test-anchor "$WORK/anchors"
     fi
 }

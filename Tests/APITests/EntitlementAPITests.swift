@@ -252,4 +252,37 @@ import Testing
             #expect(metered)
         }
     }
+
+    @Test(
+        "two serve processes on one PostgreSQL: a customer remembered by one sees a purchase recorded by the other",
+        .enabled(if: StoreKind.available.contains(.postgres)))
+    func aKnownCustomerAcrossServers() async throws {
+        try await withLiveService(.postgres) { service in
+            let tenant = try service.tenant(appArguments: ["--allow-test-data"] + Self.catalog)
+            let first = try await service.startServer(logName: "a.log")
+            let second = try await service.startServer(logName: "b.log")
+            let look = [("apikey", tenant.apiKey), ("token", tenant.token), ("app_user_id", "u9")]
+            let monthly = try Self.transaction(service, id: "9900", expires: Date().addingTimeInterval(Self.day))
+            _ = try await service.post(
+                to: first,
+                form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", monthly), ("app_user_id", "u9")])
+            // The second server reads the customer, then answers it from memory.
+            for _ in 0..<2 {
+                let known = try await service.post(to: second, "/api/customers", form: look).json()
+                #expect(Self.entitlement(known["customer"], "no_ads") == nil)
+            }
+            // The first records a lifetime purchase; the second sees it once the change's announcement arrives.
+            let forever = try Self.transaction(service, id: "9901", product: Self.lifetime, type: "Non-Consumable")
+            _ = try await service.post(
+                to: first,
+                form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", forever), ("app_user_id", "u9")])
+            var seen = false
+            for _ in 0..<40 where !seen {
+                let answer = try await service.post(to: second, "/api/customers", form: look).json()
+                seen = Self.entitlement(answer["customer"], "no_ads")?["active"] == .bool(true)
+                if !seen { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(seen)
+        }
+    }
 }

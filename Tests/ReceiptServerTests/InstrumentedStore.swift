@@ -118,6 +118,7 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     func changeMarker() -> Int? { base.changeMarker() }
     func ledgerChangeMarker() -> Int? { base.ledgerChangeMarker() }
     func statusChangeMarker() -> Int? { base.statusChangeMarker() }
+    func customerChangeMarker() -> Int? { base.customerChangeMarker() }
     func insertSession(_ session: AccountSession) async throws { try await base.insertSession(session) }
     func session(tokenHash: [UInt8]) async throws -> AccountSession? {
         await enter("session")

@@ -38,7 +38,7 @@ import Testing
                         for (attempt, ledger) in ledgers.enumerated() {
                             do {
                                 guard
-                                    case .deliver(let entries) = try await ledger.decide(
+                                    case .deliver(let entries, _) = try await ledger.decide(
                                         purchases, environment: .production, user: "user\(pair)", app: app,
                                         requestID: "c\(client)a\(attempt)")
                                 else { return (timeouts, []) }

@@ -485,4 +485,21 @@ import Testing
             #expect(try await store.app(token: inserted.token) == inserted)
         }
     }
+
+    /// The customers' marker moves with a recording that inserts rows or records for a user, and not with one that
+    /// only sees known rows without a user (so a known customer stays in memory under a flow of known receipts).
+    /// Where the store can tell without a listener (SQLite).
+    @Test(arguments: StoreKind.available)
+    func newRowsAndUsersMoveTheCustomersMarker(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            guard let before = store.customerChangeMarker() else { return }
+            _ = try await store.record(Self.recording(app, [Self.purchase("c1")]))
+            let afterNew = try #require(store.customerChangeMarker())
+            #expect(afterNew != before)
+            _ = try await store.record(Self.recording(app, [Self.purchase("c1")], at: 1, request: "r2"))
+            #expect(store.customerChangeMarker() == afterNew)
+            _ = try await store.record(Self.recording(app, [Self.purchase("c1")], user: "u1", at: 2, request: "r3"))
+            #expect(store.customerChangeMarker() != afterNew)
+        }
+    }
 }

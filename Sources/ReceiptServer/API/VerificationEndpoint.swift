@@ -94,7 +94,9 @@ struct VerificationEndpoint: Sendable {
                 outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
                 try await ledger.answer(
                     &outcome, request: parsed, caller: caller, requestID: requestID, logger: logger)
-                await customers.attach(to: &outcome, app: caller.app, requestID: requestID, logger: logger)
+                await customers.attach(
+                    to: &outcome, app: caller.app, recorded: outcome.ledgerRecorded, requestID: requestID,
+                    logger: logger)
             case .dropIn:
                 outcome = await verification.verify(parsed, for: caller, logger: requestLogger)
                 // As Apple: a receipt is read first (21002, 21003 before anything else), then the shared secret.

@@ -103,6 +103,8 @@ struct ServerComponents: Sendable {
     let flushes: FlushStatus
     let ledger: Ledger
     let statuses: SubscriptionStatusView
+    /// Customer views, for `customer` in answers and `/api/customers`.
+    let customers: CustomerLookup
 
     init(configuration: ServerConfiguration, store: any DataStore, metrics: ServerMetrics) {
         deadline = StoreDeadline(configuration.databaseTimeout, metrics: metrics.factory)
@@ -112,6 +114,7 @@ struct ServerComponents: Sendable {
         flushes = FlushStatus(metrics: metrics.factory)
         statuses = SubscriptionStatusView(store: store, deadline: deadline)
         ledger = Ledger(store: store, deadline: deadline, statuses: statuses, metrics: metrics.factory)
+        customers = CustomerLookup(ledger: ledger, statuses: statuses, marker: { store.customerChangeMarker() })
         metrics.setPoolSize(configuration.store.poolSize)
     }
 
@@ -186,7 +189,7 @@ func buildRouter(
     let endpoint = VerificationEndpoint(
         authenticator: authenticator, failedAuthentications: failedAuthentications, gate: components.gate,
         verification: verification, ledger: components.ledger, statuses: components.statuses,
-        customers: CustomerLookup(ledger: components.ledger, statuses: components.statuses), tenancy: tenancy,
+        customers: components.customers, tenancy: tenancy,
         maximumBodySize: configuration.maximumBodySize, bodies: bodies, logger: logger)
     for kind in [
         VerificationEndpoint.Kind.plain, .encrypted, .transactions, .delivered, .webhooks, .customers, .dropIn,

@@ -34,6 +34,8 @@ public struct VerificationOutcome: Sendable {
     public var subscriptions: [JSONValue]?
     /// The customer the answer's user is (``CustomerView/json``; valid answers with a user only).
     public var customer: JSONObject?
+    /// Whether the ledger wrote this answer's recording (it was not answered from memory).
+    public var ledgerRecorded = false
     /// The user the answer is for: the request's `app_user_id`, else the one the input names (set by the ledger).
     public var user: String?
     /// The verdict's transactions, for the ledger (valid answers only).

@@ -1,12 +1,18 @@
 import Foundation
 import Logging
 import ReceiptCore
+import Synchronization
 
 /// Computes customer views from the store (docs/api.md, "Customers and entitlements"): the ledger's rows of a user
 /// (or of original transactions) and their subscriptions' statuses, under the app's catalog, at the server's clock.
+///
+/// A known customer costs no round trip: the rows read are kept in memory while the store's
+/// ``NotificationStore/customerChangeMarker()`` stays put (it moves with every new row, claim, revocation, delivery
+/// and status write, on every server), and the statuses come from ``SubscriptionStatusView``; the view itself is
+/// computed afresh for each call, as "now" moves. Bounded: past `capacity` rows held it starts again empty.
 public struct CustomerLookup: Sendable {
     /// Whom a view is of.
-    public enum Subject: Sendable, Equatable {
+    public enum Subject: Sendable, Hashable {
         /// The app's user: every original transaction they claimed.
         case user(String)
         /// Original transactions, when no user is given (or the app makes no claims).
@@ -21,43 +27,34 @@ public struct CustomerLookup: Sendable {
 
     let ledger: Ledger
     let statuses: SubscriptionStatusView
+    let marker: @Sendable () -> Int?
+    private let facts: CustomerFacts
 
-    /// Creates a look-up over the ledger and the statuses' view.
-    public init(ledger: Ledger, statuses: SubscriptionStatusView) {
+    /// Creates a look-up over the ledger and the statuses' view; `marker` is the store's
+    /// ``NotificationStore/customerChangeMarker()`` (nil: nothing is kept); at most `capacity` rows are kept.
+    public init(
+        ledger: Ledger, statuses: SubscriptionStatusView, marker: @escaping @Sendable () -> Int? = { nil },
+        capacity: Int = 200_000
+    ) {
         self.ledger = ledger
         self.statuses = statuses
+        self.marker = marker
+        self.facts = CustomerFacts(capacity: capacity)
     }
 
     /// The view of `subject` for `app` in `environment` (nil: Production where the customer has production facts,
     /// else Sandbox, else Xcode), as of `now`. A user of an app whose claims are off has no claimed rows: ask by
     /// original transaction then.
     public func view(
-        of subject: Subject, app: App, environment: AppStoreEnvironment?, now: Date = Date()
+        of subject: Subject, app: App, environment: AppStoreEnvironment?, now: Date = Date(), fresh: Bool = false
     ) async throws -> CustomerView {
-        var entries: [LedgerEntry] = []
-        switch subject {
-        case .user(let user):
-            var after: LedgerPosition?
-            while entries.count < Self.maximumTransactions {
-                let page = try await ledger.entries(
-                    LedgerQuery(appID: app.id, user: user, after: after, limit: Self.pageSize))
-                entries += page
-                guard page.count == Self.pageSize, let last = page.last else { break }
-                after = LedgerPosition(of: last)
-            }
-        case .originals(let originals):
-            var seen = Set<String>()
-            for original in originals.prefix(Self.maximumOriginals) where seen.insert(original).inserted {
-                var after: LedgerPosition?
-                while entries.count < Self.maximumTransactions {
-                    let page = try await ledger.entries(
-                        LedgerQuery(
-                            appID: app.id, originalTransactionID: original, after: after, limit: Self.pageSize))
-                    entries += page
-                    guard page.count == Self.pageSize, let last = page.last else { break }
-                    after = LedgerPosition(of: last)
-                }
-            }
+        let marker = marker()
+        let entries: [LedgerEntry]
+        if !fresh, let known = facts.entries(of: subject, appID: app.id, marker: marker) {
+            entries = known
+        } else {
+            entries = try await read(subject, appID: app.id)
+            facts.remember(entries, of: subject, appID: app.id, marker: marker)
         }
         let chosen = environment ?? Self.environment(of: entries)
         let mine = entries.filter { $0.environment == chosen }
@@ -71,6 +68,36 @@ public struct CustomerLookup: Sendable {
             catalog: app.catalog, now: now.millisecondsSince1970)
     }
 
+    /// The ledger rows of `subject`, page by page, up to ``maximumTransactions``.
+    private func read(_ subject: Subject, appID: UUID) async throws -> [LedgerEntry] {
+        var entries: [LedgerEntry] = []
+        switch subject {
+        case .user(let user):
+            var after: LedgerPosition?
+            while entries.count < Self.maximumTransactions {
+                let page = try await ledger.entries(
+                    LedgerQuery(appID: appID, user: user, after: after, limit: Self.pageSize))
+                entries += page
+                guard page.count == Self.pageSize, let last = page.last else { break }
+                after = LedgerPosition(of: last)
+            }
+        case .originals(let originals):
+            var seen = Set<String>()
+            for original in originals.prefix(Self.maximumOriginals) where seen.insert(original).inserted {
+                var after: LedgerPosition?
+                while entries.count < Self.maximumTransactions {
+                    let page = try await ledger.entries(
+                        LedgerQuery(
+                            appID: appID, originalTransactionID: original, after: after, limit: Self.pageSize))
+                    entries += page
+                    guard page.count == Self.pageSize, let last = page.last else { break }
+                    after = LedgerPosition(of: last)
+                }
+            }
+        }
+        return entries
+    }
+
     /// The environment a view without one is of: Production where the customer has production facts, else Sandbox,
     /// else Xcode (Production when there are none).
     static func environment(of entries: [LedgerEntry]) -> AppStoreEnvironment {
@@ -81,24 +108,85 @@ public struct CustomerLookup: Sendable {
     /// Adds `customer` to a valid answer with a user (docs/api.md): the user's view in the answer's environment, or,
     /// when the app makes no claims, the view of the input's original transactions under the user's name. Best
     /// effort: the ledger has committed, so a view that cannot be read leaves `customer` out and is logged.
-    public func attach(to outcome: inout VerificationOutcome, app: App, requestID: String, logger: Logger) async {
+    ///
+    /// After a recording that went to the store (`recorded`), the rows are read afresh: this server's own change may
+    /// not have moved the marker yet (PostgreSQL announces it after the commit).
+    public func attach(
+        to outcome: inout VerificationOutcome, app: App, recorded: Bool, requestID: String, logger: Logger
+    ) async {
         guard outcome.isValid, let user = outcome.user, let environment = outcome.environment else { return }
         do {
             var view: CustomerView
             if app.claimsPolicy == .off {
                 var seen = Set<String>()
                 let originals = outcome.purchases.map(\.originalTransactionID).filter { seen.insert($0).inserted }
-                view = try await self.view(of: .originals(originals), app: app, environment: environment)
+                view = try await self.view(
+                    of: .originals(originals), app: app, environment: environment, fresh: recorded)
                 view.appUserID = user
                 view.originalTransactionID = nil
             } else {
-                view = try await self.view(of: .user(user), app: app, environment: environment)
+                view = try await self.view(of: .user(user), app: app, environment: environment, fresh: recorded)
             }
             outcome.customer = view.json
         } catch {
             logger.warning(
                 "the customer could not be read; answered without it",
                 metadata: ["request_id": "\(requestID)", "error": "\(error)"])
+        }
+    }
+}
+
+/// The ledger rows of the customers a server answered lately, valid for one value of the store's customer change
+/// marker.
+final class CustomerFacts: Sendable {
+    private struct Key: Hashable {
+        let appID: UUID
+        let subject: CustomerLookup.Subject
+    }
+
+    private struct State {
+        var marker: Int?
+        var entries: [Key: [LedgerEntry]] = [:]
+        var rows = 0
+    }
+
+    private let capacity: Int
+    private let state = Mutex(State())
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    /// The rows kept for `subject`, while the marker is `marker`.
+    func entries(of subject: CustomerLookup.Subject, appID: UUID, marker: Int?) -> [LedgerEntry]? {
+        guard let marker else { return nil }
+        return state.withLock { state in
+            guard state.marker == marker else {
+                state.entries.removeAll(keepingCapacity: true)
+                state.rows = 0
+                state.marker = marker
+                return nil
+            }
+            return state.entries[Key(appID: appID, subject: subject)]
+        }
+    }
+
+    /// Keeps `entries` of `subject`, read while the marker was `marker`.
+    func remember(_ entries: [LedgerEntry], of subject: CustomerLookup.Subject, appID: UUID, marker: Int?) {
+        guard let marker, entries.count <= capacity else { return }
+        state.withLock { state in
+            if state.marker != marker {
+                state.entries.removeAll(keepingCapacity: true)
+                state.rows = 0
+                state.marker = marker
+            }
+            if state.rows + entries.count > capacity {
+                state.entries.removeAll()
+                state.rows = 0
+            }
+            let key = Key(appID: appID, subject: subject)
+            state.rows += entries.count - (state.entries[key]?.count ?? 0)
+            state.entries[key] = entries
         }
     }
 }

@@ -42,8 +42,9 @@ extension Ledger {
         switch try await decide(
             outcome.purchases, environment: environment, user: user, app: caller.app, requestID: requestID)
         {
-        case .deliver(let entries):
+        case .deliver(let entries, let recorded):
             outcome.transactions = entries
+            outcome.ledgerRecorded = recorded
             guard let statuses else { return }
             // Best effort: the ledger has committed (and may have marked a delivery made by this answer), so a
             // status that cannot be read leaves `subscriptions` out rather than turn the answer into a 503.

@@ -13,8 +13,9 @@ import Synchronization
 public final class Ledger: Sendable {
     /// The decision for one answer.
     public enum Decision: Sendable {
-        /// The `transactions` array of the answer.
-        case deliver([JSONValue])
+        /// The `transactions` array of the answer, and whether the recording went to the store (it was not answered
+        /// from memory).
+        case deliver([JSONValue], recorded: Bool)
         /// A purchase belongs to another user and the app refuses such requests (``ClaimsPolicy/refuse``).
         case refused
     }
@@ -47,7 +48,7 @@ public final class Ledger: Sendable {
         _ transactions: [PurchaseTransaction], environment: AppStoreEnvironment, user: String?, app: App,
         requestID: String, now: Date = Date()
     ) async throws -> Decision {
-        guard !transactions.isEmpty else { return .deliver([]) }
+        guard !transactions.isEmpty else { return .deliver([], recorded: false) }
         let claimant = app.claimsPolicy == .off ? nil : user
         var draft = LedgerRecording(
             appID: app.id, environment: environment, transactions: transactions, user: claimant,
@@ -60,6 +61,7 @@ public final class Ledger: Sendable {
         let recording = draft
         let results: [LedgerRecorded]
         let marker = store.ledgerChangeMarker()
+        var recorded = false
         if let known = view.answer(recording, marker: marker) {
             results = known
             metrics.fromMemory.increment()
@@ -73,6 +75,7 @@ public final class Ledger: Sendable {
                 return .refused
             }
             metrics.writes.increment()
+            recorded = true
             view.remember(results.map(\.entry), marker: marker)
         }
         var entries: [JSONValue] = []
@@ -88,7 +91,7 @@ public final class Ledger: Sendable {
             if result.transferredFrom != nil { metrics.conflicts(.transfer).increment() }
             entries.append(.object(entry))
         }
-        return .deliver(entries)
+        return .deliver(entries, recorded: recorded)
     }
 
     /// One page of the app's ledger (``LedgerStore/ledgerEntries(_:)``), within the database deadline.

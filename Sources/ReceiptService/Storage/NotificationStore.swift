@@ -23,6 +23,11 @@ public protocol NotificationStore: StoreLifecycle {
     /// ``LedgerStore/ledgerChangeMarker()`` does for the ledger, which status writes leave alone); nil when the store
     /// cannot tell (nothing is then reused).
     func statusChangeMarker() -> Int?
+    /// A value that moves whenever a customer's facts may have changed, once the change is committed, in this process
+    /// or another: whenever ``LedgerStore/ledgerChangeMarker()`` or ``statusChangeMarker()`` moves, and whenever a
+    /// recording inserts ledger rows or records for a user (a new purchase, a first claim). Taken without a round
+    /// trip; nil while changes cannot be observed (nothing read about customers may then be reused).
+    func customerChangeMarker() -> Int?
 }
 
 /// The customers' webhook endpoints and the outbox of events to deliver to them (docs/webhooks.md).

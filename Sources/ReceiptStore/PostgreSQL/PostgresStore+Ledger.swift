@@ -27,6 +27,9 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
                     environment: recording.environment.rawValue)
             }
             if outcomes.contains(where: \.changed) { try await self.announceChange(on: connection) }
+            if StoredForm.changesCustomers(recordings, outcomes.map(\.result)) {
+                try await self.announceCustomerChange(on: connection)
+            }
             return outcomes
         }
     }
@@ -38,6 +41,9 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
                 environment: recording.environment.rawValue)
             let outcome = try await LedgerRecorder.record(recording, with: writer)
             if outcome.changed { try await self.announceChange(on: connection) }
+            if StoredForm.changesCustomers([recording], [outcome.result]) {
+                try await self.announceCustomerChange(on: connection)
+            }
             return outcome
         }
     }

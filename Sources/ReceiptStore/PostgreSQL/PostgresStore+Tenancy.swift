@@ -15,6 +15,12 @@ extension PostgresStore {
         try await rows("SELECT pg_notify(\(Self.changeChannel), '')", on: connection)
     }
 
+    /// Announces recordings that inserted rows or recorded for a user (``customerChangeMarker()``), delivered when the
+    /// transaction commits.
+    func announceCustomerChange(on connection: PostgresConnection) async throws {
+        try await rows("SELECT pg_notify(\(Self.changeChannel), \(Self.customerChange))", on: connection)
+    }
+
     /// Announces status writes (``statusChangeMarker()``), delivered when the transaction commits.
     func announceStatusChange(on connection: PostgresConnection) async throws {
         try await rows("SELECT pg_notify(\(Self.changeChannel), \(Self.statusChange))", on: connection)

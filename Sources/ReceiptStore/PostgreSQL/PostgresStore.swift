@@ -64,6 +64,9 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
     static let changeChannel = "receiptverify_changes"
     /// The payload on ``changeChannel`` of status writes, which move ``statusChangeMarker()`` only.
     static let statusChange = "statuses"
+    /// The payload on ``changeChannel`` of recordings that inserted ledger rows or recorded for a user, which move
+    /// ``customerChangeMarker()`` only.
+    static let customerChange = "customers"
     /// The payload on ``changeChannel`` of the listening connections' heartbeats, which move no marker.
     static let heartbeat = "heartbeat"
     /// Heartbeats missed before the listening connection counts as deaf (and is closed and opened again).
@@ -77,8 +80,8 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
 
     /// Notifications received (those of status writes apart), whether a connection is listening now, and when it
     /// last heard anything on the channel.
-    let changes = Mutex<(count: Int, statuses: Int, listening: Bool, heardAt: ContinuousClock.Instant)>(
-        (0, 0, false, .now))
+    let changes = Mutex<(count: Int, statuses: Int, customers: Int, listening: Bool, heardAt: ContinuousClock.Instant)>(
+        (0, 0, 0, false, .now))
     /// The group commit of ledger recordings (``record(_:)``).
     let ledgerGroups: LedgerGroupCommit
     /// The group commit of notifications (``recordNotification(_:)``).
@@ -97,7 +100,14 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
         changes.withLock { isHearing($0) ? $0.count &+ $0.statuses : nil }
     }
 
-    private func isHearing(_ state: (count: Int, statuses: Int, listening: Bool, heardAt: ContinuousClock.Instant))
+    /// Moves with every announcement but the heartbeats: changes, status writes, and customers' new rows and claims.
+    public func customerChangeMarker() -> Int? {
+        changes.withLock { isHearing($0) ? $0.count &+ $0.statuses &+ $0.customers : nil }
+    }
+
+    private func isHearing(
+        _ state: (count: Int, statuses: Int, customers: Int, listening: Bool, heardAt: ContinuousClock.Instant)
+    )
         -> Bool
     {
         state.listening && state.heardAt.duration(to: .now) <= heartbeatInterval * Self.missedHeartbeats
@@ -125,6 +135,8 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
                                         $0.heardAt = .now
                                         if payload == Self.statusChange {
                                             $0.statuses += 1
+                                        } else if payload == Self.customerChange {
+                                            $0.customers += 1
                                         } else if payload != Self.heartbeat {
                                             $0.count += 1
                                         }

@@ -14,11 +14,19 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
     }
 
     func commitLedgerGroup(_ recordings: [LedgerRecording]) async throws -> [LedgerGroupCommit.Outcome] {
-        try await transaction { try await LedgerRecorder.recordTogether(recordings, writer: self.ledgerWriter) }
+        let outcomes = try await transaction {
+            try await LedgerRecorder.recordTogether(recordings, writer: self.ledgerWriter)
+        }
+        if StoredForm.changesCustomers(recordings, outcomes.map(\.result)) { announceCustomerChange() }
+        return outcomes
     }
 
     func commitLedgerRecording(_ recording: LedgerRecording) async throws -> LedgerGroupCommit.Outcome {
-        try await transaction { try await LedgerRecorder.record(recording, with: self.ledgerWriter(recording)) }
+        let outcome = try await transaction {
+            try await LedgerRecorder.record(recording, with: self.ledgerWriter(recording))
+        }
+        if StoredForm.changesCustomers([recording], [outcome.result]) { announceCustomerChange() }
+        return outcome
     }
 
     private func ledgerWriter(_ recording: LedgerRecording) -> SQLiteLedgerWriter {

@@ -35,6 +35,9 @@ public final class SQLiteStore: TenancyStore, UsageStore {
     let ledgerChanges: Int32
     /// The statuses' change file (`…-statuses`), as the ledger's: a committed status write appends a byte.
     let statusChanges: Int32
+    /// The customers' change file (`…-customers`), as the ledger's: a committed recording that inserted rows or
+    /// recorded for a user appends a byte.
+    let customerChanges: Int32
     /// The group commit of ledger recordings (``record(_:)``).
     let ledgerGroups: LedgerGroupCommit
     /// The group commit of notifications (``recordNotification(_:)``).
@@ -42,7 +45,7 @@ public final class SQLiteStore: TenancyStore, UsageStore {
 
     private init(
         connection: SQLiteConnection, threadPool: NIOThreadPool, thread: StoreThread, script: MigrationScript,
-        path: String, ledgerChanges: Int32, statusChanges: Int32
+        path: String, ledgerChanges: Int32, statusChanges: Int32, customerChanges: Int32
     ) {
         self.connection = connection
         self.threadPool = threadPool
@@ -53,6 +56,7 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         self.walPath = path + "-wal"
         self.ledgerChanges = ledgerChanges
         self.statusChanges = statusChanges
+        self.customerChanges = customerChanges
     }
 
     /// Opens (creating if needed) the database file at `path`.
@@ -74,17 +78,21 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         // Readable and writable by the owner only, as the database.
         let ledgerChanges = openForAppending(path + "-ledger")
         let statusChanges = openForAppending(path + "-statuses")
-        guard ledgerChanges >= 0, statusChanges >= 0 else {
+        let customerChanges = openForAppending(path + "-customers")
+        guard ledgerChanges >= 0, statusChanges >= 0, customerChanges >= 0 else {
             let error = errno
-            for descriptor in [ledgerChanges, statusChanges] where descriptor >= 0 { _ = closeFile(descriptor) }
+            for descriptor in [ledgerChanges, statusChanges, customerChanges] where descriptor >= 0 {
+                _ = closeFile(descriptor)
+            }
             try? await connection.close()
             thread.shutdown()
             try? await threadPool.shutdownGracefully()
-            throw ServiceError(.storage, "cannot open the change files \(path)-ledger and -statuses: errno \(error)")
+            throw ServiceError(
+                .storage, "cannot open the change files \(path)-ledger, -statuses and -customers: errno \(error)")
         }
         let store = SQLiteStore(
             connection: connection, threadPool: threadPool, thread: thread, script: script, path: path,
-            ledgerChanges: ledgerChanges, statusChanges: statusChanges)
+            ledgerChanges: ledgerChanges, statusChanges: statusChanges, customerChanges: customerChanges)
         // The file holds key hashes and sealed secrets: readable by its owner only.
         if isNew { _ = chmod(path, 0o600) }
         do {
@@ -107,6 +115,7 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         defer {
             _ = closeFile(ledgerChanges)
             _ = closeFile(statusChanges)
+            _ = closeFile(customerChanges)
             threadPool.shutdownGracefully { _ in }
             thread.shutdown()
         }
@@ -183,6 +192,21 @@ public final class SQLiteStore: TenancyStore, UsageStore {
 
     /// Counts committed status writes, after their commit.
     func announceStatusChange() { countChange(in: statusChanges) }
+
+    /// The three change files' sizes together (``NotificationStore/customerChangeMarker()``). Three `fstat`s.
+    public func customerChangeMarker() -> Int? {
+        guard let ledger = changesCounted(in: ledgerChanges), let statuses = changesCounted(in: statusChanges),
+            let customers = changesCounted(in: customerChanges)
+        else { return nil }
+        var hasher = Hasher()
+        hasher.combine(ledger)
+        hasher.combine(statuses)
+        hasher.combine(customers)
+        return hasher.finalize()
+    }
+
+    /// Counts a committed recording that inserted rows or recorded for a user, after its commit.
+    func announceCustomerChange() { countChange(in: customerChanges) }
 
     /// The size, times and inode of the write-ahead log: in WAL mode every commit, from this process or another (the
     /// CLI), appends to the log, or rewrites it from the start after a checkpoint; either changes its size or its

@@ -50,6 +50,12 @@ extension StoredForm {
     }
 
     /// The select list and join that ``ledgerEntry(_:)`` reads, over `ledger_transactions t`.
+    /// Whether committed recordings may have changed a customer's facts (``NotificationStore/customerChangeMarker()``):
+    /// one inserted a row, or recorded for a user (a first claim, a moved one).
+    static func changesCustomers(_ recordings: [LedgerRecording], _ results: [[LedgerRecorded]]) -> Bool {
+        recordings.contains { $0.user != nil } || results.contains { $0.contains(where: \.isNew) }
+    }
+
     static let ledgerSelect = """
         SELECT t.*, c.app_user_id AS claimant FROM ledger_transactions t LEFT JOIN ledger_claims c
             ON c.app_id = t.app_id AND c.environment = t.environment
