@@ -309,4 +309,16 @@ import Testing
         #expect(try #require(CatalogDuration("P2W")).end(from: Self.t0) == Self.t0 + 14 * Self.day)
         #expect(try #require(CatalogDuration("PT12H")).end(from: Self.t0) == Self.t0 + Self.day / 2)
     }
+
+    @Test func theViewSaysWhenItNextChanges() throws {
+        let expiry = Self.t0 + 30 * Self.day
+        let graceEnd = expiry + 16 * Self.day
+        let facts = [Self.period("2000", purchased: Self.t0, expires: expiry)]
+        #expect(Self.view(facts, at: Self.t0).nextChangeAt == expiry)
+        let grace = [Self.status(.gracePeriod, expires: expiry, grace: graceEnd, asOf: expiry + 1)]
+        #expect(Self.view(facts, grace, at: expiry + 1).nextChangeAt == graceEnd)
+        #expect(Self.view(facts, at: expiry).nextChangeAt == nil)
+        let lifetime = [Self.period("3000", original: "3000", product: "lifetime", purchased: Self.t0)]
+        #expect(Self.view(lifetime, at: Self.t0).nextChangeAt == nil)
+    }
 }

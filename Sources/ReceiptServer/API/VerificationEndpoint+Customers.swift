@@ -37,11 +37,11 @@ extension VerificationEndpoint {
             }
             environment = named
         }
-        let view = try await customers.view(of: subject, app: caller.app, environment: environment)
+        let view = try await customers.json(of: subject, app: caller.app, environment: environment)
         var body = JSONObject(capacity: 4)
         body.append("status", .integer(0))
         body.append("description", .string(Self.customerDescription))
-        body.append("customer", .object(view.json))
+        body.append("customer", .object(view))
         return VerificationOutcome(status: 0, body: body, source: .local)
     }
 }

@@ -68,6 +68,30 @@ public struct CustomerLookup: Sendable {
             catalog: app.catalog, now: now.millisecondsSince1970)
     }
 
+    /// The view's answer form (``CustomerView/json``), from memory while nothing it depends on changed: the store's
+    /// marker, the app's catalog, and no expiry or grace period's end passed since it was computed (only
+    /// `computed_at` is then new).
+    public func json(
+        of subject: Subject, app: App, environment: AppStoreEnvironment?, now: Date = Date(), fresh: Bool = false
+    ) async throws -> JSONObject {
+        let marker = marker()
+        let milliseconds = now.millisecondsSince1970
+        if !fresh,
+            var known = facts.view(
+                of: subject, appID: app.id, environment: environment, catalog: app.catalog, at: milliseconds,
+                marker: marker)
+        {
+            known["computed_at"] = .string(AppleDate.rfc3339(milliseconds: milliseconds))
+            return known
+        }
+        let view = try await self.view(of: subject, app: app, environment: environment, now: now, fresh: fresh)
+        let json = view.json
+        facts.remember(
+            json, of: subject, appID: app.id, environment: environment, catalog: app.catalog,
+            until: view.nextChangeAt ?? .max, marker: marker)
+        return json
+    }
+
     /// The ledger rows of `subject`, page by page, up to ``maximumTransactions``.
     private func read(_ subject: Subject, appID: UUID) async throws -> [LedgerEntry] {
         var entries: [LedgerEntry] = []
@@ -116,18 +140,18 @@ public struct CustomerLookup: Sendable {
     ) async {
         guard outcome.isValid, let user = outcome.user, let environment = outcome.environment else { return }
         do {
-            var view: CustomerView
+            var json: JSONObject
             if app.claimsPolicy == .off {
                 var seen = Set<String>()
                 let originals = outcome.purchases.map(\.originalTransactionID).filter { seen.insert($0).inserted }
-                view = try await self.view(
+                json = try await self.json(
                     of: .originals(originals), app: app, environment: environment, fresh: recorded)
-                view.appUserID = user
-                view.originalTransactionID = nil
+                json["app_user_id"] = .string(user)
+                json["original_transaction_id"] = nil
             } else {
-                view = try await self.view(of: .user(user), app: app, environment: environment, fresh: recorded)
+                json = try await self.json(of: .user(user), app: app, environment: environment, fresh: recorded)
             }
-            outcome.customer = view.json
+            outcome.customer = json
         } catch {
             logger.warning(
                 "the customer could not be read; answered without it",
@@ -144,9 +168,23 @@ final class CustomerFacts: Sendable {
         let subject: CustomerLookup.Subject
     }
 
+    private struct ViewKey: Hashable {
+        let appID: UUID
+        let subject: CustomerLookup.Subject
+        let environment: AppStoreEnvironment?
+    }
+
+    /// A computed view, valid for its catalog until its next change.
+    private struct KnownView {
+        let catalog: [CatalogProduct]?
+        let until: Int64
+        let json: JSONObject
+    }
+
     private struct State {
         var marker: Int?
         var entries: [Key: [LedgerEntry]] = [:]
+        var views: [ViewKey: KnownView] = [:]
         var rows = 0
     }
 
@@ -163,6 +201,7 @@ final class CustomerFacts: Sendable {
         return state.withLock { state in
             guard state.marker == marker else {
                 state.entries.removeAll(keepingCapacity: true)
+                state.views.removeAll(keepingCapacity: true)
                 state.rows = 0
                 state.marker = marker
                 return nil
@@ -177,16 +216,48 @@ final class CustomerFacts: Sendable {
         state.withLock { state in
             if state.marker != marker {
                 state.entries.removeAll(keepingCapacity: true)
+                state.views.removeAll(keepingCapacity: true)
                 state.rows = 0
                 state.marker = marker
             }
             if state.rows + entries.count > capacity {
                 state.entries.removeAll()
+                state.views.removeAll()
                 state.rows = 0
             }
             let key = Key(appID: appID, subject: subject)
             state.rows += entries.count - (state.entries[key]?.count ?? 0)
             state.entries[key] = entries
+        }
+    }
+
+    /// The view of `subject` in `environment` computed under `catalog`, while the marker is `marker` and `now` is
+    /// before its next change.
+    func view(
+        of subject: CustomerLookup.Subject, appID: UUID, environment: AppStoreEnvironment?,
+        catalog: [CatalogProduct]?, at now: Int64, marker: Int?
+    ) -> JSONObject? {
+        guard let marker else { return nil }
+        return state.withLock { state in
+            guard state.marker == marker,
+                let known = state.views[ViewKey(appID: appID, subject: subject, environment: environment)],
+                now < known.until, known.catalog == catalog
+            else { return nil }
+            return known.json
+        }
+    }
+
+    /// Keeps a view computed while the marker was `marker`, valid until `until`, beside its subject's rows (a view
+    /// whose rows were dropped is not kept).
+    func remember(
+        _ json: JSONObject, of subject: CustomerLookup.Subject, appID: UUID, environment: AppStoreEnvironment?,
+        catalog: [CatalogProduct]?, until: Int64, marker: Int?
+    ) {
+        guard let marker else { return }
+        state.withLock { state in
+            guard state.marker == marker, state.entries[Key(appID: appID, subject: subject)] != nil else { return }
+            state.views[ViewKey(appID: appID, subject: subject, environment: environment)] = KnownView(
+                catalog: catalog, until: until, json: json)
         }
     }
 }

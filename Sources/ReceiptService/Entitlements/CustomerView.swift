@@ -21,13 +21,17 @@ public struct CustomerView: Sendable, Equatable {
     public var unknownProducts: [String]
     /// The time the view was computed for, in milliseconds since 1970.
     public var computedAt: Int64
+    /// The first time after ``computedAt`` at which the same facts give another view (an expiry or a grace period's
+    /// end), in milliseconds since 1970; nil when none comes.
+    public var nextChangeAt: Int64?
 
     /// Creates a view.
     public init(
         appUserID: String?, originalTransactionID: String? = nil, environment: AppStoreEnvironment,
         entitlements: [EntitlementState], subscriptions: [SubscriptionState], purchases: [PurchaseState],
-        unknownProducts: [String], computedAt: Int64
+        unknownProducts: [String], computedAt: Int64, nextChangeAt: Int64? = nil
     ) {
+        self.nextChangeAt = nextChangeAt
         self.appUserID = appUserID
         self.originalTransactionID = originalTransactionID
         self.environment = environment

@@ -59,10 +59,15 @@ public enum EntitlementRules {
             ($0.purchasedAt ?? 0, $0.originalTransactionID) < ($1.purchasedAt ?? 0, $1.originalTransactionID)
         }
         purchases.sort { ($0.purchasedAt ?? 0, $0.transactionID) < ($1.purchasedAt ?? 0, $1.transactionID) }
+        // Every rule compares "now" with a subscription's expiry or grace period's end: until the next of them, the
+        // same facts give the same view.
+        let nextChange = subscriptions.flatMap { [$0.expiresAt, $0.gracePeriodExpiresAt] }.compactMap { $0 }
+            .filter { $0 > now }.min()
         return CustomerView(
             appUserID: appUserID, originalTransactionID: originalTransactionID, environment: environment,
             entitlements: entitlements(subscriptions: subscriptions, purchases: purchases),
-            subscriptions: subscriptions, purchases: purchases, unknownProducts: unknown, computedAt: now)
+            subscriptions: subscriptions, purchases: purchases, unknownProducts: unknown, computedAt: now,
+            nextChangeAt: nextChange)
     }
 
     /// A transaction's kind: the one its input states (StoreKit 2's `type`; a non-renewing subscription takes its
