@@ -285,4 +285,71 @@ import Testing
             #expect(seen)
         }
     }
+
+    @Test(
+        "customer.entitlements_changed: told once per change, in the recording's transaction and at expiry",
+        arguments: StoreKind.available)
+    func entitlementChangesArePushed(kind: StoreKind) async throws {
+        try await FakeWebhookReceiver.run { receiver, receiverURL in
+            try await withLiveService(kind) { service in
+                let tenant = try service.tenant(appArguments: ["--allow-test-data"] + Self.catalog)
+                let hook = try NotificationAPITests.addEndpoint(
+                    service, tenant.token, url: receiverURL + "/customers", ["--event", "customer.*"])
+                receiver.expect(secret: hook.secret, on: "/customers")
+                func told() -> [JSONObject] {
+                    receiver.accepted(on: "/customers").filter { $0.type == "customer.entitlements_changed" }
+                        .compactMap { $0.body["data"]?.objectValue }
+                }
+                // A subscription that ends in a few seconds starts pro: one event, before [] and after [pro].
+                let soon = Date().addingTimeInterval(4)
+                let monthly = try Self.transaction(service, id: "9500", expires: soon)
+                _ = try await Self.verify(service, tenant, monthly, user: "pushed")
+                // The same receipt again changes nothing, and tells nothing.
+                _ = try await Self.verify(service, tenant, monthly, user: "pushed")
+                #expect(try await receiver.wait { _ in told().count >= 1 })
+                let started = try #require(told().first)
+                #expect(started["app_user_id"] == .string("pushed") && started["before"] == .array([]))
+                #expect(started["changed"] == .array([.string("pro")]))
+                #expect(
+                    Self.entitlement(.object(["entitlements": started["after"] ?? .null]), "pro")?["active"]
+                        == .bool(true))
+
+                // The scheduler tells the end when the period passes, without any input.
+                #expect(try await receiver.wait(for: .seconds(20)) { _ in told().count >= 2 })
+                let ended = try #require(told().dropFirst().first)
+                #expect(
+                    Self.entitlement(.object(["entitlements": ended["after"] ?? .null]), "pro")?["active"]
+                        == .bool(false))
+                #expect(
+                    Self.entitlement(.object(["entitlements": ended["before"] ?? .null]), "pro")?["active"]
+                        == .bool(true))
+
+                // A lifetime purchase restores it; a refund of it ends it again: one event each.
+                let forever = try Self.transaction(service, id: "9501", product: Self.lifetime, type: "Non-Consumable")
+                _ = try await Self.verify(service, tenant, forever, user: "pushed")
+                let refunded = try Self.transaction(
+                    service, id: "9501", product: Self.lifetime, type: "Non-Consumable", revokedAt: Date())
+                let refund = try Self.notification(service, "REFUND", transaction: refunded)
+                #expect(try await NotificationAPITests.send(service, tenant.token, refund).httpStatus == 200)
+                #expect(try await receiver.wait { _ in told().count >= 4 })
+                try await Task.sleep(for: .seconds(1))
+                // Deliveries may arrive in any order: each event is found by what it says.
+                let all = told()
+                #expect(all.count == 4)
+                let noAds = { (event: JSONObject, side: String) in
+                    Self.entitlement(.object(["entitlements": event[side] ?? .null]), "no_ads")
+                }
+                #expect(
+                    all.contains { event in
+                        event["changed"] == .array([.string("pro"), .string("no_ads")])
+                            && noAds(event, "after")?["active"] == .bool(true)
+                    })
+                #expect(
+                    all.contains { event in
+                        noAds(event, "before")?["active"] == .bool(true)
+                            && noAds(event, "after")?["refunded_at"]?.stringValue != nil
+                    })
+            }
+        }
+    }
 }

@@ -117,6 +117,14 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     func apps(accountID: UUID?) async throws -> [App] { try await base.apps(accountID: accountID) }
     func changeMarker() -> Int? { base.changeMarker() }
     func ledgerChangeMarker() -> Int? { base.ledgerChangeMarker() }
+    func dueCustomers(dueBy now: Date, limit: Int) async throws -> [DueCustomer] {
+        try await base.dueCustomers(dueBy: now, limit: limit)
+    }
+    func tellCustomers(
+        appID: UUID, environment: AppStoreEnvironment, users: [String], catalog: [CatalogProduct]?, at now: Date
+    ) async throws -> [WebhookEvent] {
+        try await base.tellCustomers(appID: appID, environment: environment, users: users, catalog: catalog, at: now)
+    }
     func statusChangeMarker() -> Int? { base.statusChangeMarker() }
     func customerChangeMarker() -> Int? { base.customerChangeMarker() }
     func insertSession(_ session: AccountSession) async throws { try await base.insertSession(session) }

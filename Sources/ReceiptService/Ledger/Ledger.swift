@@ -55,6 +55,7 @@ public final class Ledger: Sendable {
             movesClaims: app.claimsPolicy == .transfer, deliversNew: app.deliveryMode == .once, requestID: requestID,
             now: now)
         draft.refusesOtherUsers = app.claimsPolicy == .refuse
+        draft.catalog = app.catalog
         // In `once` mode the recording marks deliveries: once the store has begun to commit it, this answer waits
         // for it whatever the deadline, and a caller that gave up first leaves nothing written.
         draft.commitClaim = app.deliveryMode == .once ? CommitClaim() : nil

@@ -71,6 +71,8 @@ public struct LedgerRecording: Sendable {
     public var requestID: String
     /// The request's time.
     public var now: Date
+    /// The app's catalog, whose entitlements the recording may change (``CustomerChanges``); nil: none.
+    public var catalog: [CatalogProduct]?
     /// Decides between the caller and the store whether the recording is written (``CommitClaim``): set when the
     /// recording marks deliveries, so that only the answer that says `deliver: true` marks one.
     public var commitClaim: CommitClaim?

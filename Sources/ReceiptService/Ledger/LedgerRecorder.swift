@@ -54,7 +54,8 @@ public enum LedgerRecorder {
             existing, of: recording, claimants: claimants, transferredFrom: transferredFrom, with: writer)
         recorded.merge(updated) { new, _ in new }
         let results = recording.transactions.compactMap { recorded[$0.transactionID] }
-        try await writer.insertLedgerEvents(events(of: recording, results))
+        let told = try await customerEvents(of: [recording], [results], with: writer)
+        try await writer.insertLedgerEvents(events(of: recording, results) + told)
         return (results, changed || revoked)
     }
 
@@ -217,11 +218,32 @@ extension LedgerRecorder {
             let members = indexes.map { recordings[$0] }
             let ledgerWriter = writer(members[0])
             let together = try await recordGroup(members, with: ledgerWriter)
+            let told = try await customerEvents(of: members, together.map(\.result), with: ledgerWriter)
             try await ledgerWriter.insertLedgerEvents(
-                zip(members, together).flatMap { recording, outcome in events(of: recording, outcome.result) })
+                zip(members, together).flatMap { recording, outcome in events(of: recording, outcome.result) } + told)
             for (index, outcome) in zip(indexes, together) { outcomes[index] = outcome }
         }
         return outcomes.map { $0 ?? ([], false) }
+    }
+
+    /// The `customer.entitlements_changed` events of recordings of one app and environment (``CustomerChanges``):
+    /// of each recording's user, of the claimant of each row inserted or revoked, and of each user a claim moved
+    /// from; nothing is read when the app's catalog grants no entitlement.
+    static func customerEvents(
+        of recordings: [LedgerRecording], _ results: [[LedgerRecorded]], with writer: some LedgerWriting
+    ) async throws -> [WebhookEvent] {
+        guard let first = recordings.first, CustomerChanges.grantsEntitlements(first.catalog) else { return [] }
+        var users = Set<String>()
+        for (recording, results) in zip(recordings, results) {
+            if let user = recording.user { users.insert(user) }
+            for result in results {
+                if result.isNew || result.revokedNow, let holder = result.entry.claimant { users.insert(holder) }
+                if let previous = result.transferredFrom { users.insert(previous) }
+            }
+        }
+        return try await CustomerChanges.events(
+            for: users, appID: first.appID, environment: first.environment, catalog: first.catalog,
+            now: recordings.map(\.now).max() ?? first.now, with: writer)
     }
 
     /// The indexes of a group's members by app and environment (each in the group's order), apps and environments in

@@ -91,8 +91,10 @@ public struct NotificationIntake: Sendable {
             throw Refusal(error.isMalformed ? .malformed : .inauthentic, "\(error)")
         }
         if let refusal = Self.refusal(of: notification, for: app) { throw refusal }
-        let record = NotificationRecord(
+        var draft = NotificationRecord(
             notification: notification, signedPayload: signedPayload, appID: app.id, source: source, receivedAt: now)
+        draft.catalog = app.catalog
+        let record = draft
         let recorded = try await deadline.run("a notification") { [store] in
             try await store.recordNotification(record)
         }

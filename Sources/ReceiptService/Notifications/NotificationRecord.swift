@@ -40,6 +40,8 @@ public struct NotificationRecord: Sendable {
     /// `CONSUMPTION_REQUEST`s are grouped by the transaction they ask about: Apple re-sends one with new UUIDs until
     /// it is answered, and only the first of a group makes events.
     public var consumptionTransactionID: String?
+    /// The app's catalog, whose entitlements the notification may change (``CustomerChanges``); nil: none.
+    public var catalog: [CatalogProduct]?
 
     /// The record of `notification` for `appID`, with the effects its type has (docs/notifications.md, "Effects").
     public init(

@@ -141,9 +141,27 @@ public enum NotificationRecorder {
         }
         // Statuses are read through an in-memory view (``SubscriptionStatusView``) that the announcement drops.
         try await writer.saveSubscriptionStatuses(saved.sorted().compactMap { statuses[$0] })
-        try await writer.insertEvents(events.flatMap { $0 })
+        let told = try await customerEvents(of: recorded.map { records[$0] }, with: writer)
+        try await writer.insertEvents(events.flatMap { $0 } + told)
         for index in recorded { outcomes[index].result = .recorded(events: events[index]) }
         return (outcomes, !saved.isEmpty)
+    }
+
+    /// The `customer.entitlements_changed` events of recorded notifications of one app and environment
+    /// (``CustomerChanges``): of the users claiming the original transactions they are about; nothing is read when
+    /// the app's catalog grants no entitlement.
+    static func customerEvents(of records: [NotificationRecord], with writer: some NotificationWriting) async throws
+        -> [WebhookEvent]
+    {
+        guard let first = records.first, CustomerChanges.grantsEntitlements(first.catalog) else { return [] }
+        let originals = Set(
+            records.compactMap { $0.transaction?.originalTransactionID ?? $0.status?.originalTransactionID })
+        guard !originals.isEmpty else { return [] }
+        let claimants = try await writer.claimants(of: originals.sorted())
+        return try await CustomerChanges.events(
+            for: Set(claimants.values), appID: first.appID, environment: first.notification.environment,
+            catalog: first.catalog, now: records.map(\.receivedAt).max() ?? first.receivedAt, with: writer,
+            notificationUUID: records.count == 1 ? first.notification.uuid : nil)
     }
 
     /// The `data` of a `subscription.status_changed` event: the status, and the one it replaced.

@@ -37,4 +37,30 @@ public protocol LedgerStore: StoreLifecycle {
     /// first claims do not move it (a server that does not know a row asks the store). Nil while changes cannot be
     /// observed: nothing read from the ledger may then be reused.
     func ledgerChangeMarker() -> Int?
+    /// The users whose entitlements the same facts give otherwise at or before `now` (an expiry, a grace period's
+    /// end: ``CustomerChanges``), soonest first, at most `limit`.
+    func dueCustomers(dueBy now: Date, limit: Int) async throws -> [DueCustomer]
+    /// Recomputes the entitlements of `users` of the app in `environment` at `now` under `catalog`, in one transaction
+    /// that keeps what it told and inserts a `customer.entitlements_changed` event for each user whose entitlements
+    /// changed (a catalog that grants none leaves them due no more); returns the events.
+    func tellCustomers(
+        appID: UUID, environment: AppStoreEnvironment, users: [String], catalog: [CatalogProduct]?, at now: Date
+    ) async throws -> [WebhookEvent]
+}
+
+/// A user whose entitlements are due to be told again (``LedgerStore/dueCustomers(dueBy:limit:)``).
+public struct DueCustomer: Sendable, Hashable {
+    /// The app.
+    public var appID: UUID
+    /// The environment.
+    public var environment: AppStoreEnvironment
+    /// The app's user.
+    public var user: String
+
+    /// Creates one.
+    public init(appID: UUID, environment: AppStoreEnvironment, user: String) {
+        self.appID = appID
+        self.environment = environment
+        self.user = user
+    }
 }

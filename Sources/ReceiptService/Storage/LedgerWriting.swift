@@ -26,6 +26,18 @@ public protocol LedgerWriting {
     /// Inserts the events of ledger changes that some endpoint of their app takes, each with its deliveries (the
     /// others are not kept: without a receiver, the ledger itself is the record).
     func insertLedgerEvents(_ events: [WebhookEvent]) async throws
+    /// The rows of the original transactions `user` claims (at most `limit`) and their subscriptions' statuses.
+    func customerFacts(of user: String, limit: Int) async throws -> (
+        entries: [LedgerEntry], statuses: [SubscriptionStatus]
+    )
+    /// The entitlements last told of `user` (``CustomerChanges``' text; nil when none was), locked until the
+    /// transaction ends (created empty if absent, so that two servers telling of one user wait for each other).
+    func lockCustomerSnapshot(of user: String, at date: Date) async throws -> String?
+    /// Keeps what was told of `user` now, and when the same facts next give another view.
+    func saveCustomerSnapshot(of user: String, entitlements: String, nextChangeAt: Int64?, at date: Date)
+        async throws
+    /// Leaves these users due no more (their app's catalog grants no entitlement now).
+    func clearCustomerDue(of users: [String]) async throws
 }
 
 extension LedgerWriting {

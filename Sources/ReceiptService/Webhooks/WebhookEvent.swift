@@ -24,6 +24,9 @@ public struct WebhookEvent: Sendable, Equatable {
         /// Apple asks for consumption information about a refund request (once per transaction, however often
         /// Apple re-sends it).
         case consumptionRequested = "consumption.requested"
+        /// What a customer may use changed: an entitlement started, renewed, ended, moved to grace or billing retry,
+        /// was refunded or restored, or moved with a claim (`before` and `after`).
+        case customerEntitlementsChanged = "customer.entitlements_changed"
         /// A test event (`receiptverify webhooks test`).
         case test = "webhook.test"
     }

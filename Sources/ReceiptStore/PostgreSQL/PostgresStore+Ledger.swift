@@ -19,6 +19,28 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
         return try await ledgerGroups.record(recording, on: self)
     }
 
+    public func dueCustomers(dueBy now: Date, limit: Int) async throws -> [DueCustomer] {
+        try await run {
+            try await rows(
+                """
+                SELECT app_id, environment, app_user_id FROM customer_snapshots
+                WHERE next_change_at <= \(now.millisecondsSince1970) ORDER BY next_change_at LIMIT \(limit)
+                """
+            ).map(StoredForm.dueCustomer)
+        }
+    }
+
+    public func tellCustomers(
+        appID: UUID, environment: AppStoreEnvironment, users: [String], catalog: [CatalogProduct]?, at now: Date
+    ) async throws -> [WebhookEvent] {
+        try await transaction { connection in
+            try await CustomerChanges.tell(
+                users, appID: appID, environment: environment, catalog: catalog, at: now,
+                with: PostgresLedgerWriter(
+                    store: self, connection: connection, appID: appID, environment: environment.rawValue))
+        }
+    }
+
     func commitLedgerGroup(_ recordings: [LedgerRecording]) async throws -> [LedgerGroupCommit.Outcome] {
         try await transaction { connection in
             let outcomes = try await LedgerRecorder.recordTogether(recordings) { recording in
@@ -157,6 +179,59 @@ struct PostgresLedgerWriter: LedgerWriting {
     let connection: PostgresConnection
     let appID: UUID
     let environment: String
+
+    func customerFacts(of user: String, limit: Int) async throws -> (
+        entries: [LedgerEntry], statuses: [SubscriptionStatus]
+    ) {
+        let entries = try await store.rows(
+            """
+            \(unescaped: StoredForm.ledgerSelect)
+            WHERE t.app_id = \(appID) AND t.environment = \(environment) AND c.app_user_id = \(user) LIMIT \(limit)
+            """, on: connection
+        ).map(StoredForm.ledgerEntry)
+        let statuses = try await store.rows(
+            """
+            SELECT s.* FROM subscription_statuses s JOIN ledger_claims c ON c.app_id = s.app_id
+                AND c.environment = s.environment AND c.original_transaction_id = s.original_transaction_id
+            WHERE s.app_id = \(appID) AND s.environment = \(environment) AND c.app_user_id = \(user)
+            """, on: connection
+        ).map(StoredForm.subscriptionStatus)
+        return (entries, statuses)
+    }
+
+    func clearCustomerDue(of users: [String]) async throws {
+        try await store.rows(
+            """
+            UPDATE customer_snapshots SET next_change_at = NULL
+            WHERE app_id = \(appID) AND environment = \(environment) AND app_user_id = ANY(\(users)::text[])
+            """, on: connection)
+    }
+
+    /// Created if absent, then locked: a second server telling of the same user waits for this transaction.
+    func lockCustomerSnapshot(of user: String, at date: Date) async throws -> String? {
+        try await store.rows(
+            """
+            INSERT INTO customer_snapshots (app_id, environment, app_user_id, updated_at)
+            VALUES (\(appID), \(environment), \(user), \(date)) ON CONFLICT DO NOTHING
+            """, on: connection)
+        return try await store.rows(
+            """
+            SELECT entitlements FROM customer_snapshots
+            WHERE app_id = \(appID) AND environment = \(environment) AND app_user_id = \(user) FOR UPDATE
+            """, on: connection
+        ).first?.optionalText("entitlements")
+    }
+
+    func saveCustomerSnapshot(of user: String, entitlements: String, nextChangeAt: Int64?, at date: Date)
+        async throws
+    {
+        try await store.rows(
+            """
+            UPDATE customer_snapshots SET entitlements = \(entitlements), next_change_at = \(nextChangeAt),
+                updated_at = \(date)
+            WHERE app_id = \(appID) AND environment = \(environment) AND app_user_id = \(user)
+            """, on: connection)
+    }
 
     /// One statement reads them all, locked until the transaction ends (a claim about to be moved stays put).
     func claimants(of originalTransactionIDs: [String]) async throws -> [String: String] {

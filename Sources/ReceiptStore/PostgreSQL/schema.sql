@@ -374,3 +374,15 @@ ALTER TABLE subscription_statuses ADD COLUMN unsubscribe_detected_at BIGINT;
 ALTER TABLE usage_daily DROP CONSTRAINT usage_daily_endpoint_check;
 ALTER TABLE usage_daily ADD CONSTRAINT usage_daily_endpoint_check
     CHECK (endpoint IN ('api', 'apiencrypted', 'transactions', 'customers'));
+-- What was last told of each user's entitlements (customer.entitlements_changed), and when the same facts next give
+-- another view (the scheduler looks then); entitlements NULL: nothing told yet.
+CREATE TABLE customer_snapshots (
+    app_id UUID NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    environment TEXT NOT NULL,
+    app_user_id TEXT NOT NULL,
+    entitlements TEXT,
+    next_change_at BIGINT,
+    updated_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (app_id, environment, app_user_id)
+);
+CREATE INDEX customer_snapshots_due_idx ON customer_snapshots (next_change_at) WHERE next_change_at IS NOT NULL;

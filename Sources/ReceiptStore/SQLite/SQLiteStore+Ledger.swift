@@ -13,6 +13,27 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
         return try await ledgerGroups.record(recording, on: self)
     }
 
+    public func dueCustomers(dueBy now: Date, limit: Int) async throws -> [DueCustomer] {
+        try await run {
+            try await self.query(
+                """
+                SELECT app_id, environment, app_user_id FROM customer_snapshots
+                WHERE next_change_at <= ? ORDER BY next_change_at LIMIT ?
+                """, [.integer(StoredForm.millis(now)), .integer(limit)]
+            ).map(StoredForm.dueCustomer)
+        }
+    }
+
+    public func tellCustomers(
+        appID: UUID, environment: AppStoreEnvironment, users: [String], catalog: [CatalogProduct]?, at now: Date
+    ) async throws -> [WebhookEvent] {
+        try await transaction {
+            try await CustomerChanges.tell(
+                users, appID: appID, environment: environment, catalog: catalog, at: now,
+                with: SQLiteLedgerWriter(store: self, appID: appID, environment: environment))
+        }
+    }
+
     func commitLedgerGroup(_ recordings: [LedgerRecording]) async throws -> [LedgerGroupCommit.Outcome] {
         let outcomes = try await transaction {
             try await LedgerRecorder.recordTogether(recordings, writer: self.ledgerWriter)
@@ -157,6 +178,58 @@ struct SQLiteLedgerWriter: LedgerWriting {
     let store: SQLiteStore
     let appID: UUID
     let environment: AppStoreEnvironment
+
+    func customerFacts(of user: String, limit: Int) async throws -> (
+        entries: [LedgerEntry], statuses: [SubscriptionStatus]
+    ) {
+        let entries = try await store.query(
+            "\(StoredForm.ledgerSelect) WHERE t.app_id = ? AND t.environment = ? AND c.app_user_id = ? LIMIT ?",
+            key + [.text(user), .integer(limit)]
+        ).map(StoredForm.ledgerEntry)
+        let statuses = try await store.query(
+            """
+            SELECT s.* FROM subscription_statuses s JOIN ledger_claims c ON c.app_id = s.app_id
+                AND c.environment = s.environment AND c.original_transaction_id = s.original_transaction_id
+            WHERE s.app_id = ? AND s.environment = ? AND c.app_user_id = ?
+            """, key + [.text(user)]
+        ).map(StoredForm.subscriptionStatus)
+        return (entries, statuses)
+    }
+
+    func clearCustomerDue(of users: [String]) async throws {
+        for chunk in users.chunked(StoredForm.ledgerChunk) {
+            _ = try await store.query(
+                """
+                UPDATE customer_snapshots SET next_change_at = NULL
+                WHERE app_id = ? AND environment = ? AND app_user_id IN (\(SQLiteStore.placeholders(chunk.count)))
+                """, key + chunk.map { .text($0) })
+        }
+    }
+
+    /// The transaction holds the database's write lock: the row needs no lock of its own.
+    func lockCustomerSnapshot(of user: String, at date: Date) async throws -> String? {
+        _ = try await store.query(
+            """
+            INSERT INTO customer_snapshots (app_id, environment, app_user_id, updated_at) VALUES (?, ?, ?, ?)
+            ON CONFLICT DO NOTHING
+            """, key + [.text(user), .millis(date)])
+        return try await store.query(
+            "SELECT entitlements FROM customer_snapshots WHERE app_id = ? AND environment = ? AND app_user_id = ?",
+            key + [.text(user)]
+        ).first?.optionalText("entitlements")
+    }
+
+    func saveCustomerSnapshot(of user: String, entitlements: String, nextChangeAt: Int64?, at date: Date)
+        async throws
+    {
+        _ = try await store.query(
+            """
+            UPDATE customer_snapshots SET entitlements = ?, next_change_at = ?, updated_at = ?
+            WHERE app_id = ? AND environment = ? AND app_user_id = ?
+            """,
+            [.text(entitlements), nextChangeAt.map { .integer(Int($0)) } ?? .null, .millis(date)] + key
+                + [.text(user)])
+    }
 
     var key: [SQLiteData] { [.uuid(appID), .text(environment.rawValue)] }
 

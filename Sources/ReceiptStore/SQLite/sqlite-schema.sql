@@ -393,3 +393,15 @@ INSERT INTO usage_daily_v17 SELECT account_id, day, app_id, endpoint, outcome, c
 DROP TABLE usage_daily;
 ALTER TABLE usage_daily_v17 RENAME TO usage_daily;
 CREATE INDEX usage_daily_day_idx ON usage_daily (day);
+-- What was last told of each user's entitlements (customer.entitlements_changed), and when the same facts next give
+-- another view (the scheduler looks then); entitlements NULL: nothing told yet.
+CREATE TABLE customer_snapshots (
+    app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    environment TEXT NOT NULL,
+    app_user_id TEXT NOT NULL,
+    entitlements TEXT,
+    next_change_at INTEGER,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (app_id, environment, app_user_id)
+);
+CREATE INDEX customer_snapshots_due_idx ON customer_snapshots (next_change_at) WHERE next_change_at IS NOT NULL;

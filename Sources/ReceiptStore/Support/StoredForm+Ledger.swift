@@ -56,6 +56,13 @@ extension StoredForm {
         recordings.contains { $0.user != nil } || results.contains { $0.contains(where: \.isNew) }
     }
 
+    /// A due customer from `customer_snapshots`' key columns.
+    static func dueCustomer(_ row: some StoredRow) throws -> DueCustomer {
+        DueCustomer(
+            appID: try row.uuid("app_id"), environment: try enumValue(try row.text("environment")),
+            user: try row.text("app_user_id"))
+    }
+
     static let ledgerSelect = """
         SELECT t.*, c.app_user_id AS claimant FROM ledger_transactions t LEFT JOIN ledger_claims c
             ON c.app_id = t.app_id AND c.environment = t.environment

@@ -23,6 +23,8 @@ final class MemoryLedger: Sendable {
         var consumptionRequests: [String: Int] = [:]
         /// Statuses by original transaction id.
         var statuses: [String: SubscriptionStatus] = [:]
+        /// What was last told of each user's entitlements, and when it next changes.
+        var snapshots: [String: (entitlements: String?, nextChangeAt: Int64?)] = [:]
     }
 
     struct Key: Hashable {
@@ -75,6 +77,40 @@ final class MemoryLedger: Sendable {
                 state.statements[statement, default: 0] += 1
                 return body(&state.ledgers[key, default: Ledger()])
             }
+        }
+
+        func customerFacts(of user: String, limit: Int) async throws -> (
+            entries: [LedgerEntry], statuses: [SubscriptionStatus]
+        ) {
+            change("customerFacts") { ledger in
+                let originals = Set(ledger.claims.filter { $0.value == user }.map(\.key))
+                let entries = ledger.rows.values.filter { originals.contains($0.transaction.originalTransactionID) }
+                    .map { entry in
+                        var entry = entry
+                        entry.claimant = user
+                        return entry
+                    }
+                return (
+                    Array(entries.prefix(limit)),
+                    ledger.statuses.values.filter { originals.contains($0.originalTransactionID) }
+                )
+            }
+        }
+
+        func clearCustomerDue(of users: [String]) async throws {
+            change("clearCustomerDue") { ledger in
+                for user in users { ledger.snapshots[user]?.nextChangeAt = nil }
+            }
+        }
+
+        func lockCustomerSnapshot(of user: String, at date: Date) async throws -> String? {
+            change("lockCustomerSnapshot") { ledger in ledger.snapshots[user]?.entitlements }
+        }
+
+        func saveCustomerSnapshot(of user: String, entitlements: String, nextChangeAt: Int64?, at date: Date)
+            async throws
+        {
+            change("saveCustomerSnapshot") { ledger in ledger.snapshots[user] = (entitlements, nextChangeAt) }
         }
 
         func claimants(of originalTransactionIDs: [String]) async throws -> [String: String] {
