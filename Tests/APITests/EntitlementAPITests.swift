@@ -333,8 +333,18 @@ import Testing
                 #expect(try await NotificationAPITests.send(service, tenant.token, refund).httpStatus == 200)
                 #expect(try await receiver.wait { _ in told().count >= 4 })
                 try await Task.sleep(for: .seconds(1))
+                // The operator moves the (lapsed) subscription to another user, who is told; the first user's pro
+                // stays the refunded lifetime purchase's (it ended last), so they are told nothing.
+                try service.cli.expectSuccess([
+                    "transactions", "claim", "--app", tenant.token, "9500", "--user", "heir",
+                ])
+                #expect(try await receiver.wait { _ in told().count >= 5 })
+                let moved = told().filter { $0["app_user_id"] == .string("heir") }
+                #expect(moved.count == 1 && moved.first?["before"] == .array([]))
+                #expect(Self.entitlement(.object(["entitlements": moved.first?["after"] ?? .null]), "pro") != nil)
+
                 // Deliveries may arrive in any order: each event is found by what it says.
-                let all = told()
+                let all = told().filter { $0["app_user_id"] == .string("pushed") }
                 #expect(all.count == 4)
                 let noAds = { (event: JSONObject, side: String) in
                     Self.entitlement(.object(["entitlements": event[side] ?? .null]), "no_ads")

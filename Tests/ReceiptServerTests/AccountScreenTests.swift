@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import ReceiptCore
 import ReceiptService
 import Synchronization
 import TestSupport
@@ -673,6 +674,65 @@ import Testing
             }
             #expect(try await screen.tenancy.accounts().count == 1)
             #expect(browsers.allSatisfy { $0.hasSession })
+        }
+    }
+
+    /// The customer page: the catalog set on the app form, a user's entitlements and their timeline drawn; another
+    /// account's app is unknown (404).
+    @Test(arguments: StoreKind.available)
+    func theCustomerPageShowsEntitlementsAndATimeline(kind: StoreKind) async throws {
+        try await AccountScreen.run(kind) { screen in
+            let browser = Browser(screen)
+            try await browser.signIn(email: "owner@example.com")
+            let created = try await browser.submit(
+                "/account/apps",
+                [
+                    ("name", "Catalogued"), ("bundle_ids", "com.example.cat"), ("environments", "production"),
+                    ("mode", "local"), ("cipher", "aes-256-cbc"), ("claims", "flag"), ("delivery", "once"),
+                    (
+                        "products",
+                        "com.example.cat.monthly=auto_renewable:pro\ncom.example.cat.life=non_consumable:pro,no_ads"
+                    ),
+                ])
+            #expect(created.status == .seeOther)
+            let app = try #require(try await screen.tenancy.apps(account: "owner@example.com").first)
+            #expect(
+                app.catalog?.map(\.description) == [
+                    "com.example.cat.monthly=auto_renewable:pro", "com.example.cat.life=non_consumable:pro,no_ads",
+                ])
+            let now = Date().millisecondsSince1970
+            let day: Int64 = 86_400_000
+            let purchases = [
+                PurchaseTransaction(
+                    transactionID: "t1", originalTransactionID: "o1", productID: "com.example.cat.monthly",
+                    purchaseDate: now - 40 * day, expiresDate: now - 10 * day),
+                PurchaseTransaction(
+                    transactionID: "t2", originalTransactionID: "o1", productID: "com.example.cat.monthly",
+                    purchaseDate: now - 10 * day, expiresDate: now + 20 * day),
+                PurchaseTransaction(
+                    transactionID: "t3", originalTransactionID: "o3", productID: "com.example.cat.life",
+                    purchaseDate: now - 5 * day, revocationDate: now - day),
+            ]
+            var recording = LedgerRecording(
+                appID: app.id, environment: .production, transactions: purchases, user: "alice", movesClaims: false,
+                deliversNew: true, requestID: "r1", now: Date())
+            recording.catalog = app.catalog
+            _ = try await screen.tenancy.store.record(recording)
+            let appID = app.id.uuidString.lowercased()
+            let page = try await browser.get("/account/customers?app=\(appID)&user=alice")
+            #expect(page.status == .ok)
+            let html = Self.body(page)
+            #expect(html.contains(#"<h2 id="customer">alice (Production)</h2>"#))
+            #expect(html.contains("<td>pro</td><td>active</td>"))
+            #expect(html.contains("<td>no_ads</td><td>refunded</td>"))
+            // Drawn: two periods and the refunded purchase, its refund marked, and now.
+            #expect(html.components(separatedBy: #"class="bar-period""#).count - 1 == 2)
+            #expect(html.contains(#"class="bar-refunded""#) && html.contains(#"class="mark-refund""#))
+            #expect(html.contains(#"<line class="now""#))
+
+            let stranger = Browser(screen)
+            try await stranger.signIn(email: "stranger@example.com")
+            #expect(try await stranger.get("/account/customers?app=\(appID)&user=alice").status == .notFound)
         }
     }
 }

@@ -20,6 +20,7 @@ struct PageTemplates: Sendable {
         ("transactions", PackageResources.transactions_mustache),
         ("webhooks", PackageResources.webhooks_mustache),
         ("notifications", PackageResources.notifications_mustache),
+        ("customers", PackageResources.customers_mustache),
     ]
 
     private let library: MustacheLibrary

@@ -237,3 +237,19 @@ public struct CustomerScope: Sendable {
             since: nil, limit: limit)
     }
 }
+
+extension CustomerScope {
+    /// What a user of one of the account's apps (or the holder of an original transaction) may use now, with the
+    /// ledger rows it is computed from (for the customer page's timeline).
+    public func customer(
+        appID: UUID, user: String?, originalTransactionID: String?, environment: AppStoreEnvironment?
+    ) async throws -> (view: CustomerView, entries: [LedgerEntry]) {
+        let token = try await app(id: appID).token
+        let view = try await tenancy.customer(
+            token: token, user: user, originalTransactionID: originalTransactionID, environment: environment)
+        let entries = try await tenancy.ledgerEntries(
+            token: token, user: user, originalTransactionID: user == nil ? originalTransactionID : nil, since: nil,
+            limit: 1_000)
+        return (view, entries.filter { $0.environment == view.environment })
+    }
+}

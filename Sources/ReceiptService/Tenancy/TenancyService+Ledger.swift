@@ -35,6 +35,9 @@ extension TenancyService {
                 throw ServiceError(.invalidArgument, "a user id must be 1-256 bytes")
             }
         }
+        // Who held it, in which environments: their entitlements move with the claim (``CustomerChanges``).
+        let held = try await store.ledgerEntries(
+            LedgerQuery(appID: app.id, originalTransactionID: originalTransactionID, limit: 1_000))
         guard
             try await store.setClaim(
                 appID: app.id, originalTransactionID: originalTransactionID, user: user, at: now())
@@ -42,6 +45,12 @@ extension TenancyService {
             throw ServiceError(
                 .invalidArgument,
                 "the app's ledger holds no original transaction '\(Validation.printable(originalTransactionID))'")
+        }
+        for environment in Set(held.map(\.environment)).sorted(by: { $0.rawValue < $1.rawValue }) {
+            let users = Set(
+                held.filter { $0.environment == environment }.compactMap(\.claimant) + [user].compactMap { $0 })
+            _ = try await store.tellCustomers(
+                appID: app.id, environment: environment, users: users.sorted(), catalog: app.catalog, at: now())
         }
         try await audit(
             app.accountID, user == nil ? "transaction.release" : "transaction.claim",

@@ -314,6 +314,12 @@ struct AppForm: PageView {
     /// The settings a form gives: every field of the form (the CLI's defaults on creation); blank secrets keep the
     /// current ones when editing.
     static func settings(from form: WebForm, editing app: App?) -> AppSettings {
+        // A product with terms keeps its commas (`ID=TYPE:ENTITLEMENT,…`); bare ids may still be comma-separated.
+        func products(_ text: String?) -> [String] {
+            (text ?? "").split(whereSeparator: { $0 == "\n" || $0 == "\r" || $0 == " " }).flatMap { entry in
+                entry.contains("=") ? [String(entry)] : entry.split(separator: ",").map(String.init)
+            }
+        }
         func lines(_ name: String) -> [String] {
             (form[name] ?? "").split(whereSeparator: { $0 == "\n" || $0 == "\r" || $0 == "," || $0 == " " })
                 .map(String.init)
@@ -336,7 +342,7 @@ struct AppForm: PageView {
             allowsTestData: app?.testAnchors.isEmpty == false || form.isChecked("allows_test_data")
                 ? form.isChecked("allows_test_data") : nil,
             isEnabled: app == nil ? nil : form.isChecked("enabled"),
-            claimsPolicy: form["claims"], deliveryMode: form["delivery"], productCatalog: lines("products"),
+            claimsPolicy: form["claims"], deliveryMode: form["delivery"], productCatalog: products(form["products"]),
             enrichment: form["enrichment"], idLookups: form["id_lookups"],
             requiresUser: form.isChecked("requires_user"),
             appleAppID: form["apple_app_id"]
