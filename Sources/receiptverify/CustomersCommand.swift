@@ -7,7 +7,7 @@ import ReceiptService
 struct CustomersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "customers", abstract: "Show an app's customers: their entitlements, subscriptions and purchases.",
-        subcommands: [Show.self])
+        subcommands: [Show.self, Import.self])
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -64,6 +64,62 @@ struct CustomersCommand: AsyncParsableCommand {
             if !view.unknownProducts.isEmpty {
                 print("\nnot in the catalog (grant nothing): \(view.unknownProducts.joined(separator: ", "))")
             }
+        }
+    }
+
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "import",
+            abstract:
+                "Fill the ledger and entitlements of existing customers from Apple's Transaction History (the app's "
+                + "App Store Server API credentials).",
+            discussion:
+                "Each original transaction's history is recorded as a verified input, claimed by the user given "
+                + "beside it, and counts as delivered. Idempotent: run it again after an interruption.")
+        @Argument(help: "App token.") var app: String
+        @Option(help: "An original transaction id to import; repeat.") var originalTransactionID: [String] = []
+        @Option(help: "A file of lines ORIGINAL_TRANSACTION_ID[,APP_USER_ID] (# starts a comment).") var file: String?
+        @OptionGroup var storeKit: StoreKitOptions
+        @OptionGroup var options: GlobalOptions
+
+        func run() async throws {
+            var items = originalTransactionID.map { CustomerImport.Item(originalTransactionID: $0, user: nil) }
+            if let file {
+                guard let data = FileManager.default.contents(atPath: file) else {
+                    throw CommandFailure("cannot read \(file)")
+                }
+                items += try CustomerImport.Item.parse(String(decoding: data, as: UTF8.self))
+            }
+            guard !items.isEmpty else { throw CommandFailure("give --original-transaction-id or --file") }
+            let verifier = try await storeKit.verifier()
+            let json = options.json
+            let report = try await storeKit.withClient(verifier: verifier) { client in
+                try await options.withTenancy { [app, items] tenancy in
+                    try await CustomerImport(storeKit: client, tenancy: tenancy).run(token: app, items: items) {
+                        done, total in
+                        // A progress bar on the terminal (stderr), twenty steps wide.
+                        guard !json else { return }
+                        let filled = total == 0 ? 20 : done * 20 / total
+                        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: 20 - filled)
+                        FileHandle.standardError.write(Data("\r[\(bar)] \(done)/\(total)".utf8))
+                        if done == total { FileHandle.standardError.write(Data("\n".utf8)) }
+                    }
+                }
+            }
+            if json {
+                var object = JSONObject(capacity: 4)
+                object.append("imported", .integer(Int64(report.imported)))
+                object.append("new_transactions", .integer(Int64(report.newTransactions)))
+                object.append("known_transactions", .integer(Int64(report.knownTransactions)))
+                object.append("failed", .array(report.failed.map { .string($0) }))
+                print(JSONValue.object(object).encodedString)
+            } else {
+                print(
+                    "\(report.imported) of \(items.count) imported: \(report.newTransactions) transactions new, "
+                        + "\(report.knownTransactions) known")
+                for failure in report.failed { print("failed: \(failure)") }
+            }
+            if !report.failed.isEmpty { throw ExitCode(1) }
         }
     }
 }
