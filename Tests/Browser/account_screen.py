@@ -346,6 +346,7 @@ class Flow:
         self.token = None
         self.receiver = Receiver()
         self.webhook_secret = None
+        self.original = None
 
     def steps(self):
         """(screenshot name or None, summary, function) in order; each function returns a detail for its line.
@@ -365,6 +366,7 @@ class Flow:
             (None, "POST /api verifies the receipt with the new key and app", self.api_call),
             ("usage", "/account counts the call", self.usage),
             ("transactions", "/account/transactions lists the ledger", self.transactions),
+            ("customer", "/account/customers shows the holder of a purchase and draws its timeline", self.customer),
             ("webhook-added", "the app's Webhooks page adds an endpoint and shows its secret once", self.add_webhook),
             ("webhook-delivered", "a test event reaches the receiver, signed, and its delivery is shown",
              self.test_webhook),
@@ -621,10 +623,35 @@ class Flow:
         self.b.gone(form, "the transactions form to be submitted")
         self.b.find("table#transactions", "table#transactions after submitting the form")
         rows = self.b.d.find_elements(By.CSS_SELECTOR, "table#transactions tbody tr")
+        # The original transaction of the first row, for the customer page.
+        self.original = text_of(rows[0].find_elements(By.CSS_SELECTOR, "td")[1]) if rows else None
         if self.in_app_count > 0:
             check(rows, f"table#transactions has no rows, but the receipt has {self.in_app_count} in-app purchases "
                         "that POST /api recorded")
         return f"{len(rows)} rows (the receipt has {self.in_app_count} in-app purchases)"
+
+    def customer(self):
+        check(self.original, "no original transaction id from the transactions table")
+        self.b.open("/account")
+        self.b.clickable('nav a[href="/account/customers"]', "the Customers link in the navigation").click()
+        form = self.b.find("form#customers-form", "form#customers-form on /account/customers")
+        select = Select(form.find_element(By.CSS_SELECTOR, "select#app"))
+        for option in select.options:
+            if option.get_attribute("value") == self.app_id and not option.is_selected():
+                option.click()
+        self.b.type_into("#original_transaction_id", self.original)
+        self.b.clickable("#search-customers", "the button #search-customers").click()
+        self.b.gone(form, "the customers form to be submitted")
+        heading = text_of(self.b.find("h2#customer", "the customer's heading h2#customer"))
+        check(self.original in heading, f"h2#customer says {heading!r}, expected the original {self.original}")
+        self.b.find("table#entitlements", "table#entitlements")
+        svg = self.b.visible("svg#timeline", "the timeline svg#timeline")
+        bars = svg.find_elements(By.CSS_SELECTOR, "rect.bar-period, rect.bar-kept, rect.bar-refunded")
+        check(bars, "svg#timeline draws no period or purchase")
+        check(svg.find_elements(By.CSS_SELECTOR, "line.now"), "svg#timeline has no line for now")
+        width = svg.size.get("width", 0)
+        check(width > 300, f"svg#timeline is {width}px wide, expected it drawn across the page")
+        return f"{heading}: {len(bars)} bars drawn"
 
     # revocation and sign-out
 
