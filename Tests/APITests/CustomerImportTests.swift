@@ -8,7 +8,8 @@ import Testing
 /// fake Apple answers from inside the test process while the CLI runs: `scripts/test.sh` runs it one test at a time,
 /// with the other suites whose fakes must answer in time.
 @Suite struct CustomerImportTests {
-    @Test("customers import fills the ledger and entitlements from Apple's Transaction History, once",
+    @Test(
+        "customers import fills the ledger and entitlements from Apple's Transaction History, once",
         arguments: StoreKind.available)
     func importFromTransactionHistory(kind: StoreKind) async throws {
         try await ServerAPIAnswersTests.withServerAPI(kind, bundleID: "com.example.app") { service, fake in
@@ -44,7 +45,8 @@ import Testing
             let rows = try await NotificationAPITests.lookUp(service, tenant, original: "1000000000")
             let ledger = try #require(rows["transactions"]?.arrayValue)
             #expect(ledger.count == 2)
-            #expect(ledger.allSatisfy { $0["delivered_at"]?.stringValue != nil && $0["app_user_id"] == .string("alice") })
+            #expect(
+                ledger.allSatisfy { $0["delivered_at"]?.stringValue != nil && $0["app_user_id"] == .string("alice") })
             // A second run finds everything known.
             fake.script("sandbox", history)
             let second = try service.cli.expectSuccess(

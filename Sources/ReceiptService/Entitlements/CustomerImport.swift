@@ -30,7 +30,8 @@ public struct CustomerImport: Sendable {
                 let parts = trimmed.split(separator: ",", maxSplits: 1).map {
                     $0.trimmingCharacters(in: .whitespaces)
                 }
-                guard let id = parts.first, (1...64).contains(id.utf8.count), id.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+                guard let id = parts.first, (1...64).contains(id.utf8.count),
+                    id.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
                 else {
                     throw ServiceError(
                         .invalidArgument,

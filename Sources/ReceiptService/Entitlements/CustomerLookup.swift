@@ -168,12 +168,6 @@ final class CustomerFacts: Sendable {
         let subject: CustomerLookup.Subject
     }
 
-    private struct ViewKey: Hashable {
-        let appID: UUID
-        let subject: CustomerLookup.Subject
-        let environment: AppStoreEnvironment?
-    }
-
     /// A computed view, valid for its catalog until its next change.
     private struct KnownView {
         let catalog: [CatalogProduct]?
@@ -181,11 +175,24 @@ final class CustomerFacts: Sendable {
         let json: JSONObject
     }
 
+    /// A subject's rows and the views computed from them (by the environment asked): rows read again drop the views.
+    private struct Known {
+        var rows: [LedgerEntry]
+        var views: [AppStoreEnvironment?: KnownView] = [:]
+    }
+
     private struct State {
         var marker: Int?
-        var entries: [Key: [LedgerEntry]] = [:]
-        var views: [ViewKey: KnownView] = [:]
+        var known: [Key: Known] = [:]
         var rows = 0
+
+        /// Starts again empty under `marker`, when it is another.
+        mutating func follow(_ marker: Int) {
+            guard self.marker != marker else { return }
+            known.removeAll(keepingCapacity: true)
+            rows = 0
+            self.marker = marker
+        }
     }
 
     private let capacity: Int
@@ -199,35 +206,23 @@ final class CustomerFacts: Sendable {
     func entries(of subject: CustomerLookup.Subject, appID: UUID, marker: Int?) -> [LedgerEntry]? {
         guard let marker else { return nil }
         return state.withLock { state in
-            guard state.marker == marker else {
-                state.entries.removeAll(keepingCapacity: true)
-                state.views.removeAll(keepingCapacity: true)
-                state.rows = 0
-                state.marker = marker
-                return nil
-            }
-            return state.entries[Key(appID: appID, subject: subject)]
+            state.follow(marker)
+            return state.known[Key(appID: appID, subject: subject)]?.rows
         }
     }
 
-    /// Keeps `entries` of `subject`, read while the marker was `marker`.
+    /// Keeps `entries` of `subject`, read while the marker was `marker`; the views computed from earlier rows go.
     func remember(_ entries: [LedgerEntry], of subject: CustomerLookup.Subject, appID: UUID, marker: Int?) {
         guard let marker, entries.count <= capacity else { return }
         state.withLock { state in
-            if state.marker != marker {
-                state.entries.removeAll(keepingCapacity: true)
-                state.views.removeAll(keepingCapacity: true)
-                state.rows = 0
-                state.marker = marker
-            }
+            state.follow(marker)
             if state.rows + entries.count > capacity {
-                state.entries.removeAll()
-                state.views.removeAll()
+                state.known.removeAll()
                 state.rows = 0
             }
             let key = Key(appID: appID, subject: subject)
-            state.rows += entries.count - (state.entries[key]?.count ?? 0)
-            state.entries[key] = entries
+            state.rows += entries.count - (state.known[key]?.rows.count ?? 0)
+            state.known[key] = Known(rows: entries)
         }
     }
 
@@ -240,24 +235,24 @@ final class CustomerFacts: Sendable {
         guard let marker else { return nil }
         return state.withLock { state in
             guard state.marker == marker,
-                let known = state.views[ViewKey(appID: appID, subject: subject, environment: environment)],
+                let known = state.known[Key(appID: appID, subject: subject)]?.views[environment],
                 now < known.until, known.catalog == catalog
             else { return nil }
             return known.json
         }
     }
 
-    /// Keeps a view computed while the marker was `marker`, valid until `until`, beside its subject's rows (a view
-    /// whose rows were dropped is not kept).
+    /// Keeps a view computed while the marker was `marker`, valid until `until`, beside the subject's rows it was
+    /// computed from (a view whose rows were dropped is not kept).
     func remember(
         _ json: JSONObject, of subject: CustomerLookup.Subject, appID: UUID, environment: AppStoreEnvironment?,
         catalog: [CatalogProduct]?, until: Int64, marker: Int?
     ) {
         guard let marker else { return }
         state.withLock { state in
-            guard state.marker == marker, state.entries[Key(appID: appID, subject: subject)] != nil else { return }
-            state.views[ViewKey(appID: appID, subject: subject, environment: environment)] = KnownView(
-                catalog: catalog, until: until, json: json)
+            let key = Key(appID: appID, subject: subject)
+            guard state.marker == marker, state.known[key] != nil else { return }
+            state.known[key]?.views[environment] = KnownView(catalog: catalog, until: until, json: json)
         }
     }
 }
