@@ -18,6 +18,10 @@
 # NEW=N          loads a stream of N distinct receipts (default 0: the 8 receipts in turn), none sent twice: every
 #                transaction of every /api call is new to the ledger. The summary says if the stream ran out
 #                (then some were sent twice: raise N or shorten DURATION). The warm-up uses one other receipt.
+# ROUTE=customers loads POST /api/customers instead (issue 34): the app gets a catalog whose subscription grants
+#                `pro`, each receipt is first verified with its own app_user_id (load-0 … load-7), and the load asks
+#                for those 8 customers in turn (known customers, answered from memory). The summary's "/api" rows
+#                are then /api/customers.
 # Needs wrk (installed with apt when missing and run as root).
 set -euo pipefail
 
@@ -34,6 +38,12 @@ THREADS=${3:-2}
 ROUNDS=${ROUNDS:-2}
 NEW=${NEW:-0}
 STORE=${STORE:-sqlite}
+ROUTE=${ROUTE:-api}
+case "$ROUTE" in
+    api) LOAD_PATH=/api BODY_PREFIX=body- ;;
+    customers) LOAD_PATH=/api/customers BODY_PREFIX=customer- ;;
+    *) echo "ROUTE must be api or customers" >&2; exit 1 ;;
+esac
 # The receipts the load sends (the stream plus the warm-up receipt with NEW).
 if [ "$NEW" -gt 0 ]; then RECEIPTS=$((NEW + 1)); else RECEIPTS=8; fi
 log() { printf '==> %s\n' "$*" >&2; }
@@ -112,15 +122,24 @@ setup() {
     local key token
     key=$("$bin/receiptverify" key create --account load@example.com --json \
         | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
+    local catalog=()
+    [ "$ROUTE" = customers ] && catalog=(--product com.example.app.monthly=auto_renewable:pro
+        --product com.example.app.coins=consumable)
     token=$("$bin/receiptverify" app add --account load@example.com --bundle-id com.example.app --allow-test-data \
-        $(test_anchor "$bin") --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
-    python3 - "$key" "$token" "$WORK" "$dir" "$RECEIPTS" <<'PY'
+        $(test_anchor "$bin") ${catalog[@]+"${catalog[@]}"} --json \
+        | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+    python3 - "$key" "$token" "$WORK" "$dir" "$RECEIPTS" "$ROUTE" <<'PY'
 import sys, urllib.parse
-key, token, work, folder, count = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+key, token, work, folder, count, route = sys.argv[1:5] + [int(sys.argv[5]), sys.argv[6]]
 for index in range(count):
     receipt = open(f"{work}/receipt-{index}.b64").read().strip()
+    fields = {"apikey": key, "token": token, "receipt": receipt}
+    if route == "customers":
+        fields["app_user_id"] = f"load-{index}"
+        with open(f"{folder}/customer-{index}", "w") as body:
+            body.write(urllib.parse.urlencode({"apikey": key, "token": token, "app_user_id": f"load-{index}"}))
     with open(f"{folder}/body-{index}", "w") as body:
-        body.write(urllib.parse.urlencode({"apikey": key, "token": token, "receipt": receipt}))
+        body.write(urllib.parse.urlencode(fields))
 PY
     # The load's bodies: with NEW, receipts 1…N, each wrk thread sending its own share once; else the 8 in turn.
     # The warm-up sends body 0 only (with NEW; it is then known before the load).
@@ -139,7 +158,7 @@ function init(args)
     local only = os.getenv("LOAD_ONLY_FIRST") == "1"
     for i = $first, $last do
         if only or $NEW == 0 or (i - $first) % count == id then
-            local f = io.open("$dir/body-" .. (only and 0 or i), "rb"); bodies[#bodies + 1] = f:read("*a"); f:close()
+            local f = io.open("$dir/$BODY_PREFIX" .. (only and 0 or i), "rb"); bodies[#bodies + 1] = f:read("*a"); f:close()
             if only then break end
         end
     end
@@ -180,16 +199,16 @@ round() {
     done
     log "[$label] warm-up 5 s"
     LOAD_ONLY_FIRST=$([ "$NEW" -gt 0 ] && echo 1 || echo 0) \
-        wrk -t"$THREADS" -c"$CONNECTIONS" -d5s -s "$dir/post.lua" "http://127.0.0.1:$port/api" >/dev/null
+        wrk -t"$THREADS" -c"$CONNECTIONS" -d5s -s "$dir/post.lua" "http://127.0.0.1:$port$LOAD_PATH" >/dev/null
     local rss_before perf_pid=
     rss_before=$(ps -o rss= -p "$SERVER_PID" | tr -d ' ')
     if [ -n "${PERF:-}" ] && [ "$label" = current ] && [ ! -e "$WORK/perf.data" ]; then
         perf record -F 499 -g -o "$WORK/perf.data" -p "$SERVER_PID" -- sleep "$DURATION" 2>/dev/null &
         perf_pid=$!
     fi
-    log "[$label] /api: ${DURATION}s, $CONNECTIONS connections, $THREADS wrk thread(s), $STORE, $(
+    log "[$label] $LOAD_PATH: ${DURATION}s, $CONNECTIONS connections, $THREADS wrk thread(s), $STORE, $(
         [ "$NEW" -gt 0 ] && echo "a stream of $NEW new receipts" || echo "$RECEIPTS receipts in turn")"
-    wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$dir/post.lua" "http://127.0.0.1:$port/api" \
+    wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$dir/post.lua" "http://127.0.0.1:$port$LOAD_PATH" \
         | tee "$WORK/wrk-api"
     [ -n "$perf_pid" ] && wait "$perf_pid" || true
     log "[$label] /healthz: ${DURATION}s"

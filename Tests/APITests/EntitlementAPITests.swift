@@ -283,6 +283,8 @@ import Testing
                 if !seen { try await Task.sleep(for: .milliseconds(50)) }
             }
             #expect(seen)
+            #expect(first.stop() == 0, "\(first.logText)")
+            #expect(second.stop() == 0, "\(second.logText)")
         }
     }
 

@@ -273,11 +273,27 @@ struct ServeProcess: Sendable {
         }
     }
 
-    /// SIGTERM, then waits for the exit; returns the exit status.
+    /// SIGTERM, then waits for the exit (at most 30 s, then SIGKILL and -1); returns the exit status.
+    ///
+    /// Foundation's `waitUntilExit` was seen to spin forever on Linux after the child had exited (a clean-clone run
+    /// hung in it at 100 % CPU), so the child is waited for here, by its pid, with a bound.
     func stop() -> Int32 {
+        let pid = process.processIdentifier
         if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return process.terminationStatus
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if !process.isRunning { return process.terminationStatus }
+            var status: Int32 = 0
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid {
+                // Exited normally: the code is in bits 8-15; killed by a signal: 128 + the signal, as a shell says.
+                return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            }
+            if reaped == -1 { return process.isRunning ? 0 : process.terminationStatus }
+            usleep(50_000)
+        }
+        kill(pid, SIGKILL)
+        return -1
     }
 }
 
