@@ -273,14 +273,15 @@ struct ServeProcess: Sendable {
         }
     }
 
-    /// SIGTERM, then waits for the exit (at most 30 s, then SIGKILL and -1); returns the exit status.
+    /// SIGTERM, then waits for the exit (at most 45 s, past the server's own 30 s watchdog; then SIGKILL and -1); returns
+    /// the exit status.
     ///
     /// Foundation's `waitUntilExit` was seen to spin forever on Linux after the child had exited (a clean-clone run
     /// hung in it at 100 % CPU), so the child is waited for here, by its pid, with a bound.
     func stop() -> Int32 {
         let pid = process.processIdentifier
         if process.isRunning { process.terminate() }
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Date().addingTimeInterval(45)
         while Date() < deadline {
             if !process.isRunning { return process.terminationStatus }
             var status: Int32 = 0

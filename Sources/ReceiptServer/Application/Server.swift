@@ -1,4 +1,6 @@
 import AppleClients
+import Dispatch
+import Foundation
 import Hummingbird
 import Logging
 import ReceiptCore
@@ -87,5 +89,41 @@ private func serve(
         services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
     group.maximumGracefulShutdownDuration = configuration.shutdownTimeout
     group.maximumCancellationDuration = .seconds(2)
+    let watchdog = ShutdownWatchdog(after: configuration.shutdownTimeout + .seconds(5), logger: logger)
+    defer { watchdog.cancel() }
     try await ServiceGroup(configuration: group).run()
+}
+
+/// Ends the process when a stop (SIGTERM, SIGINT) has not ended it within the graceful shutdown's deadline, its
+/// cancellation's, and a margin: the service group's own deadlines are enforced by tasks, and a clean-clone run saw
+/// the group's cancellation deadlock on a lock inside a dependency (swift-async-algorithms' `merge`, under a timer
+/// sequence cancelled on graceful shutdown), leaving `serve` alive after SIGTERM. Runs on a dispatch queue of its own,
+/// outside Swift concurrency, so a stuck task pool cannot hold it.
+final class ShutdownWatchdog {
+    private let sources: [any DispatchSourceSignal]
+
+    init(after limit: Duration, logger: Logger) {
+        let queue = DispatchQueue(label: "receiptverify.shutdown-watchdog")
+        let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
+        sources = [SIGTERM, SIGINT].map { number in
+            // The service group ignores the signals' default action too; dispatch delivers them to every source.
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler {
+                queue.asyncAfter(deadline: .now() + seconds) {
+                    logger.critical(
+                        "the graceful stop did not end the process in time; exiting",
+                        metadata: ["shutdown.limit_seconds": "\(Int(seconds))"])
+                    exit(0)
+                }
+            }
+            source.resume()
+            return source
+        }
+    }
+
+    /// Stops watching: the process is ending on its own.
+    func cancel() {
+        for source in sources { source.cancel() }
+    }
 }
