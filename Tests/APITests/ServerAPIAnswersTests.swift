@@ -140,8 +140,10 @@ import Testing
             #expect(
                 Array(answer.keys) == [
                     "status", "description", "environment", "receipt", "latest_receipt_info", "pending_renewal_info",
-                    "enrichment", "assurance", "transactions", "request_id",
+                    "enrichment", "assurance", "transactions", "subscriptions", "request_id",
                 ])
+            // Apple's renewal info set the subscription's status: its latest period ended in 2023, no retry.
+            #expect(answer["subscriptions"]?.arrayValue?.map { $0["status"] } == [.string("expired")])
             #expect(answer["enrichment"] == .string("applied"))
             #expect(answer["assurance"] == .string("signed-receipt"))
             // Apple's truth, oldest first, consumables left out as verifyReceipt did, the renewal the receipt
@@ -263,6 +265,54 @@ import Testing
             #expect(refused["enrichment"] == .string("refused"))
             #expect(refused["retryable"] == nil)
             #expect(service.logText.contains("Apple refused the app's App Store Server API credentials"))
+        }
+    }
+
+    @Test(
+        "an enriched answer's renewal info sets the subscription's status; a stale one does not revive it",
+        arguments: StoreKind.available)
+    func enrichmentRenewalInfoSetsTheStatus(kind: StoreKind) async throws {
+        try await Self.withServerAPI(kind) { service, fake in
+            let tenant = try Self.tenant(
+                service, ["--enrichment", "on", "--product", "com.example.app.monthly=auto_renewable:pro"])
+            // The receipt's period ended long ago; Apple is retrying the payment, with a grace period of 3 days.
+            let period = try Self.transaction("1000000400", original: "1000000400", hoursAfterBase: 1)
+            let graceEnd = Date().addingTimeInterval(3 * 86_400)
+            var renewal = JWSBuilder()
+            renewal.payload = .renewalInfo
+            renewal.originalTransactionID = "1000000400"
+            renewal.isInBillingRetryPeriod = true
+            renewal.autoRenewStatus = 1
+            renewal.expiresDate = graceEnd
+            renewal.signedDate = Date().addingTimeInterval(-60)
+            let item: JSONObject = [
+                "originalTransactionId": .string("1000000400"), "status": .integer(4),
+                "signedTransactionInfo": .string(period),
+                "signedRenewalInfo": .string(try renewal.build(signedBy: try sharedJWSPKI.get())),
+            ]
+            let statuses: JSONObject = [
+                "environment": .string("Sandbox"), "bundleId": .string(Self.bundleID),
+                "data": .array([.object(["lastTransactions": .array([.object(item)])])]),
+            ]
+            fake.script("production", Self.history([period]), .json(JSONValue.object(statuses).encodedString))
+            let form = [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", period), ("app_user_id", "u1")]
+            let answer = try await service.post(form: form).json()
+            #expect(answer["enrichment"] == .string("applied"))
+            let status = try #require(answer["subscriptions"]?.arrayValue?.first)
+            #expect(status["status"] == .string("grace_period") && status["auto_renews"] == .bool(true))
+            let pro = try #require(EntitlementAPITests.entitlement(answer["customer"], "pro"))
+            #expect(pro["active"] == .bool(true) && pro["will_renew"] == .bool(true))
+            #expect(pro["grace_period_expires_at"]?.stringValue == EntitlementAPITests.rfc3339(graceEnd))
+            #expect(pro["billing_issue_detected_at"]?.stringValue != nil)
+
+            // Apple says it expired (signed now); the same renewal info again (Apple's answer, reused) is older.
+            let expired = try EntitlementAPITests.notification(service, "EXPIRED", transaction: period)
+            #expect(try await NotificationAPITests.send(service, tenant.token, expired).httpStatus == 200)
+            let again = try await service.post(form: form).json()
+            #expect(again["subscriptions"]?.arrayValue?.first?["status"] == .string("expired"))
+            #expect(EntitlementAPITests.entitlement(again["customer"], "pro")?["active"] == .bool(false))
+            let looked = try await EntitlementAPITests.customer(service, tenant, [("app_user_id", "u1")]).json()
+            #expect(looked["customer"]?["subscriptions"]?.arrayValue?.first?["status"] == .string("expired"))
         }
     }
 

@@ -172,3 +172,93 @@ import Testing
         #expect(ledger.ledger(Self.appID).rows.keys.sorted() == ["2"])
     }
 }
+
+/// The statuses an enriched answer's renewal infos state (``SubscriptionStatus/init(renewal:purchases:appID:environment:now:)``),
+/// and their writing with the recording: the newest signed statement wins.
+@Suite struct RenewalStatusTests {
+    static let now = Date(timeIntervalSince1970: 1_790_000_000)
+    static let nowMilliseconds: Int64 = 1_790_000_000_000
+    static let hour: Int64 = 3_600_000
+
+    static func period(_ id: String, expires: Int64, revoked: Bool = false) -> PurchaseTransaction {
+        PurchaseTransaction(
+            transactionID: id, originalTransactionID: "1", productID: "com.example.monthly",
+            purchaseDate: expires - 720 * hour, expiresDate: expires,
+            revocationDate: revoked ? expires - 100 * hour : nil, revocationReason: revoked ? 0 : nil)
+    }
+
+    static func renewal(
+        signed: Int64 = nowMilliseconds - hour, retrying: Bool = false, grace: Int64? = nil, renews: Int = 1,
+        renewalDate: Int64? = nil
+    ) -> JSONObject {
+        var object: JSONObject = [
+            "originalTransactionId": .string("1"), "productId": .string("com.example.monthly"),
+            "autoRenewProductId": .string("com.example.yearly"), "autoRenewStatus": .integer(Int64(renews)),
+            "isInBillingRetryPeriod": .bool(retrying), "signedDate": .integer(signed),
+        ]
+        if let grace { object["gracePeriodExpiresDate"] = .integer(grace) }
+        if let renewalDate { object["renewalDate"] = .integer(renewalDate) }
+        return object
+    }
+
+    static func status(_ renewal: JSONObject, _ purchases: [PurchaseTransaction]) -> SubscriptionStatus? {
+        SubscriptionStatus(
+            renewal: renewal, purchases: purchases, appID: LedgerRecorderTests.appID, environment: .production,
+            now: now)
+    }
+
+    @Test func aRenewalInfoStatesTheStateOfTheLatestPeriod() throws {
+        let old = Self.period("1", expires: Self.nowMilliseconds - 700 * Self.hour)
+        let current = Self.period("2", expires: Self.nowMilliseconds + 10 * Self.hour)
+        let active = try #require(Self.status(Self.renewal(renews: 0), [current, old]))
+        #expect(active.state == .active && active.expiresDate == current.expiresDate)
+        #expect(active.autoRenews == false && active.autoRenewProductID == "com.example.yearly")
+        #expect(active.asOf == Self.nowMilliseconds - Self.hour && active.productID == "com.example.monthly")
+
+        let lapsed = Self.period("2", expires: Self.nowMilliseconds - Self.hour)
+        let grace = Self.nowMilliseconds + 5 * Self.hour
+        let inGrace = try #require(Self.status(Self.renewal(retrying: true, grace: grace), [lapsed]))
+        #expect(inGrace.state == .gracePeriod && inGrace.gracePeriodExpiresDate == grace)
+        #expect(Self.status(Self.renewal(retrying: true), [lapsed])?.state == .billingRetry)
+        #expect(Self.status(Self.renewal(), [lapsed])?.state == .expired)
+        #expect(Self.status(Self.renewal(), [Self.period("2", expires: Self.nowMilliseconds, revoked: true)])?.state == .revoked)
+        // Apple's renewal date stands for a period the history has not shown yet.
+        let renewed = try #require(
+            Self.status(Self.renewal(renewalDate: Self.nowMilliseconds + 700 * Self.hour), [lapsed]))
+        #expect(renewed.state == .active && renewed.expiresDate == Self.nowMilliseconds + 700 * Self.hour)
+        // Nothing to judge by, or no date or subscription named: no statement.
+        #expect(Self.status(Self.renewal(), []) == nil)
+        var unsigned = Self.renewal()
+        unsigned["signedDate"] = nil
+        #expect(Self.status(unsigned, [lapsed]) == nil)
+        var unnamed = Self.renewal()
+        unnamed["originalTransactionId"] = nil
+        #expect(Self.status(unnamed, [lapsed]) == nil)
+    }
+
+    @Test func aRecordingWritesItsStatusesUnlessOneSignedLaterIsStored() async throws {
+        let ledger = MemoryLedger(endpoints: [LedgerRecorderTests.everything])
+        let lapsed = Self.period("2", expires: Self.nowMilliseconds - Self.hour)
+        var recording = LedgerRecorderTests.recording([lapsed])
+        let retrying = try #require(Self.status(Self.renewal(retrying: true), [lapsed]))
+        recording.statuses = [retrying]
+        _ = try await LedgerRecorderTests.record(recording, in: ledger)
+        #expect(ledger.ledger(LedgerRecorderTests.appID).statuses["1"]?.state == .billingRetry)
+        #expect(ledger.eventTypes == ["transaction.created", "subscription.status_changed"])
+
+        // An older renewal info (signed before) changes nothing; a newer one without an expiry keeps the stored one.
+        var stale = LedgerRecorderTests.recording([lapsed], at: 1)
+        stale.statuses = [try #require(Self.status(Self.renewal(signed: Self.nowMilliseconds - 2 * Self.hour), [lapsed]))]
+        _ = try await LedgerRecorderTests.record(stale, in: ledger)
+        #expect(ledger.ledger(LedgerRecorderTests.appID).statuses["1"]?.state == .billingRetry)
+        #expect(ledger.eventTypes.count == 2)
+
+        // Renewal infos alone (no transaction) are written too.
+        var alone = LedgerRecorderTests.recording([], at: 2)
+        alone.statuses = [try #require(Self.status(Self.renewal(signed: Self.nowMilliseconds), [lapsed]))]
+        _ = try await LedgerRecorderTests.record(alone, in: ledger)
+        let stored = try #require(ledger.ledger(LedgerRecorderTests.appID).statuses["1"])
+        #expect(stored.state == .expired && stored.asOf == Self.nowMilliseconds)
+        #expect(ledger.eventTypes.last == "subscription.status_changed")
+    }
+}

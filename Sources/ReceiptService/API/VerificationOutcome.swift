@@ -43,6 +43,9 @@ public struct VerificationOutcome: Sendable {
     /// The user the input itself names: a lone StoreKit 2 transaction's `appAccountToken`, taken before Apple's
     /// history is merged into ``purchases`` (the user of every purchase merged).
     public var inputUser: String?
+    /// Apple's verified renewal infos of the customer's subscriptions (an enriched answer's), whose statuses the
+    /// ledger writes.
+    public var renewals: [JSONObject] = []
     /// The verdict's environment, for the ledger (valid answers only).
     public var environment: AppStoreEnvironment?
     /// The receipt's environment, when a 403 is for an environment the app does not allow (the verifyReceipt

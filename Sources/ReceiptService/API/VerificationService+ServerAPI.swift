@@ -35,6 +35,7 @@ extension VerificationService {
                 withRenewals: true, app: caller.app, environment: verified.environment)
             outcome.body["latest_receipt_info"] = .array(facts.latestReceiptInfo)
             if let renewals = facts.pendingRenewalInfo { outcome.body["pending_renewal_info"] = .array(renewals) }
+            outcome.renewals = facts.renewals
             outcome.body["enrichment"] = .string("applied")
             // The input's own user stays the user of everything merged (its claims are made for it).
             outcome.inputUser = outcome.inputUser ?? Ledger.user(statedBy: outcome.purchases)
@@ -57,6 +58,8 @@ extension VerificationService {
         var latestReceiptInfo: [JSONValue]
         /// Nil when the customer has no auto-renewable subscription (statuses are then not asked).
         var pendingRenewalInfo: [JSONValue]?
+        /// The verified renewal infos `pendingRenewalInfo` was made from.
+        var renewals: [JSONObject] = []
         var purchases: [PurchaseTransaction]
         var environment: AppStoreEnvironment
     }
@@ -102,6 +105,9 @@ extension VerificationService {
         if withRenewals, payloads.contains(where: { $0["type"]?.stringValue == "Auto-Renewable Subscription" }) {
             let renewals = try await storeKit.renewals(of: id, credentials: credentials)
             facts.pendingRenewalInfo = ServerAPIFields.pendingRenewalInfo(renewals.map(\.receipt))
+            // Only the environment asked about (the input's; a look-up's, Apple's) is written to the ledger.
+            let wanted = environment ?? history.environment
+            facts.renewals = renewals.filter { $0.environment == wanted }.map(\.receipt)
         }
         return facts
     }
@@ -210,6 +216,7 @@ extension VerificationService {
         if let renewals = facts.pendingRenewalInfo { body.append("pending_renewal_info", .array(renewals)) }
         var outcome = VerificationOutcome(status: 0, body: body, source: .apple)
         outcome.purchases = facts.purchases
+        outcome.renewals = facts.renewals
         outcome.environment = facts.environment
         return outcome
     }

@@ -39,8 +39,15 @@ extension Ledger {
             return
         }
         outcome.user = user
+        let now = Date()
+        let stated = outcome.renewals.compactMap { renewal in
+            SubscriptionStatus(
+                renewal: renewal, purchases: outcome.purchases, appID: caller.app.id, environment: environment,
+                now: now)
+        }
         switch try await decide(
-            outcome.purchases, environment: environment, user: user, app: caller.app, requestID: requestID)
+            outcome.purchases, environment: environment, user: user, app: caller.app, requestID: requestID,
+            statuses: stated, now: now)
         {
         case .deliver(let entries, let recorded):
             outcome.transactions = entries

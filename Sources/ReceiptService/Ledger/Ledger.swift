@@ -44,11 +44,13 @@ public final class Ledger: Sendable {
     }
 
     /// Records `transactions` (one input's, of `environment`) for `app` and decides what to deliver to `user`.
+    /// `statuses` are the subscriptions' statuses Apple's renewal infos state beside them (an enriched answer's), written
+    /// with the recording unless this server wrote them (or newer ones) before.
     public func decide(
         _ transactions: [PurchaseTransaction], environment: AppStoreEnvironment, user: String?, app: App,
-        requestID: String, now: Date = Date()
+        requestID: String, statuses stated: [SubscriptionStatus] = [], now: Date = Date()
     ) async throws -> Decision {
-        guard !transactions.isEmpty else { return .deliver([], recorded: false) }
+        guard !transactions.isEmpty || !stated.isEmpty else { return .deliver([], recorded: false) }
         let claimant = app.claimsPolicy == .off ? nil : user
         var draft = LedgerRecording(
             appID: app.id, environment: environment, transactions: transactions, user: claimant,
@@ -56,6 +58,7 @@ public final class Ledger: Sendable {
             now: now)
         draft.refusesOtherUsers = app.claimsPolicy == .refuse
         draft.catalog = app.catalog
+        draft.statuses = stated
         // In `once` mode the recording marks deliveries: once the store has begun to commit it, this answer waits
         // for it whatever the deadline, and a caller that gave up first leaves nothing written.
         draft.commitClaim = app.deliveryMode == .once ? CommitClaim() : nil
@@ -77,7 +80,7 @@ public final class Ledger: Sendable {
             }
             metrics.writes.increment()
             recorded = true
-            view.remember(results.map(\.entry), marker: marker)
+            view.remember(results.map(\.entry), statuses: recording.statuses, marker: marker)
         }
         var entries: [JSONValue] = []
         entries.reserveCapacity(results.count)
@@ -165,6 +168,8 @@ final class LedgerView: Sendable {
     private struct State {
         var marker: Int?
         var entries: [Key: LedgerEntry] = [:]
+        /// The signed date of the newest status written per subscription (keyed by its original transaction).
+        var statusesAsOf: [Key: Int64] = [:]
     }
 
     private let capacity: Int
@@ -175,14 +180,22 @@ final class LedgerView: Sendable {
     }
 
     /// The recording's results from memory, when every transaction is known, the input revokes none the view
-    /// thinks unrevoked, and no claim would be made or moved; nil when the store must be asked.
+    /// thinks unrevoked, no claim would be made or moved, and every status it states was written before (or one
+    /// signed later); nil when the store must be asked.
     func answer(_ recording: LedgerRecording, marker: Int?) -> [LedgerRecorded]? {
         guard let marker, !recording.transactions.isEmpty else { return nil }
         return state.withLock { state in
             guard state.marker == marker else {
                 state.entries.removeAll(keepingCapacity: true)
+                state.statusesAsOf.removeAll(keepingCapacity: true)
                 state.marker = marker
                 return nil
+            }
+            for status in recording.statuses {
+                let key = Key(
+                    appID: recording.appID, environment: recording.environment,
+                    transactionID: status.originalTransactionID)
+                guard let written = state.statusesAsOf[key], written >= status.asOf else { return nil }
             }
             var results: [LedgerRecorded] = []
             results.reserveCapacity(recording.transactions.count)
@@ -206,14 +219,21 @@ final class LedgerView: Sendable {
     }
 
     /// Remembers entries read or written while the marker was `marker`.
-    func remember(_ entries: [LedgerEntry], marker: Int?) {
+    func remember(_ entries: [LedgerEntry], statuses: [SubscriptionStatus] = [], marker: Int?) {
         guard let marker else { return }
         state.withLock { state in
             if state.marker != marker {
                 state.entries.removeAll(keepingCapacity: true)
+                state.statusesAsOf.removeAll(keepingCapacity: true)
                 state.marker = marker
             }
             if state.entries.count + entries.count > capacity { state.entries.removeAll() }
+            if state.statusesAsOf.count + statuses.count > capacity { state.statusesAsOf.removeAll() }
+            for status in statuses {
+                let key = Key(
+                    appID: status.appID, environment: status.environment, transactionID: status.originalTransactionID)
+                state.statusesAsOf[key] = max(state.statusesAsOf[key] ?? status.asOf, status.asOf)
+            }
             for entry in entries {
                 state.entries[
                     Key(

@@ -73,6 +73,9 @@ public struct LedgerRecording: Sendable {
     public var now: Date
     /// The app's catalog, whose entitlements the recording may change (``CustomerChanges``); nil: none.
     public var catalog: [CatalogProduct]?
+    /// Subscriptions' statuses that Apple's renewal infos state beside the transactions (an enriched answer's), written
+    /// in the recording's transaction where no status signed later is stored (``SubscriptionStatus/merge(_:with:)``).
+    public var statuses: [SubscriptionStatus] = []
     /// Decides between the caller and the store whether the recording is written (``CommitClaim``): set when the
     /// recording marks deliveries, so that only the answer that says `deliver: true` marks one.
     public var commitClaim: CommitClaim?

@@ -54,8 +54,9 @@ public enum LedgerRecorder {
             existing, of: recording, claimants: claimants, transferredFrom: transferredFrom, with: writer)
         recorded.merge(updated) { new, _ in new }
         let results = recording.transactions.compactMap { recorded[$0.transactionID] }
+        let stated = try await statusEvents(of: [recording], with: writer)
         let told = try await customerEvents(of: [recording], [results], with: writer)
-        try await writer.insertLedgerEvents(events(of: recording, results) + told)
+        try await writer.insertLedgerEvents(events(of: recording, results) + stated + told)
         return (results, changed || revoked)
     }
 
@@ -218,17 +219,37 @@ extension LedgerRecorder {
             let members = indexes.map { recordings[$0] }
             let ledgerWriter = writer(members[0])
             let together = try await recordGroup(members, with: ledgerWriter)
+            let stated = try await statusEvents(of: members, with: ledgerWriter)
             let told = try await customerEvents(of: members, together.map(\.result), with: ledgerWriter)
             try await ledgerWriter.insertLedgerEvents(
-                zip(members, together).flatMap { recording, outcome in events(of: recording, outcome.result) } + told)
+                zip(members, together).flatMap { recording, outcome in events(of: recording, outcome.result) }
+                    + stated + told)
             for (index, outcome) in zip(indexes, together) { outcomes[index] = outcome }
         }
         return outcomes.map { $0 ?? ([], false) }
     }
 
+    /// Writes the statuses that recordings of one app and environment state (``LedgerRecording/statuses``), in their
+    /// order; the `subscription.status_changed` events of those that changed a state.
+    static func statusEvents(of recordings: [LedgerRecording], with writer: some LedgerWriting) async throws
+        -> [WebhookEvent]
+    {
+        let stated = recordings.flatMap { recording in recording.statuses.map { (recording, $0) } }
+        guard !stated.isEmpty else { return [] }
+        let (changes, _) = try await SubscriptionStatus.merge(stated.map(\.1), with: writer)
+        return changes.map { change in
+            let recording = stated[change.index].0
+            return WebhookEvent(
+                appID: recording.appID, environment: recording.environment, kind: .subscriptionStatusChanged,
+                createdAt: recording.now,
+                data: NotificationRecorder.statusEventData(change.status, previous: change.previous))
+        }
+    }
+
     /// The `customer.entitlements_changed` events of recordings of one app and environment (``CustomerChanges``):
-    /// of each recording's user, of the claimant of each row inserted or revoked, and of each user a claim moved
-    /// from; nothing is read when the app's catalog grants no entitlement.
+    /// of each recording's user, of the claimant of each row inserted or revoked, of each user a claim moved from,
+    /// and of the claimants of the subscriptions whose statuses they state; nothing is read when the app's catalog
+    /// grants no entitlement.
     static func customerEvents(
         of recordings: [LedgerRecording], _ results: [[LedgerRecorded]], with writer: some LedgerWriting
     ) async throws -> [WebhookEvent] {
@@ -241,6 +262,8 @@ extension LedgerRecorder {
                 if let previous = result.transferredFrom { users.insert(previous) }
             }
         }
+        let stating = Set(recordings.flatMap { $0.statuses.map(\.originalTransactionID) })
+        if !stating.isEmpty { users.formUnion(try await writer.claimants(of: stating.sorted()).values) }
         return try await CustomerChanges.events(
             for: users, appID: first.appID, environment: first.environment, catalog: first.catalog,
             now: recordings.map(\.now).max() ?? first.now, with: writer)

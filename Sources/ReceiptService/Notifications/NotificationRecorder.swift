@@ -111,40 +111,20 @@ public enum NotificationRecorder {
             }
         }
 
-        // Statuses: read once, kept in order in memory, written once each.
-        var originals: [String] = []
-        var seen = Set<String>()
-        for index in recorded {
-            if let original = records[index].status?.originalTransactionID, seen.insert(original).inserted {
-                originals.append(original)
-            }
+        // Statuses: each notification's statement, in order.
+        let stating = recorded.filter { records[$0].status != nil }
+        let (changes, wrote) = try await SubscriptionStatus.merge(
+            stating.compactMap { records[$0].status }, with: writer)
+        for change in changes {
+            let index = stating[change.index]
+            events[index].append(
+                records[index].event(
+                    .subscriptionStatusChanged, statusEventData(change.status, previous: change.previous)))
         }
-        var statuses = try await writer.subscriptionStatuses(of: originals)
-        var saved: [String] = []
-        for index in recorded {
-            guard var status = records[index].status else { continue }
-            let old = statuses[status.originalTransactionID]
-            // A statement signed before the stored one arrived late: it changes nothing.
-            guard old.map({ $0.asOf <= status.asOf }) ?? true else { continue }
-            if let old {
-                if status.productID.isEmpty { status.productID = old.productID }
-                status.expiresDate = status.expiresDate ?? old.expiresDate
-                status.autoRenews = status.autoRenews ?? old.autoRenews
-                status.autoRenewProductID = status.autoRenewProductID ?? old.autoRenewProductID
-            }
-            statuses[status.originalTransactionID] = status
-            if !saved.contains(status.originalTransactionID) { saved.append(status.originalTransactionID) }
-            if old?.state != status.state {
-                events[index].append(
-                    records[index].event(.subscriptionStatusChanged, statusEventData(status, previous: old?.state)))
-            }
-        }
-        // Statuses are read through an in-memory view (``SubscriptionStatusView``) that the announcement drops.
-        try await writer.saveSubscriptionStatuses(saved.sorted().compactMap { statuses[$0] })
         let told = try await customerEvents(of: recorded.map { records[$0] }, with: writer)
         try await writer.insertEvents(events.flatMap { $0 } + told)
         for index in recorded { outcomes[index].result = .recorded(events: events[index]) }
-        return (outcomes, !saved.isEmpty)
+        return (outcomes, wrote)
     }
 
     /// The `customer.entitlements_changed` events of recorded notifications of one app and environment

@@ -33,30 +33,68 @@ extension SubscriptionStatus {
         case "REFUND", "REVOKE":
             state = .revoked
         default:
-            if purchase?.revocationDate != nil {
-                state = .revoked
-            } else if let expires, expires > nowMilliseconds {
-                state = .active
-            } else if renewal?["isInBillingRetryPeriod"] == .bool(true) {
-                state = (grace ?? 0) > nowMilliseconds ? .gracePeriod : .billingRetry
-            } else if expires == nil {
-                // Renewal info alone (a change of renewal preference): no expiry to judge by.
-                return nil
-            } else {
-                state = .expired
-            }
+            // Renewal info alone (a change of renewal preference) has no expiry to judge by.
+            guard
+                let stated = Self.state(
+                    expires: expires, revoked: purchase?.revocationDate != nil, renewal: renewal, grace: grace,
+                    now: nowMilliseconds)
+            else { return nil }
+            state = stated
         }
-        let autoRenews: Bool? =
-            switch renewal?["autoRenewStatus"] {
-            case .integer(let value)?: value == 1
-            default: nil
-            }
         self.init(
             appID: appID, environment: notification.environment, originalTransactionID: original,
             productID: purchase?.productID ?? renewal?["productId"]?.stringValue ?? "",
-            state: state, expiresDate: expires, gracePeriodExpiresDate: grace, autoRenews: autoRenews,
-            autoRenewProductID: renewal?["autoRenewProductId"]?.stringValue, asOf: notification.signedDate,
-            updatedAt: now)
+            state: state, expiresDate: expires, gracePeriodExpiresDate: grace,
+            autoRenews: Self.autoRenews(renewal), autoRenewProductID: renewal?["autoRenewProductId"]?.stringValue,
+            asOf: notification.signedDate, updatedAt: now)
+    }
+
+    /// The status a renewal info from the App Store Server API (Get All Subscription Statuses) states, with the
+    /// subscription's latest period among `purchases` (Apple's history beside it): nil when the renewal info names no
+    /// original transaction or signed date, or no expiry can be judged by. Dated by the renewal info's `signedDate`,
+    /// so it replaces only a status signed no later, and the expiry is the later of the latest period's and the
+    /// renewal info's `renewalDate`.
+    public init?(
+        renewal: JSONObject, purchases: [PurchaseTransaction], appID: UUID, environment: AppStoreEnvironment,
+        now: Date
+    ) {
+        guard let original = renewal["originalTransactionId"]?.stringValue, !original.isEmpty,
+            let signedDate = Self.milliseconds(renewal["signedDate"])
+        else { return nil }
+        let latest = purchases.filter { $0.originalTransactionID == original }.max { a, b in
+            (a.expiresDate ?? 0, a.purchaseDate ?? 0) < (b.expiresDate ?? 0, b.purchaseDate ?? 0)
+        }
+        let renewalDate = Self.milliseconds(renewal["renewalDate"])
+        let expires = [latest?.expiresDate, renewalDate].compactMap { $0 }.max()
+        let grace = Self.milliseconds(renewal["gracePeriodExpiresDate"])
+        guard
+            let state = Self.state(
+                expires: expires, revoked: latest?.revocationDate != nil, renewal: renewal, grace: grace,
+                now: now.millisecondsSince1970)
+        else { return nil }
+        self.init(
+            appID: appID, environment: environment, originalTransactionID: original,
+            productID: latest?.productID ?? renewal["productId"]?.stringValue ?? "", state: state,
+            expiresDate: expires, gracePeriodExpiresDate: grace, autoRenews: Self.autoRenews(renewal),
+            autoRenewProductID: renewal["autoRenewProductId"]?.stringValue, asOf: signedDate, updatedAt: now)
+    }
+
+    /// The state a subscription's latest transaction and renewal info state at `now`: revoked, active until the
+    /// expiry, then in the grace period or billing retry when the renewal info says Apple is retrying, else expired;
+    /// nil when not revoked, not in billing retry and no expiry is known.
+    static func state(expires: Int64?, revoked: Bool, renewal: JSONObject?, grace: Int64?, now: Int64) -> State? {
+        if revoked { return .revoked }
+        if let expires, expires > now { return .active }
+        if renewal?["isInBillingRetryPeriod"] == .bool(true) { return (grace ?? 0) > now ? .gracePeriod : .billingRetry }
+        return expires == nil ? nil : .expired
+    }
+
+    /// A renewal info's `autoRenewStatus` (1: on, 0: off); nil when it states none.
+    static func autoRenews(_ renewal: JSONObject?) -> Bool? {
+        switch renewal?["autoRenewStatus"] {
+        case .integer(let value)?: value == 1
+        default: nil
+        }
     }
 
     private static func milliseconds(_ value: JSONValue?) -> Int64? {

@@ -26,6 +26,11 @@ public protocol LedgerWriting {
     /// Inserts the events of ledger changes that some endpoint of their app takes, each with its deliveries (the
     /// others are not kept: without a receiver, the ledger itself is the record).
     func insertLedgerEvents(_ events: [WebhookEvent]) async throws
+    /// The stored statuses of these subscriptions, by original transaction ID, locked until the transaction ends
+    /// where the store can.
+    func subscriptionStatuses(of originalTransactionIDs: [String]) async throws -> [String: SubscriptionStatus]
+    /// Inserts or replaces the subscriptions' statuses (one each), unless a stored one was signed later.
+    func saveSubscriptionStatuses(_ statuses: [SubscriptionStatus]) async throws
     /// The rows of the original transactions `user` claims (at most `limit`) and their subscriptions' statuses.
     func customerFacts(of user: String, limit: Int) async throws -> (
         entries: [LedgerEntry], statuses: [SubscriptionStatus]

@@ -14,11 +14,6 @@ public protocol NotificationWriting: LedgerWriting {
     /// signed after `asOf` set it; returns whether it wrote.
     func setRevocation(_ transactionID: String, to transaction: PurchaseTransaction?, asOf: Int64) async throws
         -> Bool
-    /// The stored statuses of these subscriptions, by original transaction ID, locked until the transaction ends
-    /// where the store can.
-    func subscriptionStatuses(of originalTransactionIDs: [String]) async throws -> [String: SubscriptionStatus]
-    /// Inserts or replaces the subscriptions' statuses (one each), unless a stored one was signed later.
-    func saveSubscriptionStatuses(_ statuses: [SubscriptionStatus]) async throws
     /// Inserts events with one pending delivery per endpoint of the app that takes each.
     func insertEvents(_ events: [WebhookEvent]) async throws
 }

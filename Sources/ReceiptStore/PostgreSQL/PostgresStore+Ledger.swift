@@ -15,7 +15,7 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
     /// Recordings are committed in groups (``LedgerGroupCommit``): each server sends one transaction at a time,
     /// whose commit (and its flush to disk) the group shares; exactness across servers is the primary key's.
     public func record(_ recording: LedgerRecording) async throws -> [LedgerRecorded] {
-        guard !recording.transactions.isEmpty else { return [] }
+        guard !recording.transactions.isEmpty || !recording.statuses.isEmpty else { return [] }
         return try await ledgerGroups.record(recording, on: self)
     }
 
@@ -52,6 +52,7 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
             if StoredForm.changesCustomers(recordings, outcomes.map(\.result)) {
                 try await self.announceCustomerChange(on: connection)
             }
+            if StoredForm.statesStatuses(recordings) { try await self.announceStatusChange(on: connection) }
             return outcomes
         }
     }
@@ -66,6 +67,7 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
             if StoredForm.changesCustomers([recording], [outcome.result]) {
                 try await self.announceCustomerChange(on: connection)
             }
+            if StoredForm.statesStatuses([recording]) { try await self.announceStatusChange(on: connection) }
             return outcome
         }
     }

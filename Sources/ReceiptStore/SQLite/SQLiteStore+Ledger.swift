@@ -9,7 +9,7 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
     /// Recordings are committed in groups (``LedgerGroupCommit``): the connection is the only writer, so a group is
     /// serialized as its members would be.
     public func record(_ recording: LedgerRecording) async throws -> [LedgerRecorded] {
-        guard !recording.transactions.isEmpty else { return [] }
+        guard !recording.transactions.isEmpty || !recording.statuses.isEmpty else { return [] }
         return try await ledgerGroups.record(recording, on: self)
     }
 
@@ -39,6 +39,7 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
             try await LedgerRecorder.recordTogether(recordings, writer: self.ledgerWriter)
         }
         if StoredForm.changesCustomers(recordings, outcomes.map(\.result)) { announceCustomerChange() }
+        if StoredForm.statesStatuses(recordings) { announceStatusChange() }
         return outcomes
     }
 
@@ -47,6 +48,7 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
             try await LedgerRecorder.record(recording, with: self.ledgerWriter(recording))
         }
         if StoredForm.changesCustomers([recording], [outcome.result]) { announceCustomerChange() }
+        if StoredForm.statesStatuses([recording]) { announceStatusChange() }
         return outcome
     }
 

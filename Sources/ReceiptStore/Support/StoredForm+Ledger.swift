@@ -54,6 +54,12 @@ extension StoredForm {
     /// one inserted a row, or recorded for a user (a first claim, a moved one).
     static func changesCustomers(_ recordings: [LedgerRecording], _ results: [[LedgerRecorded]]) -> Bool {
         recordings.contains { $0.user != nil } || results.contains { $0.contains(where: \.isNew) }
+            || statesStatuses(recordings)
+    }
+
+    /// Whether recordings state subscriptions' statuses (announced to the status view once committed).
+    static func statesStatuses(_ recordings: [LedgerRecording]) -> Bool {
+        recordings.contains { !$0.statuses.isEmpty }
     }
 
     /// A due customer from `customer_snapshots`' key columns.
