@@ -29,7 +29,8 @@ struct CustomersCommand: AsyncParsableCommand {
             }
             let view = try await options.withTenancy { [app, user, originalTransactionID, chosen] in
                 try await $0.customer(
-                    token: app, user: user, originalTransactionID: originalTransactionID, environment: chosen)
+                    token: app, user: user, originalTransactionID: originalTransactionID, environment: chosen
+                ).view
             }
             if options.json {
                 print(String(decoding: JSONValue.object(view.json).encoded, as: UTF8.self))

@@ -55,14 +55,7 @@ extension VerificationEndpoint {
         guard let ids = request.transactionIDs, !ids.isEmpty else {
             throw HTTPFailure(status: ResponseStatus.badRequest, reason: "transaction_ids is required")
         }
-        var environment: AppStoreEnvironment?
-        if let name = request.environment, !name.isEmpty {
-            guard let named = AppStoreEnvironment(configurationName: name) else {
-                throw HTTPFailure(
-                    status: ResponseStatus.badRequest, reason: "environment must be Production, Sandbox or Xcode")
-            }
-            environment = named
-        }
+        let environment = try request.namedEnvironment()
         let entries = try await ledger.confirmDelivery(
             app: caller.app, environment: environment, transactionIDs: ids)
         var found = Set<String>()
@@ -84,5 +77,17 @@ extension VerificationEndpoint {
         body.append("transactions", .array(confirmed))
         body.append("unknown_transaction_ids", .array(missing.map { .string($0) }))
         return VerificationOutcome(status: 0, body: body, source: .local)
+    }
+}
+
+extension VerificationRequest {
+    /// The request's `environment` (Production, Sandbox or Xcode); nil when it names none; a 400 otherwise.
+    func namedEnvironment() throws -> AppStoreEnvironment? {
+        guard let name = environment, !name.isEmpty else { return nil }
+        guard let named = AppStoreEnvironment(configurationName: name) else {
+            throw HTTPFailure(
+                status: ResponseStatus.badRequest, reason: "environment must be Production, Sandbox or Xcode")
+        }
+        return named
     }
 }

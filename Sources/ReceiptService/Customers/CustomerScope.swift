@@ -243,13 +243,9 @@ extension CustomerScope {
     /// ledger rows it is computed from (for the customer page's timeline).
     public func customer(
         appID: UUID, user: String?, originalTransactionID: String?, environment: AppStoreEnvironment?
-    ) async throws -> (view: CustomerView, entries: [LedgerEntry]) {
-        let token = try await app(id: appID).token
-        let view = try await tenancy.customer(
-            token: token, user: user, originalTransactionID: originalTransactionID, environment: environment)
-        let entries = try await tenancy.ledgerEntries(
-            token: token, user: user, originalTransactionID: user == nil ? originalTransactionID : nil, since: nil,
-            limit: 1_000)
-        return (view, entries.filter { $0.environment == view.environment })
+    ) async throws -> (view: CustomerView, rows: [LedgerEntry]) {
+        try await tenancy.customer(
+            token: try await app(id: appID).token, user: user, originalTransactionID: originalTransactionID,
+            environment: environment)
     }
 }

@@ -17,6 +17,26 @@ public struct CustomerLookup: Sendable {
         case user(String)
         /// Original transactions, when no user is given (or the app makes no claims).
         case originals([String])
+
+        /// The subject a look-up names for `app`: its `user`, else its `originalTransactionID` (empty ones count as
+        /// absent); throws ``ServiceError/Code/invalidArgument`` when it names neither, or a user of an app that
+        /// makes no claims (whose purchases are no user's: ask by original transaction).
+        public init(user: String?, originalTransactionID: String?, app: App) throws {
+            if let user, !user.isEmpty {
+                guard app.claimsPolicy != .off else {
+                    throw ServiceError(
+                        .invalidArgument,
+                        "the app makes no claims (claims off), so no purchase is a user's: ask by "
+                            + "original_transaction_id")
+                }
+                self = .user(user)
+            } else if let originalTransactionID, !originalTransactionID.isEmpty {
+                self = .originals([originalTransactionID])
+            } else {
+                throw ServiceError(
+                    .invalidArgument, "a customer look-up needs app_user_id or original_transaction_id")
+            }
+        }
     }
 
     /// The most ledger rows one view reads; a customer with more is computed from the first ones.
@@ -48,6 +68,13 @@ public struct CustomerLookup: Sendable {
     public func view(
         of subject: Subject, app: App, environment: AppStoreEnvironment?, now: Date = Date(), fresh: Bool = false
     ) async throws -> CustomerView {
+        try await viewAndRows(of: subject, app: app, environment: environment, now: now, fresh: fresh).view
+    }
+
+    /// ``view(of:app:environment:now:fresh:)`` and the ledger rows (of the view's environment) it was computed from.
+    public func viewAndRows(
+        of subject: Subject, app: App, environment: AppStoreEnvironment?, now: Date = Date(), fresh: Bool = false
+    ) async throws -> (view: CustomerView, rows: [LedgerEntry]) {
         let marker = marker()
         let entries: [LedgerEntry]
         if !fresh, let known = facts.entries(of: subject, appID: app.id, marker: marker) {
@@ -63,9 +90,10 @@ public struct CustomerLookup: Sendable {
         let known = try await statuses.statuses(appID: app.id, originals: originals, environment: chosen)
         let user: String? = if case .user(let user) = subject { user } else { nil }
         let original: String? = if case .originals(let list) = subject, list.count == 1 { list[0] } else { nil }
-        return EntitlementRules.view(
+        let view = EntitlementRules.view(
             appUserID: user, originalTransactionID: original, environment: chosen, entries: mine, statuses: known,
             catalog: app.catalog, now: now.millisecondsSince1970)
+        return (view, mine)
     }
 
     /// The view's answer form (``CustomerView/json``), from memory while nothing it depends on changed: the store's
@@ -94,32 +122,19 @@ public struct CustomerLookup: Sendable {
 
     /// The ledger rows of `subject`, page by page, up to ``maximumTransactions``.
     private func read(_ subject: Subject, appID: UUID) async throws -> [LedgerEntry] {
-        var entries: [LedgerEntry] = []
         switch subject {
         case .user(let user):
-            var after: LedgerPosition?
-            while entries.count < Self.maximumTransactions {
-                let page = try await ledger.entries(
-                    LedgerQuery(appID: appID, user: user, after: after, limit: Self.pageSize))
-                entries += page
-                guard page.count == Self.pageSize, let last = page.last else { break }
-                after = LedgerPosition(of: last)
-            }
+            return try await LedgerQuery(appID: appID, user: user, limit: Self.pageSize).read(
+                upTo: Self.maximumTransactions, pageSize: Self.pageSize, page: ledger.entries)
         case .originals(let originals):
+            var entries: [LedgerEntry] = []
             var seen = Set<String>()
             for original in originals.prefix(Self.maximumOriginals) where seen.insert(original).inserted {
-                var after: LedgerPosition?
-                while entries.count < Self.maximumTransactions {
-                    let page = try await ledger.entries(
-                        LedgerQuery(
-                            appID: appID, originalTransactionID: original, after: after, limit: Self.pageSize))
-                    entries += page
-                    guard page.count == Self.pageSize, let last = page.last else { break }
-                    after = LedgerPosition(of: last)
-                }
+                entries += try await LedgerQuery(appID: appID, originalTransactionID: original, limit: Self.pageSize)
+                    .read(upTo: Self.maximumTransactions - entries.count, pageSize: Self.pageSize, page: ledger.entries)
             }
+            return entries
         }
-        return entries
     }
 
     /// The environment a view without one is of: Production where the customer has production facts, else Sandbox,

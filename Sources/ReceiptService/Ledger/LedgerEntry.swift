@@ -184,6 +184,25 @@ public struct LedgerQuery: Sendable, Equatable {
     }
 }
 
+extension LedgerQuery {
+    /// The rows the query selects (its own `after` and `limit` aside), up to `limit`, read by `page` in pages of at
+    /// most `pageSize` in the ledger's order, so that one read never holds a long transaction.
+    public func read(
+        upTo limit: Int, pageSize: Int = 1_000, page: (LedgerQuery) async throws -> [LedgerEntry]
+    ) async throws -> [LedgerEntry] {
+        var entries: [LedgerEntry] = []
+        var query = self
+        while entries.count < limit {
+            query.limit = min(pageSize, limit - entries.count)
+            let rows = try await page(query)
+            entries += rows
+            guard rows.count == query.limit, let last = rows.last else { break }
+            query.after = LedgerPosition(of: last)
+        }
+        return entries
+    }
+}
+
 /// A row's place in the ledger's order: first seen, then environment, then transaction id.
 public struct LedgerPosition: Sendable, Equatable {
     /// `first_seen_at` in milliseconds since 1970.

@@ -12,19 +12,10 @@ extension TenancyService {
         guard (1...100_000).contains(limit) else {
             throw ServiceError(.invalidArgument, "the limit must be from 1 to 100000")
         }
-        var entries: [LedgerEntry] = []
-        var after: LedgerPosition?
         // Pages of the store's size, so one command never holds a long transaction.
-        while entries.count < limit {
-            let page = try await store.ledgerEntries(
-                LedgerQuery(
-                    appID: app.id, user: user, originalTransactionID: originalTransactionID, since: since,
-                    after: after, limit: min(1_000, limit - entries.count)))
-            entries += page
-            guard let last = page.last, page.count == min(1_000, limit - entries.count + page.count) else { break }
-            after = LedgerPosition(of: last)
-        }
-        return entries
+        return try await LedgerQuery(
+            appID: app.id, user: user, originalTransactionID: originalTransactionID, since: since, limit: limit
+        ).read(upTo: limit, page: store.ledgerEntries)
     }
 
     /// Gives an original transaction's claim to `user`, or releases it (`user` nil).
@@ -62,24 +53,13 @@ extension TenancyService {
 /// The operator's view of an app's customers (`receiptverify customers show`).
 extension TenancyService {
     /// What a user of the app (or, with no user, the holder of an original transaction) may use now, in
-    /// `environment` (nil: their production facts, else sandbox).
+    /// `environment` (nil: their production facts, else sandbox), and the ledger rows it was computed from.
     public func customer(
         token: String, user: String?, originalTransactionID: String?, environment: AppStoreEnvironment?
-    ) async throws -> CustomerView {
+    ) async throws -> (view: CustomerView, rows: [LedgerEntry]) {
         let app = try await app(token: token)
-        let subject: CustomerLookup.Subject
-        if let user, !user.isEmpty {
-            guard app.claimsPolicy != .off else {
-                throw ServiceError(
-                    .invalidArgument, "the app makes no claims (claims off): look up by original transaction")
-            }
-            subject = .user(user)
-        } else if let originalTransactionID, !originalTransactionID.isEmpty {
-            subject = .originals([originalTransactionID])
-        } else {
-            throw ServiceError(.invalidArgument, "give a user or an original transaction")
-        }
+        let subject = try CustomerLookup.Subject(user: user, originalTransactionID: originalTransactionID, app: app)
         let lookup = CustomerLookup(ledger: Ledger(store: store), statuses: SubscriptionStatusView(store: store))
-        return try await lookup.view(of: subject, app: app, environment: environment, now: now())
+        return try await lookup.viewAndRows(of: subject, app: app, environment: environment, now: now())
     }
 }

@@ -83,7 +83,7 @@ enum CustomersPage {
                     let found = try await scope.customer(
                         appID: chosen, user: user.isEmpty ? nil : user,
                         originalTransactionID: original.isEmpty ? nil : original, environment: environment)
-                    fill(&view, with: found.view, entries: found.entries, now: Date())
+                    fill(&view, with: found.view, entries: found.rows, now: Date())
                 }
                 return site.page("customers", view)
             }
