@@ -221,7 +221,9 @@ import Testing
         #expect(inGrace.state == .gracePeriod && inGrace.gracePeriodExpiresDate == grace)
         #expect(Self.status(Self.renewal(retrying: true), [lapsed])?.state == .billingRetry)
         #expect(Self.status(Self.renewal(), [lapsed])?.state == .expired)
-        #expect(Self.status(Self.renewal(), [Self.period("2", expires: Self.nowMilliseconds, revoked: true)])?.state == .revoked)
+        #expect(
+            Self.status(Self.renewal(), [Self.period("2", expires: Self.nowMilliseconds, revoked: true)])?.state
+                == .revoked)
         // Apple's renewal date stands for a period the history has not shown yet.
         let renewed = try #require(
             Self.status(Self.renewal(renewalDate: Self.nowMilliseconds + 700 * Self.hour), [lapsed]))
@@ -248,7 +250,9 @@ import Testing
 
         // An older renewal info (signed before) changes nothing; a newer one without an expiry keeps the stored one.
         var stale = LedgerRecorderTests.recording([lapsed], at: 1)
-        stale.statuses = [try #require(Self.status(Self.renewal(signed: Self.nowMilliseconds - 2 * Self.hour), [lapsed]))]
+        stale.statuses = [
+            try #require(Self.status(Self.renewal(signed: Self.nowMilliseconds - 2 * Self.hour), [lapsed]))
+        ]
         _ = try await LedgerRecorderTests.record(stale, in: ledger)
         #expect(ledger.ledger(LedgerRecorderTests.appID).statuses["1"]?.state == .billingRetry)
         #expect(ledger.eventTypes.count == 2)

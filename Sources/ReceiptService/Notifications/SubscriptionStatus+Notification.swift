@@ -85,7 +85,9 @@ extension SubscriptionStatus {
     static func state(expires: Int64?, revoked: Bool, renewal: JSONObject?, grace: Int64?, now: Int64) -> State? {
         if revoked { return .revoked }
         if let expires, expires > now { return .active }
-        if renewal?["isInBillingRetryPeriod"] == .bool(true) { return (grace ?? 0) > now ? .gracePeriod : .billingRetry }
+        if renewal?["isInBillingRetryPeriod"] == .bool(true) {
+            return (grace ?? 0) > now ? .gracePeriod : .billingRetry
+        }
         return expires == nil ? nil : .expired
     }
 
