@@ -22,6 +22,9 @@
 #                `pro`, each receipt is first verified with its own app_user_id (load-0 … load-7), and the load asks
 #                for those 8 customers in turn (known customers, answered from memory). The summary's "/api" rows
 #                are then /api/customers.
+# WITH_USER=1    sends each /api receipt with its own app_user_id (load-0 … load-7), and gives builds that have
+#                entitlements (issue 34) the catalog above, so each answer carries the user's `customer`: the
+#                "/api with a user and entitlements" figure, against the build before with BASELINE_BIN.
 # Needs wrk (installed with apt when missing and run as root).
 set -euo pipefail
 
@@ -123,17 +126,21 @@ setup() {
     key=$("$bin/receiptverify" key create --account load@example.com --json \
         | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
     local catalog=()
-    [ "$ROUTE" = customers ] && catalog=(--product com.example.app.monthly=auto_renewable:pro
-        --product com.example.app.coins=consumable)
+    if [ "$ROUTE" = customers ] || { [ "${WITH_USER:-0}" = 1 ] \
+        && "$bin/receiptverify" app add --help 2>/dev/null | grep -c -- ENTITLEMENT >/dev/null; }; then
+        catalog=(--product com.example.app.monthly=auto_renewable:pro --product com.example.app.coins=consumable)
+    fi
     token=$("$bin/receiptverify" app add --account load@example.com --bundle-id com.example.app --allow-test-data \
         $(test_anchor "$bin") ${catalog[@]+"${catalog[@]}"} --json \
         | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
-    python3 - "$key" "$token" "$WORK" "$dir" "$RECEIPTS" "$ROUTE" <<'PY'
+    python3 - "$key" "$token" "$WORK" "$dir" "$RECEIPTS" "$ROUTE" "${WITH_USER:-0}" <<'PY'
 import sys, urllib.parse
-key, token, work, folder, count, route = sys.argv[1:5] + [int(sys.argv[5]), sys.argv[6]]
+key, token, work, folder, count, route, with_user = sys.argv[1:5] + [int(sys.argv[5]), sys.argv[6], sys.argv[7]]
 for index in range(count):
     receipt = open(f"{work}/receipt-{index}.b64").read().strip()
     fields = {"apikey": key, "token": token, "receipt": receipt}
+    if with_user == "1":
+        fields["app_user_id"] = f"load-{index}"
     if route == "customers":
         fields["app_user_id"] = f"load-{index}"
         with open(f"{folder}/customer-{index}", "w") as body:
