@@ -69,6 +69,12 @@ enum RequestBody {
         request.graceHours = try fields.text("grace_hours")
         request.eventID = try fields.text("event_id")
         request.state = try fields.text("state")
+        request.offerKind = try fields.text("kind")
+        request.offerID = try fields.text("offer_id")
+        request.applicationUsername = try fields.text("application_username")
+        request.allowIntroductoryOffer =
+            fields["allow_introductory_offer"] == nil ? nil : try fields.flag("allow_introductory_offer")
+        request.bundleID = try fields.text("bundle_id")
         request.limit = try fields.text("limit").map { text throws(Unreadable) in
             guard let limit = Int(text), (1...VerificationRequest.maximumPageSize).contains(limit) else {
                 throw Unreadable(reason: "field 'limit' must be a whole number from 1 to 1000")
@@ -189,7 +195,8 @@ enum RequestBody {
         "apikey", "token", "receipt", "receipt-data", "password", "exclude_old_transactions",
         "exclude-old-transactions", "transaction_id", "product_id", "nonce", "app_user_id",
         "original_transaction_id", "transaction_ids", "cursor", "limit", "app_transaction_id", "action", "url",
-        "event_types", "endpoint_id", "grace_hours", "event_id", "state",
+        "event_types", "endpoint_id", "grace_hours", "event_id", "state", "kind", "offer_id", "application_username",
+        "allow_introductory_offer", "bundle_id",
     ]
 
     /// A field name fit for a log line: a name we read, or "an unknown field" (a client may put anything in a name,

@@ -24,6 +24,8 @@ struct VerificationEndpoint: Sendable {
         case webhooks = "/api/webhooks"
         /// `POST /api/customers`: a customer's entitlements, without a receipt.
         case customers = "/api/customers"
+        /// `POST /api/offers/signature`: an offer signed with the app's In-App Purchase key.
+        case offers = "/api/offers/signature"
         /// `POST /verifyReceipt/{token}` (``VerifyReceiptDropIn``).
         case dropIn = "/verifyReceipt/:token"
 
@@ -34,6 +36,7 @@ struct VerificationEndpoint: Sendable {
             case .encrypted: .apiEncrypted
             case .transactions, .delivered, .webhooks: .transactions
             case .customers: .customers
+            case .offers: .offers
             }
         }
 
@@ -117,6 +120,9 @@ struct VerificationEndpoint: Sendable {
             case .customers:
                 outcome = try await customer(parsed, for: caller)
                 outcome.nonce = parsed.nonce
+            case .offers:
+                // The answer's `nonce` is the signature's own (a request's is refused there).
+                outcome = try signOffer(parsed, for: caller)
             }
             outcome.requestID = requestID
             if kind == .encrypted, outcome.isValid {
@@ -274,6 +280,7 @@ struct VerificationEndpoint: Sendable {
             var outcome = VerificationOutcome.failure(
                 failure.status, retryable: failure.retryAfter != nil, detail: failure.reason)
             if let seconds = failure.retryAfter { outcome.body["retry_after"] = .integer(Int64(seconds)) }
+            if let description = failure.description { outcome.body["description"] = .string(description) }
             return outcome
         case let refusal as UsageGate.Refusal:
             return outcome(for: refusal)
@@ -391,10 +398,14 @@ struct HTTPFailure: Error {
     let reason: String
     /// Seconds after which a retry may succeed, for failures of the moment.
     var retryAfter: Int?
+    /// The answer's `description` in place of the status's fixed one: set where the reason names no input of the
+    /// client's and tells the caller what to fix.
+    var description: String?
 
-    init(status: Int, reason: String, retryAfter: Int? = nil) {
+    init(status: Int, reason: String, retryAfter: Int? = nil, description: String? = nil) {
         self.status = status
         self.reason = reason
         self.retryAfter = retryAfter
+        self.description = description
     }
 }

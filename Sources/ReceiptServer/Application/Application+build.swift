@@ -141,7 +141,7 @@ func buildRouter(
     var routes: [String: [HTTPRequest.Method]] = [
         "/healthz": [.get, .head], "/readyz": [.get, .head], "/openapi.json": [.get], "/api": [.post],
         "/apiencrypted": [.post], "/api/transactions": [.post], "/api/transactions/delivered": [.post],
-        "/api/webhooks": [.post], "/api/customers": [.post],
+        "/api/webhooks": [.post], "/api/customers": [.post], "/api/offers/signature": [.post],
         "/verifyReceipt/:token": [.post], "/notifications/:token": [.post],
     ]
     if configuration.metricsPort == nil { routes["/metrics"] = [.get] }
@@ -192,7 +192,8 @@ func buildRouter(
         customers: components.customers, tenancy: tenancy,
         maximumBodySize: configuration.maximumBodySize, bodies: bodies, logger: logger)
     for kind in [
-        VerificationEndpoint.Kind.plain, .encrypted, .transactions, .delivered, .webhooks, .customers, .dropIn,
+        VerificationEndpoint.Kind.plain, .encrypted, .transactions, .delivered, .webhooks, .customers, .offers,
+        .dropIn,
     ] {
         router.post(RouterPath(kind.rawValue)) { request, context in
             await endpoint.respond(to: request, context: context, kind: kind)

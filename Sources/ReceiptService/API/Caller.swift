@@ -28,7 +28,7 @@ public struct Caller: Sendable {
 
     /// The app's App Store Server API credentials for a request about `bundleID` (the JWT's `bid`); nil when the
     /// app has none.
-    func serverAPICredentials(bundleID: String) -> AppStoreServerAPICredentials? {
+    public func serverAPICredentials(bundleID: String) -> AppStoreServerAPICredentials? {
         appleKey.map {
             AppStoreServerAPICredentials(
                 issuerID: $0.issuerID, keyID: $0.keyID, privateKeyPEM: $0.privateKeyPEM, bundleID: bundleID)

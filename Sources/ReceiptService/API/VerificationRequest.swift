@@ -48,6 +48,13 @@ public struct VerificationRequest: Sendable, Equatable {
     public var graceHours: String?
     public var eventID: String?
     public var state: String?
+    /// `/api/offers/signature`: what to sign (`kind`) and its fields (`offer_id`, `application_username`,
+    /// `allow_introductory_offer`, `bundle_id`; with `product_id` and `transaction_id`).
+    public var offerKind: String?
+    public var offerID: String?
+    public var applicationUsername: String?
+    public var allowIntroductoryOffer: Bool?
+    public var bundleID: String?
 
     /// Creates a request; every field defaults to "not sent".
     public init(

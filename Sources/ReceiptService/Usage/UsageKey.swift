@@ -10,6 +10,8 @@ public enum UsageEndpoint: String, Sendable, Hashable, CaseIterable, Codable {
     case transactions
     /// `POST /api/customers`: a customer's entitlements.
     case customers
+    /// `POST /api/offers/signature`: an offer signed with the app's key.
+    case offers
 }
 
 /// What a billable call ended in: the outcome classes usage is counted by.

@@ -386,3 +386,8 @@ CREATE TABLE customer_snapshots (
     PRIMARY KEY (app_id, environment, app_user_id)
 );
 CREATE INDEX customer_snapshots_due_idx ON customer_snapshots (next_change_at) WHERE next_change_at IS NOT NULL;
+
+-- version: 18 Offers signed with the app's key, metered as an endpoint of their own
+ALTER TABLE usage_daily DROP CONSTRAINT usage_daily_endpoint_check;
+ALTER TABLE usage_daily ADD CONSTRAINT usage_daily_endpoint_check
+    CHECK (endpoint IN ('api', 'apiencrypted', 'transactions', 'customers', 'offers'));

@@ -405,3 +405,18 @@ CREATE TABLE customer_snapshots (
     PRIMARY KEY (app_id, environment, app_user_id)
 );
 CREATE INDEX customer_snapshots_due_idx ON customer_snapshots (next_change_at) WHERE next_change_at IS NOT NULL;
+
+-- version: 18 Offers signed with the app's key, metered as an endpoint of their own
+CREATE TABLE usage_daily_v18 (
+    account_id TEXT NOT NULL,
+    day TEXT NOT NULL,                                                 -- UTC, YYYY-MM-DD
+    app_id TEXT NOT NULL,
+    endpoint TEXT NOT NULL CHECK (endpoint IN ('api', 'apiencrypted', 'transactions', 'customers', 'offers')),
+    outcome TEXT NOT NULL CHECK (outcome IN ('valid', 'apple_code', 'rejected')),
+    calls INTEGER NOT NULL CHECK (calls > 0),
+    PRIMARY KEY (account_id, day, app_id, endpoint, outcome)
+);
+INSERT INTO usage_daily_v18 SELECT account_id, day, app_id, endpoint, outcome, calls FROM usage_daily;
+DROP TABLE usage_daily;
+ALTER TABLE usage_daily_v18 RENAME TO usage_daily;
+CREATE INDEX usage_daily_day_idx ON usage_daily (day);
