@@ -533,6 +533,11 @@ import Testing
             let stranger = try await service.post(
                 path, body: request, contentType: "application/json", headers: [("Authorization", "Bearer rv_nope")])
             #expect(stranger.httpStatus == 401)
+            // Without a key, a body Apple would not read is a 401 too, not a verdict (21002) for a stranger.
+            for (body, type) in [("", "application/json"), ("not json", "application/json"), ("x=%zz", "text/plain")] {
+                let keyless = try await service.post(path, body: body, contentType: type)
+                #expect(keyless.httpStatus == 401, "\(body)")
+            }
             let get = try await service.post(path, body: "", method: .GET)
             #expect(get.httpStatus == 405 && get.header("Allow") == "POST")
             // Another app's token with this key is refused alike.

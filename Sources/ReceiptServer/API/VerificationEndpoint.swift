@@ -69,6 +69,12 @@ struct VerificationEndpoint: Sendable {
         defer { bodies.release(body.reserved, for: body.address) }
         var parsedRequest: VerificationRequest?
         do {
+            if kind == .dropIn {
+                // The drop-in's key is the header's and its app the path's: an exchange without them is a 401,
+                // whatever its body (a body Apple would not read is 21002 only for a caller with a key).
+                _ = try await authenticate(
+                    request, VerificationRequest(token: context.parameters.get("token")), from: context)
+            }
             var parsed = try await read(request, context: context, into: &body, kind: kind)
             if kind == .dropIn {
                 // Apple's body alone: the app is the path's, and nothing but the receipt is looked at.
