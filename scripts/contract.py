@@ -277,7 +277,8 @@ class Document:
         return {name: set(schemas[name]["properties"])
                 for name in ("VerifyAnswer", "ErrorAnswer", "HealthStatus", "LedgerPage", "DeliveriesConfirmed",
                              "DeliveryDecision", "VerifyReceiptValid", "VerifyReceiptRefusal",
-                             "NotificationRecorded", "WebhooksAnswer", "CustomerAnswer", "Customer")}
+                             "NotificationRecorded", "WebhooksAnswer", "CustomerAnswer", "Customer",
+                             "OfferSignatureAnswer")}
 
 
 class Contract:
@@ -460,6 +461,8 @@ class Contract:
         elif answer.path == CUSTOMERS:
             self.fields["CustomerAnswer"] |= set(value)
             self.record_customer(value.get("customer"))
+        elif answer.path == OFFERS:
+            self.fields["OfferSignatureAnswer"] |= set(value)
 
     def record_customer(self, customer: Any) -> None:
         if isinstance(customer, dict):
@@ -474,7 +477,7 @@ class Contract:
 
     REQUEST_SCHEMAS = {"/api": "VerifyRequest", "/apiencrypted": "VerifyRequest", "/api/transactions": "LookUpRequest",
                        "/api/transactions/delivered": "DeliveredRequest", "/api/webhooks": "WebhooksRequest",
-                       "/api/customers": "CustomersRequest"}
+                       "/api/customers": "CustomersRequest", "/api/offers/signature": "OfferSignatureRequest"}
 
     def request_body_problems(self, media: str, body: Any, valid: bool, route: str = "/api") -> list[str]:
         """Whether the documented request schema agrees with what the server did with `body`."""
@@ -763,6 +766,7 @@ LEDGER_ROUTES = ("/api/transactions", "/api/transactions/delivered")
 WEBHOOKS = "/api/webhooks"
 # The customer look-up (docs/api.md, "Customers and entitlements").
 CUSTOMERS = "/api/customers"
+OFFERS = "/api/offers/signature"
 WEBHOOK_ACTIONS = ("list", "add", "pause", "resume", "remove", "test", "rotate_secret", "deliveries", "redeliver")
 
 def b64url(data: bytes) -> str:
@@ -901,6 +905,41 @@ class Run:
             c.check(f"POST {CUSTOMERS} {label} (400)", self.post(CUSTOMERS, body), 400)
             self.valid_request(label, "application/x-www-form-urlencoded", body, valid=False, route=CUSTOMERS)
 
+    def offers(self) -> None:
+        """/api/offers/signature signs each kind with the app's key (scripts/offers-check.py judges the signatures
+        with Apple's library) and refuses what it cannot sign, saying what to fix."""
+        print("offers")
+        if not self.need("enriched_token"):
+            return
+        c, token = self.c, self.cred["enriched_token"]
+        kinds = (
+            ("promotional_offer", {"product_id": "com.example.p", "offer_id": "o", "application_username": "U-1"},
+             ("key_id", "nonce", "timestamp", "signature")),
+            ("promotional_offer_v2", {"product_id": "com.example.p", "offer_id": "o", "transaction_id": "2000000001"},
+             ("signature",)),
+            ("introductory_offer_eligibility", {"product_id": "com.example.p", "allow_introductory_offer": True,
+                                                "transaction_id": "2000000001"}, ("signature",)),
+        )
+        for kind, fields, expected in kinds:
+            body = {"token": token, "kind": kind, **fields}
+            for as_json in (False, True):
+                media = "application/json" if as_json else "application/x-www-form-urlencoded"
+                sent = body if as_json else {k: str(v).lower() if isinstance(v, bool) else v for k, v in body.items()}
+                self.valid_request(f"offer {kind}", media, sent, route=OFFERS)
+                c.check(f"POST {OFFERS} {kind}{' (JSON)' if as_json else ''}", self.post(OFFERS, sent, as_json=as_json),
+                        200, extra=lambda a, b, expected=expected, kind=kind: [] if b.get("kind") == kind and all(
+                            b.get(name) for name in expected) else [f"answer {b!r}"])
+        for label, body in (("no kind", {"token": token, "product_id": "p", "offer_id": "o"}),
+                            ("an unknown kind", {"token": token, "kind": "winback", "product_id": "p"}),
+                            ("no offer_id", {"token": token, "kind": "promotional_offer", "product_id": "p"}),
+                            ("a nonce", {"token": token, "kind": "promotional_offer", "product_id": "p",
+                                         "offer_id": "o", "nonce": "n"}),
+                            ("an app without a key", {"token": self.cred["token"], "kind": "promotional_offer",
+                                                      "product_id": "p", "offer_id": "o"})):
+            c.check(f"POST {OFFERS} {label} (400)", self.post(OFFERS, body), 400,
+                    extra=lambda a, b: [] if b.get("description") not in (None, "The request body could not be read")
+                    else [f"the description does not say what to fix: {b.get('description')!r}"])
+
     def ledger(self) -> None:
         """/api with a user, then the ledger look-ups and delivery confirmations of what it recorded."""
         print("ledger routes")
@@ -1021,7 +1060,7 @@ class Run:
         c.check("POST unknown path", c.send("POST", "/v1/api", data={"a": "b"}), 404)
         c.check("GET /API (paths are case-sensitive)", c.send("GET", "/API"), 404)
         for method in ("GET", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"):
-            for route in LEDGER_ROUTES + (WEBHOOKS, CUSTOMERS, "/api", "/apiencrypted"):
+            for route in LEDGER_ROUTES + (WEBHOOKS, CUSTOMERS, OFFERS, "/api", "/apiencrypted"):
                 c.check(f"{method} {route}", c.send(method, route), 405,
                         extra=lambda a, b: [] if a.header("allow") == "POST" else [f"Allow {a.header('allow')!r}"])
         # Methods the router has no handler for, and wrong methods on the operations routes.
@@ -1267,8 +1306,11 @@ class Run:
         # A body each route answers 200 (a verdict, an empty page, an unknown id).
         extra = {"/api/transactions": {"app_user_id": "nobody"},
                  "/api/transactions/delivered": {"transaction_ids": "none"},
-                 WEBHOOKS: {"action": "list"}, CUSTOMERS: {"app_user_id": "nobody"}}.get(route, {"receipt": "x"})
-        good = {"token": token, **extra}
+                 WEBHOOKS: {"action": "list"}, CUSTOMERS: {"app_user_id": "nobody"},
+                 OFFERS: {"kind": "promotional_offer", "product_id": "com.example.p", "offer_id": "o"}
+                 }.get(route, {"receipt": "x"})
+        # Offers need an app with a key: the enriched app has one (so do the slow and quota apps).
+        good = {"token": self.cred["enriched_token"] if route == OFFERS else token, **extra}
 
         # 400
         bad_bodies = [
@@ -2082,7 +2124,8 @@ def main() -> int:
         run.ledger()
         run.customers()
         run.webhooks()
-        for route in LEDGER_ROUTES + (WEBHOOKS, CUSTOMERS):
+        run.offers()
+        for route in LEDGER_ROUTES + (WEBHOOKS, CUSTOMERS, OFFERS):
             run.refusals(route)
         run.failed_authentications()
         run.metrics("GET /metrics after the requests", after=True)

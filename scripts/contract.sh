@@ -142,9 +142,9 @@ OTHER_ACCOUNT_TOKEN=$(app other --bundle-id "$BUNDLE" --environment sandbox | fi
 PLAIN_KEY=$(key plain)
 PLAIN_TOKEN=$(app plain --bundle-id "$BUNDLE" --environment sandbox | field token)
 SLOW_KEY=$(key slow)
-SLOW_TOKEN=$(app slow --bundle-id "$BUNDLE" --environment sandbox | field token)
+SLOW_TOKEN=$(app slow --bundle-id "$BUNDLE" --environment sandbox "${CREDENTIALS[@]}" | field token)
 QUOTA_KEY=$(key quota)
-QUOTA_TOKEN=$(app quota --bundle-id "$BUNDLE" --environment sandbox | field token)
+QUOTA_TOKEN=$(app quota --bundle-id "$BUNDLE" --environment sandbox "${CREDENTIALS[@]}" | field token)
 DISABLED_KEY=$(key disabled)
 DISABLED_TOKEN=$(app disabled --bundle-id "$BUNDLE" --environment sandbox | field token)
 rv account disable disabled@contract.test >/dev/null
@@ -214,6 +214,19 @@ python3 scripts/contract.py --url "$BASE" --spec "$SPEC" --credentials "$WORK/cr
     --max-body-size "$MAX_BODY_SIZE" --max-body-memory "$MAX_BODY_MEMORY" ${OPS_ARGS[@]+"${OPS_ARGS[@]}"} \
     ${CONTRACT_ARGS:-} || status=1
 
+# Offers signed with the app's key, judged by Apple's own App Store Server Library (PyPI), in a folder of its own
+# (Debian's python3 refuses system-wide pips).
+log "offers-check.py (Apple's app-store-server-library)"
+if python3 -m pip install --quiet --disable-pip-version-check --target "$WORK/assl" app-store-server-library \
+    >"$WORK/pip-assl.log" 2>&1; then
+    python3 scripts/offers-check.py --url "$BASE" --key "$MAIN_KEY" --token "$ENRICHED_TOKEN" --bundle-id "$BUNDLE" \
+        --issuer-id "$ISSUER_ID" --key-id "$APPLE_KEY_ID" --private-key "$WORK/apple-key.p8" \
+        --library "$WORK/assl" || status=1
+else
+    log "pip could not install app-store-server-library: $(tail -1 "$WORK/pip-assl.log")"
+    status=1
+fi
+
 if [ "${SKIP_SCHEMATHESIS:-0}" != 1 ]; then
     # The body's `apikey` and `token` are pinned to a valid app (local mode, sandbox allowed), so that generated
     # requests reach verification and their verdicts are checked too; the bearer key is the same key.
@@ -264,6 +277,11 @@ checks = { positive_data_acceptance = { expected-statuses = ["2xx", "400", "401"
 
 [[operations]]
 include-operation-id = "manageWebhooks"
+checks = { positive_data_acceptance = { expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "5xx"] } }
+
+[[operations]]
+include-operation-id = "signOffer"
+parameters = { "body.apikey" = "$MAIN_KEY", "body.token" = "$ENRICHED_TOKEN" }
 checks = { positive_data_acceptance = { expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "5xx"] } }
 TOML
     log "schemathesis ($("$ST" --version 2>/dev/null | head -1))"
