@@ -89,7 +89,8 @@ public enum OfferSignature {
         payload.append("iat", .integer(Int64(issuedAt.timeIntervalSince1970.rounded(.down))))
         payload.append("nonce", .string(nonce.uuidString.lowercased()))
         let input =
-            Base64URL.encode(JSONValue.object(header).encoded) + "." + Base64URL.encode(JSONValue.object(payload).encoded)
+            Base64URL.encode(JSONValue.object(header).encoded) + "."
+            + Base64URL.encode(JSONValue.object(payload).encoded)
         let signature = try key.privateKey.signature(for: Data(input.utf8))
         return input + "." + Base64URL.encode(signature.rawRepresentation)
     }
