@@ -74,6 +74,17 @@ struct AppCommand: AsyncParsableCommand {
                 "Whether /api looks up a transaction or app transaction id alone (asked with lookup=true): allow, refuse (default refuse)."
         )
         var idLookups: String?
+        @Option(
+            help: ArgumentHelp(
+                "How Apple's refund requests are answered: off, inform, decline, grant_full, grant_prorated, rules (default off).",
+                discussion:
+                    "Any policy but off answers each CONSUMPTION_REQUEST with Send Consumption Information; it needs "
+                    + "the App Store Server API credentials and --consumption-consent true."))
+        var refundPolicy: String?
+        @Option(help: "Whether the app's customers consented to share consumption data with Apple: true, false.")
+        var consumptionConsent: Bool?
+        @Option(help: "Whether the app provides a free sample or trial of its content before purchase: true, false.")
+        var sampleContentProvided: Bool?
 
         func settings() throws -> AppSettings {
             if sharedSecret != nil && sharedSecretFile != nil {
@@ -93,6 +104,9 @@ struct AppCommand: AsyncParsableCommand {
                 productCatalog: anyProduct ? [] : products.isEmpty ? nil : products, enrichment: enrichment,
                 idLookups: idLookups, requiresUser: requireUser, appleAppID: appleAppID)
             settings.sharesBundleIDs = shareBundleID
+            settings.refundPolicy = refundPolicy
+            settings.consumptionConsent = consumptionConsent
+            settings.sampleContentProvided = sampleContentProvided
             if noTestAnchors { settings.testAnchors = [] }
             if !testAnchors.isEmpty { settings.testAnchors = try testAnchors.flatMap(Self.fingerprints) }
             return settings

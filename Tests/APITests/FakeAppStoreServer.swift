@@ -119,6 +119,7 @@ final class FakeAppStoreServer: Sendable {
         for environment in ["production", "sandbox"] {
             router.get("/\(environment)/**") { request, _ in await fake.respond(request, environment: environment) }
             router.post("/\(environment)/**") { request, _ in await fake.respond(request, environment: environment) }
+            router.put("/\(environment)/**") { request, _ in await fake.respond(request, environment: environment) }
         }
         return try await withLoopbackServer(router, label: "fake-app-store-server") { base in
             fake.base.withLock { $0 = base }

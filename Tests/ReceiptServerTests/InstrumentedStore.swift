@@ -6,7 +6,7 @@ import Synchronization
 /// A real store (SQLite, from the caller) seen through a window that counts the reads a request can cause and can
 /// hold them, as a database that stops answering would: the tests of what strangers and outages cost.
 final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionStore, AppleFinishStore,
-    NotificationStore, WebhookStore, RetentionStore, ReconciliationStore
+    ConsumptionAnswerStore, NotificationStore, WebhookStore, RetentionStore, ReconciliationStore
 {
     let base: any DataStore
 
@@ -175,6 +175,28 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     }
     func recordAppleFinish(_ task: AppleFinishTask, outcome: AppleFinishOutcome, at date: Date) async throws {
         try await base.recordAppleFinish(task, outcome: outcome, at: date)
+    }
+    func claimConsumptionAnswers(dueBy now: Date, lease: Duration, limit: Int) async throws
+        -> [ConsumptionAnswerTask]
+    {
+        try await base.claimConsumptionAnswers(dueBy: now, lease: lease, limit: limit)
+    }
+    func consumptionFacts(of task: ConsumptionAnswerTask) async throws -> ConsumptionRules.Facts {
+        try await base.consumptionFacts(of: task)
+    }
+    func recordConsumptionAnswer(
+        _ task: ConsumptionAnswerTask, outcome: ConsumptionAnswerOutcome, event: WebhookEvent?, at date: Date
+    ) async throws {
+        try await base.recordConsumptionAnswer(task, outcome: outcome, event: event, at: date)
+    }
+    func reportConsumption(
+        appID: UUID, environment: AppStoreEnvironment?, transactionIDs: [String], report: ConsumptionReport
+    ) async throws -> Set<String> {
+        try await base.reportConsumption(
+            appID: appID, environment: environment, transactionIDs: transactionIDs, report: report)
+    }
+    func consumptionAnswers(appID: UUID, limit: Int) async throws -> [ConsumptionAnswerStatus] {
+        try await base.consumptionAnswers(appID: appID, limit: limit)
     }
     func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry] { try await base.ledgerEntries(query) }
     func recordNotification(_ record: NotificationRecord) async throws -> NotificationRecorded {

@@ -46,6 +46,17 @@ extension AppStoreServerAPIClient: AppStoreServerLooking {
             credentials: credentials)
     }
 
+    public func sendConsumption(
+        _ transactionID: String, body: [UInt8], environment: AppStoreEnvironment,
+        credentials: AppStoreServerAPICredentials
+    ) async throws {
+        _ = try await fetch(
+            Call(
+                method: .PUT, path: "/inApps/v2/transactions/consumption/\(try Self.pathID(transactionID))", body: body,
+                endpoint: "send_consumption", environment: environment == .production ? .production : .sandbox),
+            credentials: credentials)
+    }
+
     public func notificationHistoryPage(
         from start: Date, to end: Date, onlyFailures: Bool, paginationToken: String?, environment: AppStoreEnvironment,
         credentials: AppStoreServerAPICredentials

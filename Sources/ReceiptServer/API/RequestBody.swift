@@ -75,6 +75,8 @@ enum RequestBody {
         request.allowIntroductoryOffer =
             fields["allow_introductory_offer"] == nil ? nil : try fields.flag("allow_introductory_offer")
         request.bundleID = try fields.text("bundle_id")
+        request.consumptionPercentage = try fields.text("consumption_percentage")
+        request.deliveryStatus = try fields.text("delivery_status")
         request.limit = try fields.text("limit").map { text throws(Unreadable) in
             guard let limit = Int(text), (1...VerificationRequest.maximumPageSize).contains(limit) else {
                 throw Unreadable(reason: "field 'limit' must be a whole number from 1 to 1000")
@@ -196,7 +198,7 @@ enum RequestBody {
         "exclude-old-transactions", "transaction_id", "product_id", "nonce", "app_user_id",
         "original_transaction_id", "transaction_ids", "cursor", "limit", "app_transaction_id", "action", "url",
         "event_types", "endpoint_id", "grace_hours", "event_id", "state", "kind", "offer_id", "application_username",
-        "allow_introductory_offer", "bundle_id",
+        "allow_introductory_offer", "bundle_id", "consumption_percentage", "delivery_status",
     ]
 
     /// A field name fit for a log line: a name we read, or "an unknown field" (a client may put anything in a name,

@@ -91,3 +91,51 @@ extension VerificationRequest {
         return named
     }
 }
+
+/// `POST /api/transactions/consumption` (docs/notifications.md, "Refund requests"): the backend reports how much of
+/// purchases was used (and, if it knows better than the ledger, whether they were delivered), for the app's answers
+/// to Apple's refund requests. Admitted as a ledger look-up, never billed.
+extension VerificationEndpoint {
+    /// The description of the answer.
+    static let consumptionDescription = "Consumption recorded"
+
+    func reportConsumption(_ request: VerificationRequest, for caller: Caller) async throws -> VerificationOutcome {
+        func refuse(_ reason: String) -> HTTPFailure {
+            HTTPFailure(status: ResponseStatus.badRequest, reason: reason, description: Self.sentence(reason))
+        }
+        let ids = request.transactionIDs ?? request.transactionID.map { [$0] } ?? []
+        guard !ids.isEmpty else { throw refuse("transaction_ids (or transaction_id) is required") }
+        var consumed: Int?
+        if let text = request.consumptionPercentage, !text.isEmpty {
+            guard let value = Int(text), (0...100_000).contains(value) else {
+                throw refuse(
+                    "consumption_percentage must be a whole number from 0 to 100000 (milliunits: 50000 is 50 %)")
+            }
+            consumed = value
+        }
+        var delivery: ConsumptionDeliveryStatus?
+        if let text = request.deliveryStatus, !text.isEmpty {
+            guard let status = ConsumptionDeliveryStatus(rawValue: text) else {
+                let names = ConsumptionDeliveryStatus.allCases.map(\.rawValue).joined(separator: ", ")
+                throw refuse("delivery_status must be one of \(names)")
+            }
+            delivery = status
+        }
+        guard consumed != nil || delivery != nil else {
+            throw refuse("consumption_percentage or delivery_status is required")
+        }
+        let environment = try request.namedEnvironment()
+        let report = ConsumptionReport(consumedMilli: consumed, deliveryStatus: delivery, reportedAt: Date())
+        let found = try await ledger.reportConsumption(
+            app: caller.app, environment: environment, transactionIDs: ids, report: report)
+        var unknown = Set<String>()
+        var body = JSONObject(capacity: 4)
+        body.append("status", .integer(0))
+        body.append("description", .string(Self.consumptionDescription))
+        body.append("transaction_ids", .array(ids.filter { found.contains($0) }.map { .string($0) }))
+        body.append(
+            "unknown_transaction_ids",
+            .array(ids.filter { !found.contains($0) && unknown.insert($0).inserted }.map { .string($0) }))
+        return VerificationOutcome(status: 0, body: body, source: .local)
+    }
+}

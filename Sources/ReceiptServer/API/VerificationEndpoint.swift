@@ -20,6 +20,8 @@ struct VerificationEndpoint: Sendable {
         case encrypted = "/apiencrypted"
         case transactions = "/api/transactions"
         case delivered = "/api/transactions/delivered"
+        /// `POST /api/transactions/consumption`: the backend reports how much of a purchase was used.
+        case consumption = "/api/transactions/consumption"
         /// `POST /api/webhooks`: the app's webhook endpoints, run by the customer's own scripts.
         case webhooks = "/api/webhooks"
         /// `POST /api/customers`: a customer's entitlements, without a receipt.
@@ -34,14 +36,14 @@ struct VerificationEndpoint: Sendable {
             switch self {
             case .plain, .dropIn: .api
             case .encrypted: .apiEncrypted
-            case .transactions, .delivered, .webhooks: .transactions
+            case .transactions, .delivered, .consumption, .webhooks: .transactions
             case .customers: .customers
             case .offers: .offers
             }
         }
 
         /// Whether an answer of this route is billed (a delivery confirmation is not).
-        var isBilled: Bool { self != .delivered && self != .webhooks }
+        var isBilled: Bool { self != .delivered && self != .consumption && self != .webhooks }
     }
 
     let authenticator: Authenticator
@@ -119,6 +121,9 @@ struct VerificationEndpoint: Sendable {
                 outcome.nonce = parsed.nonce
             case .delivered:
                 outcome = try await confirmDeliveries(parsed, for: caller)
+                outcome.nonce = parsed.nonce
+            case .consumption:
+                outcome = try await reportConsumption(parsed, for: caller)
                 outcome.nonce = parsed.nonce
             case .webhooks:
                 outcome = try await manageWebhooks(parsed, for: caller, address: context.clientAddress)

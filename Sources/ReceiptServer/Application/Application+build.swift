@@ -52,6 +52,12 @@ public func buildApplication(
                 policy: RetryPolicy(first: configuration.appleFinishFirstRetry),
                 callTimeout: configuration.storeKit.totalTimeout, deadline: components.deadline,
                 metrics: metrics.factory, logger: logger))
+        extraServices.append(
+            ConsumptionAnswerer(
+                store: tenancy.store, tenancy: tenancy, storeKit: storeKit,
+                policy: RetryPolicy(first: configuration.appleFinishFirstRetry, giveUpAfter: .seconds(11 * 3_600)),
+                callTimeout: configuration.storeKit.totalTimeout, deadline: components.deadline,
+                metrics: metrics.factory, logger: logger))
     }
     extraServices.append(
         WebhookDeliverer(
@@ -141,6 +147,7 @@ func buildRouter(
     var routes: [String: [HTTPRequest.Method]] = [
         "/healthz": [.get, .head], "/readyz": [.get, .head], "/openapi.json": [.get], "/api": [.post],
         "/apiencrypted": [.post], "/api/transactions": [.post], "/api/transactions/delivered": [.post],
+        "/api/transactions/consumption": [.post],
         "/api/webhooks": [.post], "/api/customers": [.post], "/api/offers/signature": [.post],
         "/verifyReceipt/:token": [.post], "/notifications/:token": [.post],
     ]
@@ -192,8 +199,8 @@ func buildRouter(
         customers: components.customers, tenancy: tenancy,
         maximumBodySize: configuration.maximumBodySize, bodies: bodies, logger: logger)
     for kind in [
-        VerificationEndpoint.Kind.plain, .encrypted, .transactions, .delivered, .webhooks, .customers, .offers,
-        .dropIn,
+        VerificationEndpoint.Kind.plain, .encrypted, .transactions, .delivered, .consumption, .webhooks, .customers,
+        .offers, .dropIn,
     ] {
         router.post(RouterPath(kind.rawValue)) { request, context in
             await endpoint.respond(to: request, context: context, kind: kind)

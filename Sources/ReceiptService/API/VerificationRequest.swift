@@ -55,6 +55,10 @@ public struct VerificationRequest: Sendable, Equatable {
     public var applicationUsername: String?
     public var allowIntroductoryOffer: Bool?
     public var bundleID: String?
+    /// `/api/transactions/consumption`: Apple's `consumptionPercentage` (milliunits, 0 … 100000) and
+    /// `deliveryStatus` for the named transactions.
+    public var consumptionPercentage: String?
+    public var deliveryStatus: String?
 
     /// Creates a request; every field defaults to "not sent".
     public init(

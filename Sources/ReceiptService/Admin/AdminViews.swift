@@ -161,6 +161,12 @@ public struct AppView: Codable, Sendable, Equatable {
     public let requiresUser: Bool
     /// The app's Apple ID, when bound (Production notifications must state it).
     public let appleAppID: Int64?
+    /// How refund requests are answered: the policy.
+    public let refundPolicy: String
+    /// Whether the app states its customers' consent to share consumption data.
+    public let consumptionConsent: Bool
+    /// Whether the app provides a sample of its content before purchase.
+    public let sampleContentProvided: Bool
     /// When it was created.
     public let createdAt: Date
     /// When it last changed.
@@ -186,6 +192,9 @@ public struct AppView: Codable, Sendable, Equatable {
         case idLookups = "id_lookups"
         case requiresUser = "requires_user"
         case appleAppID = "apple_app_id"
+        case refundPolicy = "refund_policy"
+        case consumptionConsent = "consumption_consent"
+        case sampleContentProvided = "sample_content_provided"
         case createdAt = "created_at"
         case updatedAt = "updated_at"
         case resultKey = "result_key"
@@ -216,6 +225,9 @@ public struct AppView: Codable, Sendable, Equatable {
         idLookups = app.idLookups.rawValue
         requiresUser = app.requiresUser
         appleAppID = app.appleAppID
+        refundPolicy = app.refundAnswers.policy.rawValue
+        consumptionConsent = app.refundAnswers.customerConsented
+        sampleContentProvided = app.refundAnswers.sampleContentProvided
         createdAt = app.createdAt
         updatedAt = app.updatedAt
         resultKey = revealedKey.map { Data($0).base64EncodedString() }

@@ -45,4 +45,21 @@ public protocol AppStoreServerLooking: Sendable {
     func finish(
         _ transactionID: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
     ) async throws
+
+    /// Send Consumption Information (v2): the app's answer to a refund request about the transaction, `body` as
+    /// Apple documents it (``ConsumptionRules/body(_:answers:)``), in the environment it was made in.
+    func sendConsumption(
+        _ transactionID: String, body: [UInt8], environment: AppStoreEnvironment,
+        credentials: AppStoreServerAPICredentials
+    ) async throws
+}
+
+extension AppStoreServerLooking {
+    /// Not answered by a client that does not implement it.
+    public func sendConsumption(
+        _ transactionID: String, body: [UInt8], environment: AppStoreEnvironment,
+        credentials: AppStoreServerAPICredentials
+    ) async throws {
+        throw AppStoreServerAPIError(.refused, "this client does not send consumption information")
+    }
 }

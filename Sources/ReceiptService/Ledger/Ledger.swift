@@ -117,6 +117,20 @@ public final class Ledger: Sendable {
         }
     }
 
+    /// Keeps what the backend reported of the use of transactions (``ConsumptionAnswerStore/reportConsumption``),
+    /// within the database deadline; returns the ids the ledger holds.
+    public func reportConsumption(
+        app: App, environment: AppStoreEnvironment?, transactionIDs: [String], report: ConsumptionReport
+    ) async throws -> Set<String> {
+        guard let answers = store as? any ConsumptionAnswerStore else {
+            throw ServiceError(.notConfigured, "the store keeps no consumption reports")
+        }
+        return try await deadline.run("a consumption report") {
+            try await answers.reportConsumption(
+                appID: app.id, environment: environment, transactionIDs: transactionIDs, report: report)
+        }
+    }
+
     /// One entry of the answer's `transactions`, in the documented field order; a subscription period that ended
     /// before `now` (milliseconds since 1970) says `expired`.
     static func answerEntry(_ result: LedgerRecorded, user: String?, app: App, now: Int64) -> JSONObject {

@@ -94,6 +94,7 @@ public struct NotificationIntake: Sendable {
         var draft = NotificationRecord(
             notification: notification, signedPayload: signedPayload, appID: app.id, source: source, receivedAt: now)
         draft.catalog = app.catalog
+        draft.answersConsumption = app.refundAnswers.answers
         let record = draft
         let recorded = try await deadline.run("a notification") { [store] in
             try await store.recordNotification(record)

@@ -42,6 +42,9 @@ public struct NotificationRecord: Sendable {
     public var consumptionTransactionID: String?
     /// The app's catalog, whose entitlements the notification may change (``CustomerChanges``); nil: none.
     public var catalog: [CatalogProduct]?
+    /// Whether the app answers refund requests (``RefundAnswers/answers``): a `CONSUMPTION_REQUEST` then makes its
+    /// group's answer to Apple due.
+    public var answersConsumption = false
 
     /// The record of `notification` for `appID`, with the effects its type has (docs/notifications.md, "Effects").
     public init(

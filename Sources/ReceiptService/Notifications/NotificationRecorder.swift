@@ -50,7 +50,8 @@ public enum NotificationRecorder {
                 outcomes[index] = (.recorded(events: []), false)
                 guard
                     try await writer.openConsumptionGroup(
-                        transactionID: group, uuid: record.notification.uuid, at: record.receivedAt)
+                        transactionID: group, uuid: record.notification.uuid, at: record.receivedAt,
+                        answering: record.answersConsumption)
                 else { continue }
                 var data = JSONObject(capacity: 3)
                 data.append("transaction_id", .string(group))

@@ -8,8 +8,10 @@ public protocol NotificationWriting: LedgerWriting {
     /// inserted.
     func insertNotifications(_ records: [NotificationRecord]) async throws -> Set<String>
     /// Opens the group of `CONSUMPTION_REQUEST`s about a transaction, or counts one more in it; returns whether the
-    /// group is new.
-    func openConsumptionGroup(transactionID: String, uuid: String, at date: Date) async throws -> Bool
+    /// group is new. With `answering`, the group's answer to Apple becomes due now unless it is already due or
+    /// given (once per transaction, however often Apple re-sends).
+    func openConsumptionGroup(transactionID: String, uuid: String, at date: Date, answering: Bool) async throws
+        -> Bool
     /// Sets (or, with nil, clears) the transaction's revocation as `transaction` states it, unless a notification
     /// signed after `asOf` set it; returns whether it wrote.
     func setRevocation(_ transactionID: String, to transaction: PurchaseTransaction?, asOf: Int64) async throws

@@ -49,6 +49,8 @@ public struct App: Sendable, Hashable {
     /// Whether `/api` refuses (400) a request with no user (`app_user_id`, or a StoreKit 2 transaction's
     /// `appAccountToken`) while claims are checked: without a user no claim is made or checked, even under `refuse`.
     public var requiresUser: Bool
+    /// How Apple's refund requests are answered (off by default).
+    public var refundAnswers: RefundAnswers = RefundAnswers()
     /// The app's Apple ID (App Store Connect's numeric app id), when the operator bound it: a Production notification
     /// must state it (`appAppleId`), as Apple's library checks.
     public var appleAppID: Int64?

@@ -7,6 +7,7 @@ extension AppSettings {
         case appleCredentials = "apple_credentials", cipher, claims, delivery, products, enrichment
         case idLookups = "id_lookups"
         case appleAppID = "apple_app_id"
+        case refunds = "refund_policy"
     }
 
     /// Each given field that does not parse, with its error; empty when every given field is good.
@@ -48,6 +49,7 @@ extension AppSettings {
         case .enrichment: enrichment != nil
         case .idLookups: idLookups != nil
         case .appleAppID: appleAppID != nil
+        case .refunds: refundPolicy != nil || consumptionConsent != nil || sampleContentProvided != nil
         }
     }
 
@@ -70,6 +72,14 @@ extension AppSettings {
         case .enrichment: AppSettings(enrichment: enrichment)
         case .idLookups: AppSettings(idLookups: idLookups)
         case .appleAppID: AppSettings(appleAppID: appleAppID)
+        case .refunds:
+            {
+                var settings = AppSettings()
+                settings.refundPolicy = refundPolicy
+                settings.consumptionConsent = consumptionConsent
+                settings.sampleContentProvided = sampleContentProvided
+                return settings
+            }()
         }
     }
 }

@@ -47,6 +47,12 @@ public struct AppSettings: Sendable {
     public var requiresUser: Bool?
     /// The app's Apple ID (digits); empty removes it.
     public var appleAppID: String?
+    /// How refund requests are answered: `off`, `inform`, `decline`, `grant_full`, `grant_prorated` or `rules`.
+    public var refundPolicy: String?
+    /// Whether the app's customers consented to share consumption data with Apple.
+    public var consumptionConsent: Bool?
+    /// Whether the app provides a sample of its content before purchase.
+    public var sampleContentProvided: Bool?
     /// Lets the app hold a bundle ID another app of its account holds (each app then delivers that bundle's
     /// purchases once: for an operator's staging variants, never a customer's default). Not stored.
     public var sharesBundleIDs = false
@@ -103,6 +109,9 @@ public struct AppSettings: Sendable {
         var requiresUser: Bool?
         /// `.some(nil)` removes it.
         var appleAppID: Int64??
+        var refundPolicy: RefundAnswers.Policy?
+        var consumptionConsent: Bool?
+        var sampleContentProvided: Bool?
     }
 
     /// Checks every given field; throws ``ServiceError/Code/invalidArgument`` naming the first bad one.
@@ -231,6 +240,12 @@ public struct AppSettings: Sendable {
         if let idLookups {
             parsed.idLookups = try Self.choice(idLookups, "id look-ups", expected: "allow or refuse")
         }
+        if let refundPolicy {
+            parsed.refundPolicy = try Self.choice(
+                refundPolicy, "refund policy", expected: "off, inform, decline, grant_full, grant_prorated or rules")
+        }
+        parsed.consumptionConsent = consumptionConsent
+        parsed.sampleContentProvided = sampleContentProvided
         return parsed
     }
 

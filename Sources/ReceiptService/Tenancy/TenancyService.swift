@@ -315,6 +315,9 @@ public struct TenancyService: Sendable {
         if let requiresUser = parsed.requiresUser { app.requiresUser = requiresUser }
         if let appleAppID = parsed.appleAppID { app.appleAppID = appleAppID }
         if let testAnchors = parsed.testAnchors { app.testAnchors = testAnchors }
+        if let policy = parsed.refundPolicy { app.refundAnswers.policy = policy }
+        if let consent = parsed.consumptionConsent { app.refundAnswers.customerConsented = consent }
+        if let sample = parsed.sampleContentProvided { app.refundAnswers.sampleContentProvided = sample }
     }
 
     /// Refuses an app whose bundle IDs or product catalog outgrow the plan's limits. A list that does not grow is
@@ -356,6 +359,18 @@ public struct TenancyService: Sendable {
     /// Refuses an app whose settings, once applied, contradict each other: enrichment asks the App Store Server
     /// API, so it needs the app's credentials (which also refuses removing them while enrichment is on).
     private func checkConsistency(of app: App) throws {
+        if app.refundAnswers.policy != .off {
+            guard app.refundAnswers.customerConsented else {
+                throw ServiceError(
+                    .invalidArgument,
+                    "a refund policy answers Apple with consumption data only with the customers' consent: "
+                        + "state it (--consumption-consent true) where your terms have it, or keep the policy off")
+            }
+            guard app.appStoreServerCredentials != nil else {
+                throw ServiceError(
+                    .invalidArgument, "a refund policy needs the app's App Store Server API credentials")
+            }
+        }
         if app.enrichment == .on && app.appStoreServerCredentials == nil {
             throw ServiceError(.invalidArgument, "enrichment needs the app's App Store Server API credentials")
         }

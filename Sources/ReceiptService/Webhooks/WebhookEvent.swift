@@ -24,6 +24,8 @@ public struct WebhookEvent: Sendable, Equatable {
         /// Apple asks for consumption information about a refund request (once per transaction, however often
         /// Apple re-sends it).
         case consumptionRequested = "consumption.requested"
+        /// The app's answer to a refund request reached Apple, or failed for good (the app's refund policy).
+        case consumptionAnswered = "consumption.answered"
         /// What a customer may use changed: an entitlement started, renewed, ended, moved to grace or billing retry,
         /// was refunded or restored, or moved with a claim (`before` and `after`).
         case customerEntitlementsChanged = "customer.entitlements_changed"

@@ -191,14 +191,22 @@ extension PostgresLedgerWriter: NotificationWriting {
             ).map { try $0.text("notification_uuid") })
     }
 
-    func openConsumptionGroup(transactionID: String, uuid: String, at date: Date) async throws -> Bool {
+    func openConsumptionGroup(transactionID: String, uuid: String, at date: Date, answering: Bool) async throws
+        -> Bool
+    {
+        let state: String? = answering ? "pending" : nil
+        let due: Date? = answering ? date : nil
         let rows = try await store.rows(
             """
             INSERT INTO consumption_requests (app_id, environment, transaction_id, first_notification_uuid, requests,
-                first_at, last_at)
-            VALUES (\(appID), \(environment), \(transactionID), \(uuid), 1, \(date), \(date))
+                first_at, last_at, answer_state, answer_due_at)
+            VALUES (\(appID), \(environment), \(transactionID), \(uuid), 1, \(date), \(date), \(state),
+                \(due)::timestamptz)
             ON CONFLICT (app_id, environment, transaction_id) DO UPDATE SET
-                requests = consumption_requests.requests + 1, last_at = excluded.last_at
+                requests = consumption_requests.requests + 1, last_at = excluded.last_at,
+                answer_state = COALESCE(consumption_requests.answer_state, excluded.answer_state),
+                answer_due_at = CASE WHEN consumption_requests.answer_state IS NULL THEN excluded.answer_due_at
+                    ELSE consumption_requests.answer_due_at END
             RETURNING requests
             """, on: connection)
         return try rows.first?.int("requests") == 1

@@ -176,14 +176,14 @@ extension PostgresStore {
                 INSERT INTO apps (id, account_id, token, name, allowed_environments, verification_mode, shared_secret,
                     apple_issuer_id, apple_key_id, apple_private_key, result_cipher, result_key, allows_test_data,
                     enabled, claims_policy, delivery_mode, product_catalog, enrichment, id_lookups, requires_user,
-                    apple_app_id, locked, test_anchors, product_terms, created_at, updated_at)
+                    apple_app_id, locked, test_anchors, product_terms, refund_answers, created_at, updated_at)
                 VALUES (\(app.id), \(app.accountID), \(app.token), \(app.name), \(columns.environments),
                     \(app.verificationMode.rawValue), \(columns.sharedSecret), \(columns.issuerID), \(columns.keyID),
                     \(columns.privateKey), \(app.resultCipher.rawValue), \(columns.resultKey), \(app.allowsTestData),
                     \(app.isEnabled), \(app.claimsPolicy.rawValue), \(app.deliveryMode.rawValue),
                     \(columns.productCatalog), \(app.enrichment.rawValue), \(app.idLookups.rawValue),
                     \(app.requiresUser), \(app.appleAppID), \(app.isLocked), \(columns.testAnchors),
-                    \(columns.productTerms), \(app.createdAt), \(app.updatedAt))
+                    \(columns.productTerms), \(app.refundAnswers.storedForm), \(app.createdAt), \(app.updatedAt))
                 """, on: connection)
             try await self.insertBundleIDs(of: app, on: connection)
             return true
@@ -204,7 +204,8 @@ extension PostgresStore {
                     delivery_mode = \(app.deliveryMode.rawValue), product_catalog = \(columns.productCatalog),
                     enrichment = \(app.enrichment.rawValue), id_lookups = \(app.idLookups.rawValue),
                     requires_user = \(app.requiresUser), apple_app_id = \(app.appleAppID), locked = \(app.isLocked),
-                    test_anchors = \(columns.testAnchors), product_terms = \(columns.productTerms), updated_at = \(app.updatedAt)
+                    test_anchors = \(columns.testAnchors), product_terms = \(columns.productTerms),
+                    refund_answers = \(app.refundAnswers.storedForm), updated_at = \(app.updatedAt)
                 WHERE id = \(app.id) RETURNING id
                 """, on: connection)
             guard !updated.isEmpty else { return false }

@@ -391,3 +391,22 @@ CREATE INDEX customer_snapshots_due_idx ON customer_snapshots (next_change_at) W
 ALTER TABLE usage_daily DROP CONSTRAINT usage_daily_endpoint_check;
 ALTER TABLE usage_daily ADD CONSTRAINT usage_daily_endpoint_check
     CHECK (endpoint IN ('api', 'apiencrypted', 'transactions', 'customers', 'offers'));
+
+-- version: 19 Refund requests answered: each app's policy; each CONSUMPTION_REQUEST group's answer to Apple; what
+-- the backend reported of a transaction's use
+-- refund_answers: `POLICY consent=BOOL sample=BOOL` (RefundAnswers' stored form).
+ALTER TABLE apps ADD COLUMN refund_answers TEXT NOT NULL DEFAULT 'off consent=false sample=false';
+-- answer_state: NULL (not answered: the policy was off), 'pending', 'sent' or 'failed'; answer_due_at: the next
+-- attempt (leased while a server sends it); answer_body: what was sent; answer_status: Apple's HTTP status.
+ALTER TABLE consumption_requests ADD COLUMN answer_state TEXT CHECK (answer_state IN ('pending', 'sent', 'failed'));
+ALTER TABLE consumption_requests ADD COLUMN answer_due_at TIMESTAMPTZ;
+ALTER TABLE consumption_requests ADD COLUMN answer_attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE consumption_requests ADD COLUMN answer_body TEXT;
+ALTER TABLE consumption_requests ADD COLUMN answer_status INTEGER;
+ALTER TABLE consumption_requests ADD COLUMN answer_error TEXT;
+ALTER TABLE consumption_requests ADD COLUMN answered_at TIMESTAMPTZ;
+CREATE INDEX consumption_requests_due_idx ON consumption_requests (answer_due_at) WHERE answer_state = 'pending';
+-- consumption_milli: 0 … 100000 (milliunits of a percent); consumption_delivery: Apple's deliveryStatus.
+ALTER TABLE ledger_transactions ADD COLUMN consumption_milli INTEGER;
+ALTER TABLE ledger_transactions ADD COLUMN consumption_delivery TEXT;
+ALTER TABLE ledger_transactions ADD COLUMN consumption_reported_at TIMESTAMPTZ;

@@ -187,19 +187,24 @@ extension SQLiteLedgerWriter: NotificationWriting {
             ELSE '' END, ?)
         """
 
-    func openConsumptionGroup(transactionID: String, uuid: String, at date: Date) async throws -> Bool {
+    func openConsumptionGroup(transactionID: String, uuid: String, at date: Date, answering: Bool) async throws
+        -> Bool
+    {
         let rows = try await store.query(
             """
             INSERT INTO consumption_requests (app_id, environment, transaction_id, first_notification_uuid, requests,
-                first_at, last_at)
-            VALUES (?, ?, ?, ?, 1, ?, ?)
+                first_at, last_at, answer_state, answer_due_at)
+            VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)
             ON CONFLICT (app_id, environment, transaction_id) DO UPDATE SET
-                requests = requests + 1, last_at = excluded.last_at
+                requests = requests + 1, last_at = excluded.last_at,
+                answer_state = COALESCE(consumption_requests.answer_state, excluded.answer_state),
+                answer_due_at = CASE WHEN consumption_requests.answer_state IS NULL THEN excluded.answer_due_at
+                    ELSE consumption_requests.answer_due_at END
             RETURNING requests
             """,
             [
                 .uuid(appID), .text(environment.rawValue), .text(transactionID), .text(uuid), .millis(date),
-                .millis(date),
+                .millis(date), answering ? .text("pending") : .null, .millis(answering ? date : nil),
             ])
         return try rows.first?.int("requests") == 1
     }

@@ -167,8 +167,8 @@ extension SQLiteStore {
                 INSERT INTO apps (id, account_id, token, name, allowed_environments, verification_mode, shared_secret,
                     apple_issuer_id, apple_key_id, apple_private_key, result_cipher, result_key, allows_test_data,
                     enabled, claims_policy, delivery_mode, product_catalog, enrichment, id_lookups, requires_user,
-                    apple_app_id, locked, test_anchors, product_terms, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    apple_app_id, locked, test_anchors, product_terms, refund_answers, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [.uuid(app.id), .uuid(app.accountID), .text(app.token)] + Self.appColumns(app)
                     + [.millis(app.createdAt), .millis(app.updatedAt)])
@@ -185,7 +185,7 @@ extension SQLiteStore {
                     apple_issuer_id = ?, apple_key_id = ?, apple_private_key = ?, result_cipher = ?, result_key = ?,
                     allows_test_data = ?, enabled = ?, claims_policy = ?, delivery_mode = ?, product_catalog = ?,
                     enrichment = ?, id_lookups = ?, requires_user = ?, apple_app_id = ?, locked = ?, test_anchors = ?,
-                    product_terms = ?, token = ?,
+                    product_terms = ?, refund_answers = ?, token = ?,
                     updated_at = ?
                 WHERE id = ? RETURNING id
                 """,
@@ -257,6 +257,7 @@ extension SQLiteStore {
             .text(app.enrichment.rawValue), .text(app.idLookups.rawValue), .bool(app.requiresUser),
             app.appleAppID.map { .integer(Int($0)) } ?? .null, .bool(app.isLocked),
             .text(StoredForm.commaSeparated(app.testAnchors)), .text(StoredForm.productTerms(app.catalog)),
+            .text(app.refundAnswers.storedForm),
         ]
     }
 

@@ -61,7 +61,7 @@ extension StoredForm {
             credentials = AppStoreServerCredentials(
                 issuerID: issuer, keyID: keyID, privateKey: SealedSecret(bytes: key))
         }
-        return App(
+        var app = App(
             id: try row.uuid("id"), accountID: try row.uuid("account_id"), token: try row.text("token"),
             name: try row.text("name"), bundleIDs: try bundleIDs(try row.optionalText("bundle_ids")),
             allowedEnvironments: try environments(try row.text("allowed_environments")),
@@ -79,6 +79,12 @@ extension StoredForm {
             appleAppID: try row.optionalInt("apple_app_id").map(Int64.init), isLocked: try row.bool("locked"),
             testAnchors: commaSeparated(try row.text("test_anchors")), createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"))
+        let refunds = try row.text("refund_answers")
+        guard let answers = RefundAnswers(storedForm: refunds) else {
+            throw corrupt("apps.refund_answers is not a refund policy: \(refunds)")
+        }
+        app.refundAnswers = answers
+        return app
     }
 
     static func session(_ row: some StoredRow) throws -> AccountSession {

@@ -21,6 +21,8 @@ final class MemoryLedger: Sendable {
         var notifications = Set<String>()
         /// `CONSUMPTION_REQUEST`s per transaction.
         var consumptionRequests: [String: Int] = [:]
+        /// The transactions whose refund request the app answers.
+        var consumptionAnswersDue = Set<String>()
         /// Statuses by original transaction id.
         var statuses: [String: SubscriptionStatus] = [:]
         /// What was last told of each user's entitlements, and when it next changes.
@@ -183,8 +185,11 @@ final class MemoryLedger: Sendable {
             }
         }
 
-        func openConsumptionGroup(transactionID: String, uuid: String, at date: Date) async throws -> Bool {
+        func openConsumptionGroup(transactionID: String, uuid: String, at date: Date, answering: Bool) async throws
+            -> Bool
+        {
             change("openConsumptionGroup") { ledger in
+                if answering { ledger.consumptionAnswersDue.insert(transactionID) }
                 ledger.consumptionRequests[transactionID, default: 0] += 1
                 return ledger.consumptionRequests[transactionID] == 1
             }
