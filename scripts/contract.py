@@ -278,7 +278,7 @@ class Document:
                 for name in ("VerifyAnswer", "ErrorAnswer", "HealthStatus", "LedgerPage", "DeliveriesConfirmed",
                              "DeliveryDecision", "VerifyReceiptValid", "VerifyReceiptRefusal",
                              "NotificationRecorded", "WebhooksAnswer", "CustomerAnswer", "Customer",
-                             "OfferSignatureAnswer")}
+                             "OfferSignatureAnswer", "ConsumptionRecorded")}
 
 
 class Contract:
@@ -463,6 +463,8 @@ class Contract:
             self.record_customer(value.get("customer"))
         elif answer.path == OFFERS:
             self.fields["OfferSignatureAnswer"] |= set(value)
+        elif answer.path == CONSUMPTION:
+            self.fields["ConsumptionRecorded"] |= set(value)
 
     def record_customer(self, customer: Any) -> None:
         if isinstance(customer, dict):
@@ -477,7 +479,8 @@ class Contract:
 
     REQUEST_SCHEMAS = {"/api": "VerifyRequest", "/apiencrypted": "VerifyRequest", "/api/transactions": "LookUpRequest",
                        "/api/transactions/delivered": "DeliveredRequest", "/api/webhooks": "WebhooksRequest",
-                       "/api/customers": "CustomersRequest", "/api/offers/signature": "OfferSignatureRequest"}
+                       "/api/customers": "CustomersRequest", "/api/offers/signature": "OfferSignatureRequest",
+                       "/api/transactions/consumption": "ConsumptionRequest"}
 
     def request_body_problems(self, media: str, body: Any, valid: bool, route: str = "/api") -> list[str]:
         """Whether the documented request schema agrees with what the server did with `body`."""
@@ -767,6 +770,7 @@ WEBHOOKS = "/api/webhooks"
 # The customer look-up (docs/api.md, "Customers and entitlements").
 CUSTOMERS = "/api/customers"
 OFFERS = "/api/offers/signature"
+CONSUMPTION = "/api/transactions/consumption"
 WEBHOOK_ACTIONS = ("list", "add", "pause", "resume", "remove", "test", "rotate_secret", "deliveries", "redeliver")
 
 def b64url(data: bytes) -> str:
@@ -940,6 +944,38 @@ class Run:
                     extra=lambda a, b: [] if b.get("description") not in (None, "The request body could not be read")
                     else [f"the description does not say what to fix: {b.get('description')!r}"])
 
+    def consumption(self) -> None:
+        """/api/transactions/consumption keeps the backend's report for the ledger's transactions, names the unknown
+        ones, and refuses what it cannot keep, saying what to fix."""
+        print("consumption reports")
+        c, token = self.c, self.cred["token"]
+        answer = self.post("/api", {"token": token, "receipt": self.receipt})
+        known = [t["transaction_id"] for t in (answer.json().get("transactions") or [])] if answer.status == 200 else []
+        if not known:
+            c.fail(f"POST {CONSUMPTION}", "the receipt recorded no transaction to report on")
+            return
+        body = {"token": token, "transaction_ids": f"{known[0]},unknown-1", "consumption_percentage": "25000",
+                "nonce": "n-consumption"}
+        self.valid_request("consumption report", "application/x-www-form-urlencoded", body, route=CONSUMPTION)
+        c.check(f"POST {CONSUMPTION}", self.post(CONSUMPTION, body), 200,
+                extra=lambda a, b: [] if b.get("transaction_ids") == [known[0]]
+                and b.get("unknown_transaction_ids") == ["unknown-1"] and b.get("nonce") == "n-consumption"
+                else [f"answer {b!r}"])
+        body = {"token": token, "transaction_ids": [known[0]], "consumption_percentage": 100000,
+                "delivery_status": "DELIVERED", "environment": "sandbox"}
+        self.valid_request("consumption report as JSON", "application/json", body, route=CONSUMPTION)
+        c.check(f"POST {CONSUMPTION} (JSON)", self.post(CONSUMPTION, body, as_json=True), 200,
+                extra=lambda a, b: [] if b.get("transaction_ids") == [known[0]] else [f"answer {b!r}"])
+        for label, body in (("no transaction", {"token": token, "consumption_percentage": "1"}),
+                            ("no value", {"token": token, "transaction_id": known[0]}),
+                            ("a percentage over 100000", {"token": token, "transaction_id": known[0],
+                                                          "consumption_percentage": "100001"}),
+                            ("an unknown delivery status", {"token": token, "transaction_id": known[0],
+                                                            "delivery_status": "LOST"})):
+            c.check(f"POST {CONSUMPTION} {label} (400)", self.post(CONSUMPTION, body), 400,
+                    extra=lambda a, b: [] if b.get("description") not in (None, "The request body could not be read")
+                    else [f"the description does not say what to fix: {b.get('description')!r}"])
+
     def ledger(self) -> None:
         """/api with a user, then the ledger look-ups and delivery confirmations of what it recorded."""
         print("ledger routes")
@@ -1060,7 +1096,7 @@ class Run:
         c.check("POST unknown path", c.send("POST", "/v1/api", data={"a": "b"}), 404)
         c.check("GET /API (paths are case-sensitive)", c.send("GET", "/API"), 404)
         for method in ("GET", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"):
-            for route in LEDGER_ROUTES + (WEBHOOKS, CUSTOMERS, OFFERS, "/api", "/apiencrypted"):
+            for route in LEDGER_ROUTES + (WEBHOOKS, CUSTOMERS, OFFERS, CONSUMPTION, "/api", "/apiencrypted"):
                 c.check(f"{method} {route}", c.send(method, route), 405,
                         extra=lambda a, b: [] if a.header("allow") == "POST" else [f"Allow {a.header('allow')!r}"])
         # Methods the router has no handler for, and wrong methods on the operations routes.
@@ -1307,7 +1343,8 @@ class Run:
         extra = {"/api/transactions": {"app_user_id": "nobody"},
                  "/api/transactions/delivered": {"transaction_ids": "none"},
                  WEBHOOKS: {"action": "list"}, CUSTOMERS: {"app_user_id": "nobody"},
-                 OFFERS: {"kind": "promotional_offer", "product_id": "com.example.p", "offer_id": "o"}
+                 OFFERS: {"kind": "promotional_offer", "product_id": "com.example.p", "offer_id": "o"},
+                 CONSUMPTION: {"transaction_ids": "none", "consumption_percentage": "0"}
                  }.get(route, {"receipt": "x"})
         # Offers need an app with a key: the enriched app has one (so do the slow and quota apps).
         good = {"token": self.cred["enriched_token"] if route == OFFERS else token, **extra}
@@ -2125,7 +2162,8 @@ def main() -> int:
         run.customers()
         run.webhooks()
         run.offers()
-        for route in LEDGER_ROUTES + (WEBHOOKS, CUSTOMERS, OFFERS):
+        run.consumption()
+        for route in LEDGER_ROUTES + (WEBHOOKS, CUSTOMERS, OFFERS, CONSUMPTION):
             run.refusals(route)
         run.failed_authentications()
         run.metrics("GET /metrics after the requests", after=True)

@@ -280,6 +280,11 @@ include-operation-id = "manageWebhooks"
 checks = { positive_data_acceptance = { expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "5xx"] } }
 
 [[operations]]
+include-operation-id = "reportConsumption"
+parameters = { "body.apikey" = "$MAIN_KEY", "body.token" = "$TOKEN" }
+checks = { positive_data_acceptance = { expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "5xx"] } }
+
+[[operations]]
 include-operation-id = "signOffer"
 parameters = { "body.apikey" = "$MAIN_KEY", "body.token" = "$ENRICHED_TOKEN" }
 checks = { positive_data_acceptance = { expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "5xx"] } }

@@ -7,7 +7,7 @@ import ReceiptService
 struct CustomersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "customers", abstract: "Show an app's customers: their entitlements, subscriptions and purchases.",
-        subcommands: [Show.self, Import.self])
+        subcommands: [Show.self, Import.self, Refunds.self])
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -121,6 +121,52 @@ struct CustomersCommand: AsyncParsableCommand {
                 for failure in report.failed { print("failed: \(failure)") }
             }
             if !report.failed.isEmpty { throw ExitCode(1) }
+        }
+    }
+
+    struct Refunds: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "List Apple's refund requests of the app (CONSUMPTION_REQUEST) and the app's answers "
+                + "(docs/notifications.md, \"Refund requests\").")
+        @Argument(help: "App token.") var app: String
+        @Option(help: "How many, newest first (1-1000).") var limit = 50
+        @OptionGroup var options: GlobalOptions
+
+        func run() async throws {
+            guard (1...1_000).contains(limit) else { throw CommandFailure("--limit must be from 1 to 1000") }
+            let answers = try await options.withTenancy { [app, limit] in
+                try await $0.consumptionAnswers(token: app, limit: limit)
+            }
+            let date: (Date?) -> String = { $0.map(LedgerEntry.rfc3339) ?? "-" }
+            if options.json {
+                let list: [JSONValue] = answers.map { answer in
+                    var object = JSONObject(capacity: 10)
+                    object.append("transaction_id", .string(answer.transactionID))
+                    object.append("environment", .string(answer.environment.rawValue))
+                    object.append("requests", .integer(Int64(answer.requests)))
+                    object.append("requested_at", .string(date(answer.firstRequestedAt)))
+                    object.append("state", answer.state.map { .string($0) } ?? .null)
+                    object.append("attempts", .integer(Int64(answer.attempts)))
+                    let sent = answer.body.flatMap { try? JSONParser.parse(Array($0.utf8)) }
+                    object.append("sent", sent ?? .null)
+                    object.append("apple_status", answer.appleStatus.map { .integer(Int64($0)) } ?? .null)
+                    object.append("error", answer.lastError.map { .string($0) } ?? .null)
+                    object.append("answered_at", answer.answeredAt.map { .string(date($0)) } ?? .null)
+                    return .object(object)
+                }
+                print(JSONValue.array(list).encodedString)
+                return
+            }
+            Output.table(
+                answers,
+                columns: [
+                    ("TRANSACTION", \.transactionID), ("ENVIRONMENT", \.environment.rawValue),
+                    ("REQUESTS", { String($0.requests) }), ("REQUESTED", { date($0.firstRequestedAt) }),
+                    ("ANSWER", { $0.state ?? "not answered (policy off)" }), ("ATTEMPTS", { String($0.attempts) }),
+                    ("APPLE", { $0.appleStatus.map(String.init) ?? "-" }), ("ANSWERED", { date($0.answeredAt) }),
+                    ("ERROR", { $0.lastError ?? "" }),
+                ])
         }
     }
 }

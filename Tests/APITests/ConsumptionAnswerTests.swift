@@ -113,6 +113,13 @@ import Testing
                 #expect(try await NotificationAPITests.send(service, tenant.token, again).httpStatus == 200)
                 try await Task.sleep(for: .seconds(2))
                 #expect(puts().count == 5, "a re-sent request is not answered twice")
+                // The operator sees the request and Apple's answer.
+                let listed = try service.cli.expectSuccess(["customers", "refunds", tenant.token, "--json"]).stdout
+                let rows = try #require(try JSONParser.parse(Array(listed.utf8)).arrayValue)
+                #expect(rows.count == 1)
+                #expect(rows.first?["state"] == .string("sent") && rows.first?["apple_status"] == .integer(202))
+                #expect(rows.first?["requests"] == .integer(3) && rows.first?["attempts"] == .integer(2))
+                #expect(rows.first?["sent"] == body)
             }
         }
     }

@@ -1,3 +1,4 @@
+import Crypto
 import FakeOpenIDProvider
 import Foundation
 import HTTPTypes
@@ -302,6 +303,37 @@ import Testing
             #expect(edit.status == .unprocessableContent)
             #expect(Self.body(edit).contains(#"id="error-shared_secret""#))
             #expect(try await screen.tenancy.app(token: app.token) == app)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func aRefundPolicyIsSetOnTheAppFormWithTheCustomersConsent(kind: StoreKind) async throws {
+        try await AccountScreen.run(kind) { screen in
+            let browser = Browser(screen)
+            try await browser.signIn(email: "a@example.com")
+            let fields: [(String, String)] = [
+                ("name", "Mine"), ("bundle_ids", "com.example.mine"), ("environments", "production"),
+                ("mode", "local"), ("cipher", "aes-256-gcm"), ("claims", "flag"), ("delivery", "once"),
+                ("apple_issuer_id", "5a6f1c3e-8d2b-4c7a-9e0f-1b2c3d4e5f60"), ("apple_key_id", "ABC123DEFG"),
+                ("apple_private_key", P256.Signing.PrivateKey().pemRepresentation),
+            ]
+            // Consent is never assumed: a policy without it is refused, and nothing is written.
+            let refused = try await browser.submit("/account/apps", fields + [("refund_policy", "rules")])
+            #expect(refused.status == .unprocessableContent)
+            #expect(Self.body(refused).contains("consent"))
+            #expect(try await screen.tenancy.apps(account: "a@example.com").isEmpty)
+            let added = try await browser.submit(
+                "/account/apps",
+                fields + [("refund_policy", "rules"), ("consumption_consent", "1"), ("sample_content_provided", "1")])
+            #expect(added.status == .seeOther)
+            let app = try #require(try await screen.tenancy.apps(account: "a@example.com").first)
+            #expect(
+                app.refundAnswers
+                    == RefundAnswers(policy: .rules, customerConsented: true, sampleContentProvided: true))
+            let page = Self.body(try await browser.get("/account/apps/\(app.id.uuidString.lowercased())"))
+            #expect(page.contains("rules: answered with the customers&#39; consent, a sample provided"))
+            let form = Self.body(try await browser.get("/account/apps/\(app.id.uuidString.lowercased())/edit"))
+            #expect(form.contains(#"<option value="rules" selected>"#))
         }
     }
 

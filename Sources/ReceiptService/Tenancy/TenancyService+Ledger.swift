@@ -63,3 +63,15 @@ extension TenancyService {
         return try await lookup.viewAndRows(of: subject, app: app, environment: environment, now: now())
     }
 }
+
+/// The operator's view of an app's refund requests (`receiptverify customers refunds`).
+extension TenancyService {
+    /// The app's latest refund requests and their answers, newest first.
+    public func consumptionAnswers(token: String, limit: Int) async throws -> [ConsumptionAnswerStatus] {
+        let app = try await app(token: token)
+        guard let answers = store as? any ConsumptionAnswerStore else {
+            throw ServiceError(.notConfigured, "the store keeps no refund requests")
+        }
+        return try await answers.consumptionAnswers(appID: app.id, limit: limit)
+    }
+}

@@ -172,6 +172,7 @@ struct AppView: PageView {
     var products: String
     var enrichment: String
     var idLookups: String
+    var refunds: String
     var requiresUser: String
     var appleAppID: String
     var status: String
@@ -211,6 +212,12 @@ struct AppView: PageView {
                     + "answered from Apple (an id alone does not prove the caller holds the purchase)"
             case .refuse: "refuse: every answer is from a receipt or signed transaction"
             }
+        let answers = app.refundAnswers
+        refunds =
+            answers.policy == .off
+            ? "off: recorded and passed on (consumption.requested), not answered"
+            : "\(answers.policy.rawValue): answered with the customers' consent"
+                + (answers.sampleContentProvided ? ", a sample provided" : "")
         requiresUser =
             app.requiresUser
             ? "required: /api answers 400 without app_user_id (or a StoreKit 2 appAccountToken) while claims are checked"
@@ -248,6 +255,9 @@ struct AppForm: PageView {
     var deliveries: [Option]
     var enrichments: [Option]
     var idLookups: [Option]
+    var refundPolicies: [Option]
+    var consumptionConsent: Bool
+    var sampleContentProvided: Bool
     var allowsTestData: Bool
     /// Whether a test root is bound to the app, so the customer may switch test data (else it is the operator's).
     var testDataBound: Bool
@@ -296,6 +306,13 @@ struct AppForm: PageView {
         idLookups = options(
             IDLookups.allCases.map(\.rawValue),
             selected: form?["id_lookups"] ?? app?.idLookups.rawValue ?? AppDefaults.idLookups.rawValue)
+        refundPolicies = options(
+            RefundAnswers.Policy.allCases.map(\.rawValue),
+            selected: form?["refund_policy"] ?? app?.refundAnswers.policy.rawValue ?? "off")
+        consumptionConsent =
+            form.map { $0.isChecked("consumption_consent") } ?? app?.refundAnswers.customerConsented ?? false
+        sampleContentProvided =
+            form.map { $0.isChecked("sample_content_provided") } ?? app?.refundAnswers.sampleContentProvided ?? false
         allowsTestData =
             form.map { $0.isChecked("allows_test_data") } ?? app?.allowsTestData ?? AppDefaults.allowsTestData
         testDataBound = app?.testAnchors.isEmpty == false
@@ -330,7 +347,7 @@ struct AppForm: PageView {
         // Credentials are replaced only when the key is given: the form shows the issuer and key ids, not the key.
         let replacesCredentials =
             privateKey != nil || (app?.appStoreServerCredentials == nil && (issuer ?? keyID) != nil)
-        return AppSettings(
+        var settings = AppSettings(
             name: form.text("name"), bundleIDs: lines("bundle_ids"), allowedEnvironments: form.values("environments"),
             verificationMode: form["mode"],
             sharedSecret: form.isChecked("remove_shared_secret") ? "" : form.text("shared_secret"),
@@ -347,5 +364,9 @@ struct AppForm: PageView {
             requiresUser: form.isChecked("requires_user"),
             appleAppID: form["apple_app_id"]
         )
+        settings.refundPolicy = form["refund_policy"]
+        settings.consumptionConsent = form.isChecked("consumption_consent")
+        settings.sampleContentProvided = form.isChecked("sample_content_provided")
+        return settings
     }
 }
