@@ -315,6 +315,74 @@ import Testing
         }
     }
 
+    @Test(
+        "refund requests: due once per transaction for an answering app, leased by a claim, recorded once with its event",
+        arguments: StoreKind.available)
+    func consumptionAnswersAreClaimedOnceAndRecordedOnce(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            #expect(try await store.addWebhookEndpoint(Self.endpoint(app, types: ["consumption.answered"]), limit: 10))
+            func request(_ id: String, signedAt: Int64, answering: Bool) async throws {
+                let coins = Self.transaction(id, original: id, expires: Self.startMilliseconds, type: "Consumable")
+                var record = Self.record(
+                    Self.notification("CONSUMPTION_REQUEST", signedAt: signedAt, transaction: coins), app: app)
+                record.answersConsumption = answering
+                _ = try await store.recordNotification(record)
+            }
+            // One app answering, one request not (the policy was off): only the first is due, however often Apple
+            // re-sends it.
+            try await request("4001", signedAt: 1, answering: true)
+            try await request("4001", signedAt: 2, answering: true)
+            try await request("4002", signedAt: 3, answering: false)
+            let now = Self.start.addingTimeInterval(1)
+            let claimed = try await store.claimConsumptionAnswers(dueBy: now, lease: .seconds(60), limit: 10)
+            #expect(claimed.map(\.transactionID) == ["4001"] && claimed.first?.attempts == 0)
+            #expect(claimed.first?.requestedAt == Self.start && claimed.first?.environment == .sandbox)
+            // Leased: a second server's claim gets nothing until the lease ends.
+            #expect(
+                try await store.claimConsumptionAnswers(
+                    dueBy: now.addingTimeInterval(59), lease: .seconds(60), limit: 10
+                ).isEmpty)
+            // Re-sent after the policy is on, the unanswered request becomes due.
+            try await request("4002", signedAt: 4, answering: true)
+            let task = try #require(claimed.first)
+            try await store.recordConsumptionAnswer(
+                task, outcome: .retry(next: now.addingTimeInterval(300), error: "Apple failed (HTTP 503)", status: nil),
+                event: nil, at: now)
+            let due = try await store.claimConsumptionAnswers(
+                dueBy: now.addingTimeInterval(301), lease: .seconds(60), limit: 10)
+            #expect(due.map(\.transactionID).sorted() == ["4001", "4002"])
+            let retried = try #require(due.first { $0.transactionID == "4001" })
+            #expect(retried.attempts == 1)
+            // The backend's report and the facts the answer is built from.
+            let reported = try await store.reportConsumption(
+                appID: app.id, environment: nil, transactionIDs: ["4001", "9999"],
+                report: ConsumptionReport(consumedMilli: 40_000, deliveryStatus: nil, reportedAt: now))
+            #expect(reported == ["4001"])
+            let facts = try await store.consumptionFacts(of: retried)
+            #expect(facts.report?.consumedMilli == 40_000 && facts.deliveredAt == nil && facts.earlierRefunds == 0)
+            // Sent: recorded once with its event; a late outcome of the same attempt (another server's, whose lease
+            // ran out) changes nothing and adds no event.
+            let event = WebhookEvent(
+                appID: app.id, environment: .sandbox, kind: .consumptionAnswered, createdAt: now, data: [:])
+            let sentAt = now.addingTimeInterval(302)
+            try await store.recordConsumptionAnswer(
+                retried, outcome: .sent(body: #"{"customerConsented":true}"#, status: 202), event: event, at: sentAt)
+            try await store.recordConsumptionAnswer(
+                retried, outcome: .failed(error: "late", body: nil, status: nil), event: event, at: sentAt)
+            let answers = try await store.consumptionAnswers(appID: app.id, limit: 10)
+            let sent = try #require(answers.first { $0.transactionID == "4001" })
+            #expect(sent.state == "sent" && sent.attempts == 2 && sent.appleStatus == 202 && sent.requests == 2)
+            #expect(sent.body == #"{"customerConsented":true}"# && sent.answeredAt == sentAt && sent.lastError == nil)
+            let deliveries = try await store.claimWebhookDeliveries(
+                dueBy: sentAt.addingTimeInterval(1), lease: .seconds(60), limit: 10)
+            #expect(deliveries.filter { $0.event.type == "consumption.answered" }.count == 1)
+            #expect(
+                try await store.claimConsumptionAnswers(
+                    dueBy: sentAt.addingTimeInterval(86_400), lease: .seconds(60), limit: 10
+                ).map(\.transactionID) == ["4002"])
+        }
+    }
+
     static func event(_ app: App, at offset: TimeInterval) -> WebhookEvent {
         WebhookEvent(
             appID: app.id, environment: .production, kind: .test, createdAt: start.addingTimeInterval(offset),
