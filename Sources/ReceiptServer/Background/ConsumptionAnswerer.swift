@@ -91,7 +91,7 @@ struct ConsumptionAnswerer: Service {
         return tasks.count
     }
 
-    /// One attempt, what it came to, and the body it sent (when it got that far).
+    /// One attempt, what it came to, and the body it sent to Apple (nil when it sent none).
     func attempt(_ task: ConsumptionAnswerTask, now: Date = Date()) async -> (ConsumptionAnswerOutcome, JSONObject?) {
         let app: App?
         let facts: ConsumptionRules.Facts
@@ -112,10 +112,10 @@ struct ConsumptionAnswerer: Service {
         do {
             credentials = try tenancy.serverAPICredentials(of: app)
         } catch {
-            return (.failed(error: "the app's credentials could not be opened", body: nil, status: nil), body)
+            return (.failed(error: "the app's credentials could not be opened", body: nil, status: nil), nil)
         }
         guard let credentials else {
-            return (.failed(error: "the app has no App Store Server API credentials", body: nil, status: nil), body)
+            return (.failed(error: "the app has no App Store Server API credentials", body: nil, status: nil), nil)
         }
         let bytes = JSONValue.object(body).encoded
         let text = String(decoding: bytes, as: UTF8.self)
