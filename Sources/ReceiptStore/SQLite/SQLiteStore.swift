@@ -161,7 +161,30 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         return ServiceError(.storage, "SQLite: \(message)")
     }
 
+    /// Applies the migrations not applied yet, each in its own transaction. Processes opening a new database at once
+    /// (servers and the CLI starting together) take turns: a step that finds the database locked past the busy
+    /// timeout (a loaded machine, nineteen steps each) is tried again, for up to a minute, rather than fail and leave
+    /// the opener to close a connection in the middle of an error.
     public func migrate() async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while true {
+            do {
+                try await migrateOnce()
+                return
+            } catch let error as ServiceError
+                where error.code == .storage && Self.isLocked(error.reason) && ContinuousClock.now < deadline
+            {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 50...250)))
+            }
+        }
+    }
+
+    /// Whether an error is SQLite's "the database is locked" (SQLITE_BUSY), which a later attempt may pass.
+    static func isLocked(_ reason: String) -> Bool {
+        reason.contains("database is locked") || reason.contains("SQLITE_BUSY") || reason.contains("busy")
+    }
+
+    private func migrateOnce() async throws {
         try await run {
             for statement in self.script.preamble { _ = try await self.query(statement) }
         }
