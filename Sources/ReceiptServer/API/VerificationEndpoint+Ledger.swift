@@ -100,9 +100,7 @@ extension VerificationEndpoint {
     static let consumptionDescription = "Consumption recorded"
 
     func reportConsumption(_ request: VerificationRequest, for caller: Caller) async throws -> VerificationOutcome {
-        func refuse(_ reason: String) -> HTTPFailure {
-            HTTPFailure(status: ResponseStatus.badRequest, reason: reason, description: Self.sentence(reason))
-        }
+        func refuse(_ reason: String) -> HTTPFailure { .badRequest(saying: reason) }
         let ids = request.transactionIDs ?? request.transactionID.map { [$0] } ?? []
         guard !ids.isEmpty else { throw refuse("transaction_ids (or transaction_id) is required") }
         var consumed: Int?

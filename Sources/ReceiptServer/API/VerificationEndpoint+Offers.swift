@@ -13,9 +13,7 @@ extension VerificationEndpoint {
     func signOffer(_ request: VerificationRequest, for caller: Caller, now: Date = Date()) throws
         -> VerificationOutcome
     {
-        func refuse(_ reason: String) -> HTTPFailure {
-            HTTPFailure(status: ResponseStatus.badRequest, reason: reason, description: Self.sentence(reason))
-        }
+        func refuse(_ reason: String) -> HTTPFailure { .badRequest(saying: reason) }
         func required(_ value: String?, _ name: String) throws -> String {
             guard let value, !value.isEmpty else { throw refuse("\(name) is required") }
             return value
@@ -93,22 +91,13 @@ extension VerificationEndpoint {
         let owned = app.bundleIDs.map(\.value)
         if let asked, !asked.isEmpty {
             guard owned.contains(asked) else {
-                let reason = "bundle_id is not one of the app's"
-                return .failure(
-                    HTTPFailure(status: ResponseStatus.badRequest, reason: reason, description: sentence(reason)))
+                return .failure(.badRequest(saying: "bundle_id is not one of the app's"))
             }
             return .success(asked)
         }
         guard owned.count == 1 else {
-            let reason = "bundle_id is required: the app has \(owned.count) bundle IDs"
-            return .failure(
-                HTTPFailure(status: ResponseStatus.badRequest, reason: reason, description: sentence(reason)))
+            return .failure(.badRequest(saying: "bundle_id is required: the app has \(owned.count) bundle IDs"))
         }
         return .success(owned[0])
-    }
-
-    /// A reason as an answer's description: its first letter capitalized.
-    static func sentence(_ reason: String) -> String {
-        reason.prefix(1).uppercased() + reason.dropFirst()
     }
 }

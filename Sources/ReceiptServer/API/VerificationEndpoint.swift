@@ -419,4 +419,11 @@ struct HTTPFailure: Error {
         self.retryAfter = retryAfter
         self.description = description
     }
+
+    /// A 400 whose answer says `reason` (which names no input of the client's) as its description, capitalized.
+    static func badRequest(saying reason: String) -> HTTPFailure {
+        HTTPFailure(
+            status: ResponseStatus.badRequest, reason: reason,
+            description: reason.prefix(1).uppercased() + reason.dropFirst())
+    }
 }

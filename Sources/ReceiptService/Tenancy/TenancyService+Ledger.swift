@@ -68,10 +68,6 @@ extension TenancyService {
 extension TenancyService {
     /// The app's latest refund requests and their answers, newest first.
     public func consumptionAnswers(token: String, limit: Int) async throws -> [ConsumptionAnswerStatus] {
-        let app = try await app(token: token)
-        guard let answers = store as? any ConsumptionAnswerStore else {
-            throw ServiceError(.notConfigured, "the store keeps no refund requests")
-        }
-        return try await answers.consumptionAnswers(appID: app.id, limit: limit)
+        try await store.consumptionAnswers(appID: try await app(token: token).id, limit: limit)
     }
 }
