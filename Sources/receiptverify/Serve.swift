@@ -131,6 +131,12 @@ struct Serve: AsyncParsableCommand {
     )
     var storekitFinishRetrySeconds: String?
 
+    @Option(
+        help:
+            "Seconds between asks of Apple where a mass renewal-date extension stands (1-86400). Env: RECEIPTVERIFY_STOREKIT_EXTENSION_POLL_SECONDS. Default: 300"
+    )
+    var storekitExtensionPollSeconds: String?
+
     @Option(help: "Seconds for one webhook delivery attempt (1-60). Env: RECEIPTVERIFY_WEBHOOK_TIMEOUT. Default: 10")
     var webhookTimeout: String?
 
@@ -258,7 +264,8 @@ struct Serve: AsyncParsableCommand {
             "storekit-sandbox-url": storekitSandboxURL, "storekit-requests-per-second": storekitRequestsPerSecond,
             "storekit-sandbox-requests-per-second": storekitSandboxRequestsPerSecond,
             "storekit-timeout": storekitTimeout, "storekit-cache-seconds": storekitCacheSeconds,
-            "storekit-finish-retry-seconds": storekitFinishRetrySeconds, "webhook-timeout": webhookTimeout,
+            "storekit-finish-retry-seconds": storekitFinishRetrySeconds,
+            "storekit-extension-poll-seconds": storekitExtensionPollSeconds, "webhook-timeout": webhookTimeout,
             "webhook-retry-seconds": webhookRetrySeconds,
             "notification-reconcile-hours": notificationReconcileHours,
             "webhook-deliveries-per-second": webhookDeliveriesPerSecond,

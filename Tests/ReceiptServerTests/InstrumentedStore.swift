@@ -6,7 +6,7 @@ import Synchronization
 /// A real store (SQLite, from the caller) seen through a window that counts the reads a request can cause and can
 /// hold them, as a database that stops answering would: the tests of what strangers and outages cost.
 final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionStore, AppleFinishStore,
-    ConsumptionAnswerStore, NotificationStore, WebhookStore, RetentionStore, ReconciliationStore
+    ConsumptionAnswerStore, RenewalExtensionStore, NotificationStore, WebhookStore, RetentionStore, ReconciliationStore
 {
     let base: any DataStore
 
@@ -197,6 +197,20 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     }
     func consumptionAnswers(appID: UUID, limit: Int) async throws -> [ConsumptionAnswerStatus] {
         try await base.consumptionAnswers(appID: appID, limit: limit)
+    }
+    func beginRenewalExtension(_ record: RenewalExtensionRecord) async throws -> RenewalExtensionRecord? {
+        try await base.beginRenewalExtension(record)
+    }
+    func saveRenewalExtension(_ record: RenewalExtensionRecord) async throws {
+        try await base.saveRenewalExtension(record)
+    }
+    func renewalExtensions(appID: UUID, limit: Int) async throws -> [RenewalExtensionRecord] {
+        try await base.renewalExtensions(appID: appID, limit: limit)
+    }
+    func claimRenewalExtensionPolls(dueBy now: Date, lease: Duration, limit: Int) async throws
+        -> [RenewalExtensionRecord]
+    {
+        try await base.claimRenewalExtensionPolls(dueBy: now, lease: lease, limit: limit)
     }
     func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry] { try await base.ledgerEntries(query) }
     func recordNotification(_ record: NotificationRecord) async throws -> NotificationRecorded {

@@ -208,6 +208,9 @@ public final class AppStoreServerAPIClient: Sendable {
         var endpoint: String
         /// Production then the sandbox (nil), or this environment alone.
         var environment: Environment? = nil
+        /// Whether a failure after the request went out (5xx, network) is tried again: not for an action Apple may
+        /// have taken (an extension), which the caller repeats, if at all, under the same request identifier.
+        var retries = true
     }
 
     /// What `read` makes of the answer to GET `path` (its signed values verified): reused for
@@ -261,7 +264,8 @@ public final class AppStoreServerAPIClient: Sendable {
                 }
             } catch let error as AppStoreServerAPIError {
                 // A fresh transaction may not have reached Apple's servers yet; a 5xx or a network error may pass.
-                guard error.code == .notFound || error.code == .unavailable, attempt < configuration.maximumAttempts
+                guard call.retries, error.code == .notFound || error.code == .unavailable,
+                    attempt < configuration.maximumAttempts
                 else { throw error }
                 lastError = error
                 let jittered = backoff * Double.random(in: 0.5...1.0)

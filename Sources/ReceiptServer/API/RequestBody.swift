@@ -77,6 +77,11 @@ enum RequestBody {
         request.bundleID = try fields.text("bundle_id")
         request.consumptionPercentage = try fields.text("consumption_percentage")
         request.deliveryStatus = try fields.text("delivery_status")
+        request.appAccountToken = try fields.text("app_account_token")
+        request.extendByDays = try fields.text("extend_by_days")
+        request.extendReasonCode = try fields.text("extend_reason_code")
+        request.requestIdentifier = try fields.text("request_identifier")
+        request.storefrontCountryCodes = try fields.list("storefront_country_codes", limit: 300)
         request.limit = try fields.text("limit").map { text throws(Unreadable) in
             guard let limit = Int(text), (1...VerificationRequest.maximumPageSize).contains(limit) else {
                 throw Unreadable(reason: "field 'limit' must be a whole number from 1 to 1000")
@@ -198,7 +203,8 @@ enum RequestBody {
         "exclude-old-transactions", "transaction_id", "product_id", "nonce", "app_user_id",
         "original_transaction_id", "transaction_ids", "cursor", "limit", "app_transaction_id", "action", "url",
         "event_types", "endpoint_id", "grace_hours", "event_id", "state", "kind", "offer_id", "application_username",
-        "allow_introductory_offer", "bundle_id", "consumption_percentage", "delivery_status",
+        "allow_introductory_offer", "bundle_id", "consumption_percentage", "delivery_status", "app_account_token",
+        "extend_by_days", "extend_reason_code", "request_identifier", "storefront_country_codes",
     ]
 
     /// A field name fit for a log line: a name we read, or "an unknown field" (a client may put anything in a name,

@@ -28,6 +28,8 @@ struct VerificationEndpoint: Sendable {
         case customers = "/api/customers"
         /// `POST /api/offers/signature`: an offer signed with the app's In-App Purchase key.
         case offers = "/api/offers/signature"
+        /// `POST /api/apple`: Apple's actions on a customer.
+        case apple = "/api/apple"
         /// `POST /verifyReceipt/{token}` (``VerifyReceiptDropIn``).
         case dropIn = "/verifyReceipt/:token"
 
@@ -36,14 +38,14 @@ struct VerificationEndpoint: Sendable {
             switch self {
             case .plain, .dropIn: .api
             case .encrypted: .apiEncrypted
-            case .transactions, .delivered, .consumption, .webhooks: .transactions
+            case .transactions, .delivered, .consumption, .webhooks, .apple: .transactions
             case .customers: .customers
             case .offers: .offers
             }
         }
 
         /// Whether an answer of this route is billed (a delivery confirmation is not).
-        var isBilled: Bool { self != .delivered && self != .consumption && self != .webhooks }
+        var isBilled: Bool { self != .delivered && self != .consumption && self != .webhooks && self != .apple }
     }
 
     let authenticator: Authenticator
@@ -56,6 +58,8 @@ struct VerificationEndpoint: Sendable {
     let customers: CustomerLookup
     /// The CLI's functions, for `/api/webhooks`.
     let tenancy: TenancyService
+    /// How long after a mass extension Apple is asked where it stands, and between asks.
+    let extensionPollSeconds: TimeInterval
     let maximumBodySize: Int
     let bodies: BodyBudget
     let logger: Logger
@@ -134,6 +138,9 @@ struct VerificationEndpoint: Sendable {
             case .offers:
                 // The answer's `nonce` is the signature's own (a request's is refused there).
                 outcome = try signOffer(parsed, for: caller)
+            case .apple:
+                outcome = try await appleAction(parsed, for: caller, address: context.clientAddress)
+                outcome.nonce = parsed.nonce
             }
             outcome.requestID = requestID
             if kind == .encrypted, outcome.isValid {
@@ -420,10 +427,14 @@ struct HTTPFailure: Error {
         self.description = description
     }
 
-    /// A 400 whose answer says `reason` (which names no input of the client's) as its description, capitalized.
+    /// A 400 whose answer says `reason` (which names no input of the client's) as its description, capitalized unless it
+    /// starts with a field's name.
     static func badRequest(saying reason: String) -> HTTPFailure {
-        HTTPFailure(
+        // A sentence that starts with a field's name keeps the name as the API spells it.
+        let firstWord = reason.prefix { $0 != " " }
+        let keepsCase = firstWord.contains("_")
+        return HTTPFailure(
             status: ResponseStatus.badRequest, reason: reason,
-            description: reason.prefix(1).uppercased() + reason.dropFirst())
+            description: keepsCase ? reason : reason.prefix(1).uppercased() + reason.dropFirst())
     }
 }

@@ -58,6 +58,11 @@ public func buildApplication(
                 policy: RetryPolicy(first: configuration.appleFinishFirstRetry, giveUpAfter: .seconds(11 * 3_600)),
                 callTimeout: configuration.storeKit.totalTimeout, deadline: components.deadline,
                 metrics: metrics.factory, logger: logger))
+        extraServices.append(
+            RenewalExtensionPoller(
+                store: tenancy.store, tenancy: tenancy, storeKit: storeKit,
+                pollAfter: configuration.renewalExtensionPollInterval,
+                callTimeout: configuration.storeKit.totalTimeout, deadline: components.deadline, logger: logger))
     }
     extraServices.append(
         WebhookDeliverer(
@@ -149,6 +154,7 @@ func buildRouter(
         "/apiencrypted": [.post], "/api/transactions": [.post], "/api/transactions/delivered": [.post],
         "/api/transactions/consumption": [.post],
         "/api/webhooks": [.post], "/api/customers": [.post], "/api/offers/signature": [.post],
+        "/api/apple": [.post],
         "/verifyReceipt/:token": [.post], "/notifications/:token": [.post],
     ]
     if configuration.metricsPort == nil { routes["/metrics"] = [.get] }
@@ -197,10 +203,11 @@ func buildRouter(
         authenticator: authenticator, failedAuthentications: failedAuthentications, gate: components.gate,
         verification: verification, ledger: components.ledger, statuses: components.statuses,
         customers: components.customers, tenancy: tenancy,
+        extensionPollSeconds: configuration.renewalExtensionPollInterval,
         maximumBodySize: configuration.maximumBodySize, bodies: bodies, logger: logger)
     for kind in [
         VerificationEndpoint.Kind.plain, .encrypted, .transactions, .delivered, .consumption, .webhooks, .customers,
-        .offers, .dropIn,
+        .offers, .apple, .dropIn,
     ] {
         router.post(RouterPath(kind.rawValue)) { request, context in
             await endpoint.respond(to: request, context: context, kind: kind)

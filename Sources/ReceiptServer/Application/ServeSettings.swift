@@ -105,6 +105,8 @@ public struct ServeSettings: Sendable {
             openID: try openID(), customers: try customers(),
             storeKit: try storeKit(acceptsTestSignatures: trustAnchorDirectory != nil),
             appleFinishFirstRetry: .seconds(try number("storekit-finish-retry-seconds", 1...3_600, default: 60)),
+            renewalExtensionPollInterval: TimeInterval(
+                try number("storekit-extension-poll-seconds", 1...86_400, default: 300)),
             webhookTimeout: .seconds(try number("webhook-timeout", 1...60, default: 10)),
             webhookRetry: RetryPolicy(
                 first: .seconds(try number("webhook-retry-seconds", 1...3_600, default: 30))),

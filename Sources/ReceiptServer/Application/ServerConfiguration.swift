@@ -37,6 +37,7 @@ import ReceiptStore
 /// | `--storekit-timeout` / `RECEIPTVERIFY_STOREKIT_TIMEOUT` | `10` | seconds for one App Store Server API call |
 /// | `--storekit-cache-seconds` / `RECEIPTVERIFY_STOREKIT_CACHE_SECONDS` | `30` | seconds an answer is reused |
 /// | `--storekit-finish-retry-seconds` / `RECEIPTVERIFY_STOREKIT_FINISH_RETRY_SECONDS` | `60` | first wait before a failed Finish Transaction is retried |
+/// | `--storekit-extension-poll-seconds` / `RECEIPTVERIFY_STOREKIT_EXTENSION_POLL_SECONDS` | `300` | seconds between asks of Apple where a mass extension stands |
 /// | `--webhook-timeout` / `RECEIPTVERIFY_WEBHOOK_TIMEOUT` | `10` | seconds for one webhook delivery attempt |
 /// | `--webhook-retry-seconds` / `RECEIPTVERIFY_WEBHOOK_RETRY_SECONDS` | `30` | first wait before a failed webhook delivery is retried |
 /// | `--webhook-deliveries-per-second` / `RECEIPTVERIFY_WEBHOOK_DELIVERIES_PER_SECOND` | `100` | webhook delivery attempts a second, at most, per server |
@@ -113,6 +114,8 @@ public struct ServerConfiguration: Sendable {
     public var storeKit: AppStoreServerAPIConfiguration
     /// The first wait before a failed Finish Transaction is asked again (doubling up to six hours).
     public var appleFinishFirstRetry: Duration
+    /// Seconds between asks of Apple where a mass renewal-date extension stands.
+    public var renewalExtensionPollInterval: Double
     /// The deadline of one webhook delivery attempt.
     public var webhookTimeout: Duration
     /// When failed webhook deliveries are tried again, and when they are given up.
@@ -139,6 +142,7 @@ public struct ServerConfiguration: Sendable {
         retention: RetentionPolicy = RetentionPolicy(),
         publicURL: String? = nil, openID: OpenIDConfiguration? = nil, customers: CustomerSettings = .init(),
         storeKit: AppStoreServerAPIConfiguration = .init(), appleFinishFirstRetry: Duration = .seconds(60),
+        renewalExtensionPollInterval: Double = 300,
         webhookTimeout: Duration = .seconds(10), webhookRetry: RetryPolicy = RetryPolicy(first: .seconds(30)),
         webhookDeliveriesPerSecond: Int = 100, webhookPrivateURLs: Bool = false,
         notificationReconcileInterval: Duration? = .seconds(6 * 3_600)
@@ -150,6 +154,7 @@ public struct ServerConfiguration: Sendable {
         self.webhookRetry = webhookRetry
         self.storeKit = storeKit
         self.appleFinishFirstRetry = appleFinishFirstRetry
+        self.renewalExtensionPollInterval = renewalExtensionPollInterval
         self.hostname = hostname
         self.port = port
         self.store = store

@@ -125,10 +125,10 @@ struct WebSite: Sendable {
     /// Runs a page of the signed-in: without a live session, the browser goes to the sign-in page; errors become
     /// error pages.
     func signedInPage(
-        _ request: Request, context: ServerContext,
+        _ request: Request, context: ServerContext, withinDeadline: Bool = true,
         _ body: @escaping @Sendable (SignedIn, CustomerScope) async throws -> Response
     ) async -> Response {
-        await answering(request, context: context) {
+        await answering(request, context: context, withinDeadline: withinDeadline) {
             guard let signedIn = try await signedIn(request, context: context) else {
                 return redirect(to: "/signin", cookies: [cookie(sessionCookie, "", maxAge: 0)])
             }
@@ -139,10 +139,10 @@ struct WebSite: Sendable {
     /// Runs a form post of the signed-in: the session must be live and the form must carry its CSRF token (else
     /// 403, nothing changed); `body` gets the parsed form.
     func signedInForm(
-        _ request: Request, context: ServerContext,
+        _ request: Request, context: ServerContext, withinDeadline: Bool = true,
         _ body: @escaping @Sendable (SignedIn, CustomerScope, WebForm) async throws -> Response
     ) async -> Response {
-        await signedInPage(request, context: context) { signedIn, scope in
+        await signedInPage(request, context: context, withinDeadline: withinDeadline) { signedIn, scope in
             guard isSameOrigin(request) else {
                 return errorPage(.forbidden, "This form was sent from another site.", signedIn: signedIn)
             }

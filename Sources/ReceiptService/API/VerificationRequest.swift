@@ -59,6 +59,13 @@ public struct VerificationRequest: Sendable, Equatable {
     /// `deliveryStatus` for the named transactions.
     public var consumptionPercentage: String?
     public var deliveryStatus: String?
+    /// `/api/apple`: Apple's actions on a customer (with `action`, `original_transaction_id`, `transaction_id`,
+    /// `product_id` and `environment`).
+    public var appAccountToken: String?
+    public var extendByDays: String?
+    public var extendReasonCode: String?
+    public var requestIdentifier: String?
+    public var storefrontCountryCodes: [String]?
 
     /// Creates a request; every field defaults to "not sent".
     public init(

@@ -8,6 +8,10 @@ import ReceiptCore
 /// `credentials` when Apple refused the app's key, `unavailable` and `rateLimited` when a retry later may succeed.
 /// [Apple's documentation](https://developer.apple.com/documentation/appstoreserverapi)
 public protocol AppStoreServerLooking: Sendable {
+    /// Whether this client takes values signed by a test root (a stand-in for Apple on loopback, whose sandbox then
+    /// plays Xcode's test purchases).
+    var acceptsTestData: Bool { get }
+
     /// Get Transaction Info: the signed transaction with this id.
     func transaction(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
         -> VerifiedReceipt
@@ -52,6 +56,43 @@ public protocol AppStoreServerLooking: Sendable {
         _ transactionID: String, body: [UInt8], environment: AppStoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws
+
+    /// Get All Subscription Statuses asked anew (never from a cache): the latest signed transaction and renewal info
+    /// of each of the customer's subscriptions in `environment`, verified, in Apple's order.
+    func currentStatuses(of id: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials)
+        async throws -> [VerifiedReceipt]
+
+    /// Set App Account Token: Apple's transactions of `originalTransactionID` carry `token` from now on.
+    func setAppAccountToken(
+        _ token: UUID, originalTransactionID: String, environment: AppStoreEnvironment,
+        credentials: AppStoreServerAPICredentials
+    ) async throws
+
+    /// Extend a Subscription Renewal Date of one customer's subscription. Sent once: a failure after Apple may have
+    /// acted is ``AppStoreServerAPIError/Code/unavailable`` and is not retried here.
+    func extendRenewalDate(
+        originalTransactionID: String, _ extension: RenewalExtension, environment: AppStoreEnvironment,
+        credentials: AppStoreServerAPICredentials
+    ) async throws -> RenewalExtension.Result
+
+    /// Extend Subscription Renewal Dates for All Active Subscribers of `productID` (in the storefronts named, or all).
+    /// Sent once, as ``extendRenewalDate(originalTransactionID:_:environment:credentials:)``.
+    func massExtendRenewalDate(
+        productID: String, storefronts: [String], _ extension: RenewalExtension, environment: AppStoreEnvironment,
+        credentials: AppStoreServerAPICredentials
+    ) async throws
+
+    /// Get Status of Subscription Renewal Date Extensions: where Apple is with a mass extension.
+    func massExtensionStatus(
+        productID: String, requestIdentifier: String, environment: AppStoreEnvironment,
+        credentials: AppStoreServerAPICredentials
+    ) async throws -> RenewalExtension.MassStatus
+
+    /// Get App Transaction Info: the customer's signed app transaction, verified, from any of their transaction ids
+    /// (`environment` nil: production, then the sandbox).
+    func appTransactionInfo(
+        of id: String, environment: AppStoreEnvironment?, credentials: AppStoreServerAPICredentials
+    ) async throws -> VerifiedReceipt
 }
 
 extension AppStoreServerLooking {
@@ -61,5 +102,50 @@ extension AppStoreServerLooking {
         credentials: AppStoreServerAPICredentials
     ) async throws {
         throw AppStoreServerAPIError(.refused, "this client does not send consumption information")
+    }
+}
+
+extension AppStoreServerLooking {
+    public var acceptsTestData: Bool { false }
+
+    /// Not answered by a client that does not implement Apple's actions.
+    public func currentStatuses(
+        of id: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+    ) async throws -> [VerifiedReceipt] {
+        throw AppStoreServerAPIError(.refused, "this client does not ask subscription statuses")
+    }
+
+    public func setAppAccountToken(
+        _ token: UUID, originalTransactionID: String, environment: AppStoreEnvironment,
+        credentials: AppStoreServerAPICredentials
+    ) async throws {
+        throw AppStoreServerAPIError(.refused, "this client does not set app account tokens")
+    }
+
+    public func extendRenewalDate(
+        originalTransactionID: String, _ extension: RenewalExtension, environment: AppStoreEnvironment,
+        credentials: AppStoreServerAPICredentials
+    ) async throws -> RenewalExtension.Result {
+        throw AppStoreServerAPIError(.refused, "this client does not extend renewal dates")
+    }
+
+    public func massExtendRenewalDate(
+        productID: String, storefronts: [String], _ extension: RenewalExtension, environment: AppStoreEnvironment,
+        credentials: AppStoreServerAPICredentials
+    ) async throws {
+        throw AppStoreServerAPIError(.refused, "this client does not extend renewal dates")
+    }
+
+    public func massExtensionStatus(
+        productID: String, requestIdentifier: String, environment: AppStoreEnvironment,
+        credentials: AppStoreServerAPICredentials
+    ) async throws -> RenewalExtension.MassStatus {
+        throw AppStoreServerAPIError(.refused, "this client does not extend renewal dates")
+    }
+
+    public func appTransactionInfo(
+        of id: String, environment: AppStoreEnvironment?, credentials: AppStoreServerAPICredentials
+    ) async throws -> VerifiedReceipt {
+        throw AppStoreServerAPIError(.refused, "this client does not ask app transactions")
     }
 }

@@ -143,6 +143,22 @@ public struct CustomerScope: Sendable {
         return setup
     }
 
+    /// Apple's actions on the customers of one of the account's apps (docs/app-store-server-api.md, "Actions on a
+    /// customer"), acting as the signed-in customer: each spends one of the account's integration actions, and is
+    /// audited as the customer's.
+    public func appleActions(appID: UUID) async throws -> (actions: AppleActions, app: App) {
+        let app = try await app(id: appID)
+        try spendIntegrationAction()
+        return (
+            AppleActions(storeKit: try setup().storeKit, tenancy: tenancy, requester: "account \(account.email)"), app
+        )
+    }
+
+    /// The latest renewal-date extensions of one of the account's apps, newest first.
+    public func renewalExtensions(appID: UUID, limit: Int) async throws -> [RenewalExtensionRecord] {
+        try await service.store.renewalExtensions(appID: try await app(id: appID).id, limit: limit)
+    }
+
     /// Has Apple send a test notification to one of the account's apps; Apple's token.
     public func requestTestNotification(appID: UUID, environment: AppStoreEnvironment) async throws -> String {
         let app = try await app(id: appID)

@@ -439,3 +439,31 @@ CREATE INDEX consumption_requests_due_idx ON consumption_requests (answer_due_at
 ALTER TABLE ledger_transactions ADD COLUMN consumption_milli INTEGER;
 ALTER TABLE ledger_transactions ADD COLUMN consumption_delivery TEXT;
 ALTER TABLE ledger_transactions ADD COLUMN consumption_reported_at INTEGER;
+
+-- version: 20 Renewal-date extensions asked of Apple, one per app and request identifier
+-- state: sending, extended, refused, failed, unknown (a customer's); requested, complete (a product's, polled).
+-- storefronts: comma-separated ISO 3166-1 alpha-3 codes; effective_date, complete_date: Apple's, in milliseconds.
+CREATE TABLE renewal_extensions (
+    app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    request_identifier TEXT NOT NULL,
+    environment TEXT NOT NULL,
+    original_transaction_id TEXT,
+    product_id TEXT,
+    storefronts TEXT NOT NULL DEFAULT '',
+    days INTEGER NOT NULL,
+    reason INTEGER NOT NULL,
+    state TEXT NOT NULL
+        CHECK (state IN ('sending', 'extended', 'refused', 'failed', 'unknown', 'requested', 'complete')),
+    effective_date INTEGER,
+    succeeded_count INTEGER,
+    failed_count INTEGER,
+    complete_date INTEGER,
+    error TEXT,
+    actor TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    next_poll_at INTEGER,
+    PRIMARY KEY (app_id, request_identifier)
+);
+CREATE INDEX renewal_extensions_poll_idx ON renewal_extensions (next_poll_at) WHERE state = 'requested';
+CREATE INDEX renewal_extensions_app_idx ON renewal_extensions (app_id, created_at);

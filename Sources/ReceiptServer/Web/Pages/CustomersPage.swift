@@ -55,39 +55,179 @@ enum CustomersPage {
         var end: String
         var nowX: Int
         var unknownProducts: String
+        var actions: Actions
+    }
+
+    /// One renewal-date extension of the app, as listed.
+    struct ExtensionRow: Sendable {
+        var request: String
+        var subscription: String
+        var days: Int
+        var state: String
+        var detail: String
+        var by: String
+        var at: String
+    }
+
+    /// A choice of a form's select.
+    struct Choice: Sendable {
+        var value: String
+        var label: String
+    }
+
+    /// What the page adds for Apple's actions on the customer.
+    struct Actions: Sendable {
+        /// Whether the app can ask Apple (its credentials set, and this server reaching Apple).
+        var available: Bool
+        var subscriptions: [Choice]
+        var originals: [Choice]
+        var transactions: [Choice]
+        var reasons: [Choice]
+        var extensions: [ExtensionRow]
+        var appTransaction: String?
+        var message: String?
+        var error: String?
+    }
+
+    /// The customer asked for: the app, user, original transaction and environment of the query (or of a form's
+    /// hidden fields).
+    struct Asked: Sendable {
+        var app: UUID?
+        var user: String
+        var original: String
+        var environment: String
+
+        init(_ field: (String) -> String?) {
+            app = field("app").flatMap { UUID(uuidString: $0) }
+            user = field("user").map { String($0.prefix(255)).trimmingCharacters(in: .whitespaces) } ?? ""
+            original =
+                field("original_transaction_id").map { String($0.prefix(64)).trimmingCharacters(in: .whitespaces) }
+                ?? ""
+            environment = field("environment").map { String($0.prefix(16)) } ?? ""
+        }
     }
 
     static func register(on router: Router<ServerContext>, site: WebSite) {
         router.get("/account/customers") { request, context in
             await site.signedInPage(request, context: context) { signedIn, scope in
                 let query = request.uri.queryParameters
-                let apps = try await scope.apps()
-                let chosen = query["app"].flatMap { UUID(uuidString: String($0)) }
-                let user = query["user"].map { String($0.prefix(255)).trimmingCharacters(in: .whitespaces) } ?? ""
-                let original =
-                    query["original_transaction_id"].map {
-                        String($0.prefix(64)).trimmingCharacters(in: .whitespaces)
-                    } ?? ""
-                let environmentName = query["environment"].map(String.init) ?? ""
-                var view = View(
-                    layout: LayoutView(title: "Customers", signedIn: signedIn),
-                    apps: apps.map {
-                        AppForm.Option(value: $0.id.uuidString.lowercased(), label: $0.name, selected: $0.id == chosen)
-                    },
-                    user: user, originalTransactionID: original, environment: environmentName, searched: false,
-                    customer: "", shownEnvironment: "", entitlements: [], lanes: [], bars: [], marks: [], height: 0,
-                    start: "", end: "", nowX: 0, unknownProducts: "")
-                if let chosen, !user.isEmpty || !original.isEmpty {
-                    let environment = AppStoreEnvironment(configurationName: environmentName)
-                    // Another account's app id is unknown here (404).
-                    let found = try await scope.customer(
-                        appID: chosen, user: user.isEmpty ? nil : user,
-                        originalTransactionID: original.isEmpty ? nil : original, environment: environment)
-                    fill(&view, with: found.view, entries: found.rows, now: Date())
-                }
-                return site.page("customers", view)
+                let asked = Asked { query[Substring($0)].map(String.init) }
+                return site.page(
+                    "customers", try await view(signedIn: signedIn, scope: scope, asked: asked, site: site))
             }
         }
+        // Apple's actions wait for Apple (up to --storekit-timeout), not the database deadline.
+        for action in ["extend", "app-account-token", "app-transaction"] {
+            router.post("/account/customers/\(action)") { request, context in
+                await site.signedInForm(request, context: context, withinDeadline: false) { signedIn, scope, form in
+                    let asked = Asked { form.text($0) }
+                    guard let appID = asked.app else { throw ServiceError(.invalidArgument, "choose an app") }
+                    var message: String?
+                    var error: String?
+                    var appTransaction: String?
+                    do {
+                        let (actions, app) = try await scope.appleActions(appID: appID)
+                        let environment = AppStoreEnvironment(configurationName: asked.environment)
+                        let original = form.text("subscription") ?? ""
+                        switch action {
+                        case "extend":
+                            guard let reason = RenewalExtension.Reason(text: form.text("reason") ?? "") else {
+                                throw ServiceError(.invalidArgument, "choose a reason")
+                            }
+                            let request = try RenewalExtension(
+                                days: Int(form.text("days") ?? "") ?? 0, reason: reason,
+                                requestIdentifier: UUID().uuidString.lowercased())
+                            let record = try await actions.extendRenewalDate(
+                                app: app, originalTransactionID: original, request, environment: environment)
+                            if record.state == .extended {
+                                message =
+                                    "Apple extended \(original) by \(request.days) days"
+                                    + (record.effectiveDate.map {
+                                        ": it now renews \(Format.time(Date(millisecondsSince1970: $0)))"
+                                    } ?? ".")
+                            } else {
+                                error = "Apple did not extend \(original): \(record.error ?? record.state.rawValue)."
+                            }
+                        case "app-account-token":
+                            guard let token = UUID(uuidString: form.text("app_account_token") ?? "") else {
+                                throw ServiceError(.invalidArgument, "the app account token must be a UUID")
+                            }
+                            let done = try await actions.setAppAccountToken(
+                                app: app, originalTransactionID: original, token: token, environment: environment)
+                            message =
+                                "Apple put \(token.uuidString.lowercased()) on \(original)"
+                                + (done.claimed ? "; the purchase is claimed by it." : ".")
+                        default:
+                            let signed = try await actions.appTransaction(
+                                app: app, transactionID: form.text("transaction_id") ?? "", environment: environment)
+                            appTransaction = JSONValue.object(signed.receipt).encodedString
+                            message =
+                                "Apple's app transaction of the customer, verified (\(signed.environment.rawValue))."
+                        }
+                    } catch let refusal as AppleActionError {
+                        error = "Apple refused: \(refusal.reason)."
+                    } catch let failure as ServiceError
+                        where failure.code == .invalidArgument || failure.code == .tooManyAttempts
+                    {
+                        error = failure.reason
+                    }
+                    var page = try await view(signedIn: signedIn, scope: scope, asked: asked, site: site)
+                    page.actions.message = message
+                    page.actions.error = error
+                    page.actions.appTransaction = appTransaction
+                    return site.page("customers", page, status: error == nil ? .ok : .unprocessableContent)
+                }
+            }
+        }
+    }
+
+    /// The page's values for the customer asked for.
+    static func view(signedIn: SignedIn, scope: CustomerScope, asked: Asked, site: WebSite) async throws -> View {
+        let apps = try await scope.apps()
+        var view = View(
+            layout: LayoutView(title: "Customers", signedIn: signedIn),
+            apps: apps.map {
+                AppForm.Option(value: $0.id.uuidString.lowercased(), label: $0.name, selected: $0.id == asked.app)
+            },
+            user: asked.user, originalTransactionID: asked.original, environment: asked.environment, searched: false,
+            customer: "", shownEnvironment: "", entitlements: [], lanes: [], bars: [], marks: [], height: 0,
+            start: "", end: "", nowX: 0, unknownProducts: "",
+            actions: Actions(
+                available: false, subscriptions: [], originals: [], transactions: [],
+                reasons: RenewalExtension.Reason.allCases.map {
+                    Choice(value: $0.name, label: $0.name.replacingOccurrences(of: "_", with: " "))
+                }, extensions: []))
+        guard let chosen = asked.app, !asked.user.isEmpty || !asked.original.isEmpty else { return view }
+        let environment = AppStoreEnvironment(configurationName: asked.environment)
+        // Another account's app id is unknown here (404).
+        let found = try await scope.customer(
+            appID: chosen, user: asked.user.isEmpty ? nil : asked.user,
+            originalTransactionID: asked.original.isEmpty ? nil : asked.original, environment: environment)
+        fill(&view, with: found.view, entries: found.rows, now: Date())
+        let app = try await scope.app(id: chosen)
+        view.actions.available = app.appStoreServerCredentials != nil && site.customers.notificationSetup != nil
+        view.actions.subscriptions = found.view.subscriptions.map {
+            Choice(value: $0.originalTransactionID, label: "\($0.originalTransactionID) (\($0.productID))")
+        }
+        var seen = Set<String>()
+        view.actions.originals = found.rows.map(\.transaction).filter { seen.insert($0.originalTransactionID).inserted }
+            .map { Choice(value: $0.originalTransactionID, label: "\($0.originalTransactionID) (\($0.productID))") }
+        view.actions.transactions = found.rows.map {
+            Choice(
+                value: $0.transaction.transactionID,
+                label: "\($0.transaction.transactionID) (\($0.transaction.productID))")
+        }
+        view.actions.extensions = try await scope.renewalExtensions(appID: chosen, limit: 20).map { record in
+            var detail = record.effectiveDate.map { "renews \(Format.time(Date(millisecondsSince1970: $0)))" } ?? ""
+            if let succeeded = record.succeeded { detail += "\(succeeded) extended, \(record.failed ?? 0) failed" }
+            if let error = record.error { detail += detail.isEmpty ? error : " (\(error))" }
+            return ExtensionRow(
+                request: record.requestIdentifier,
+                subscription: record.originalTransactionID ?? "all subscribers of \(record.productID ?? "-")",
+                days: record.days, state: record.state.rawValue, detail: detail, by: record.actor,
+                at: Format.time(record.createdAt))
+        }
+        return view
     }
 
     /// The width of the timeline's drawing, the left margin for the lanes' labels, and a lane's height.

@@ -1,0 +1,244 @@
+import Foundation
+import ReceiptCore
+import ReceiptTestKit
+import TestSupport
+import Testing
+
+/// Apple's actions on a customer (docs/app-store-server-api.md, "Actions on a customer"), end to end: a live `serve`
+/// whose App Store Server API is a fake Apple on loopback that checks every JWT and records each request; the API
+/// (`POST /api/apple`), the CLI (`apple …`) and the audit log.
+@Suite struct AppleActionsTests {
+    static let monthly = "com.example.app.monthly"
+
+    /// A signed subscription period of the test PKI: bought a day ago, expiring at `expires`.
+    static func period(
+        _ service: LiveService, _ id: String, expires: Date, signedAt: Date = Date(), ownership: String = "PURCHASED"
+    ) throws -> String {
+        var builder = JWSBuilder()
+        builder.transactionID = id
+        builder.originalTransactionID = id
+        builder.productID = monthly
+        builder.purchaseDate = Date().addingTimeInterval(-86_400)
+        builder.expiresDate = expires
+        builder.signedDate = signedAt
+        builder.ownershipType = ownership
+        return try builder.build(signedBy: service.jwsPKI)
+    }
+
+    static func apple(_ service: LiveService, _ tenant: LiveService.Tenant, _ fields: [(String, String)])
+        async throws -> (status: Int, body: JSONObject)
+    {
+        let answer = try await service.post(
+            "/api/apple", form: [("apikey", tenant.apiKey), ("token", tenant.token)] + fields)
+        return (answer.httpStatus, try answer.json())
+    }
+
+    @Test(
+        "a token set and claimed, an extension sent once and reflected, a mass extension polled to the end",
+        arguments: StoreKind.available)
+    func actionsOnACustomer(kind: StoreKind) async throws {
+        try await ServerAPIAnswersTests.withServerAPI(
+            kind, serveArguments: ["--storekit-extension-poll-seconds", "1"]
+        ) { service, fake in
+            let tenant = try ServerAPIAnswersTests.tenant(service, ["--product", "\(Self.monthly)=auto_renewable:pro"])
+            // A subscription presented without a user: unclaimed.
+            let bought = try Self.period(service, "7100", expires: Date().addingTimeInterval(29 * 86_400))
+            let first = try await service.post(
+                form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", bought)])
+            #expect(first.httpStatus == 200)
+            #expect(try first.json()["status"] == .integer(0))
+            func requests(_ method: String) -> [FakeAppStoreServer.Received] {
+                fake.received.filter { $0.method == method }
+            }
+
+            // Set App Account Token: Apple's body, then the ledger's claim by the token.
+            let token = "5b9b0f0c-8c5e-4bd1-9d3a-2c1f00000001"
+            fake.script("sandbox", .json(""))
+            let set = try await Self.apple(
+                service, tenant,
+                [
+                    ("action", "set_app_account_token"), ("original_transaction_id", "7100"),
+                    ("app_account_token", token.uppercased()),
+                ])
+            #expect(set.status == 200, "\(set.body)")
+            #expect(set.body["claimed"] == .bool(true) && set.body["environment"] == .string("Xcode"))
+            let put = try #require(requests("PUT").last)
+            #expect(put.environment == "sandbox" && put.path == "/inApps/v1/transactions/7100/appAccountToken")
+            #expect(try JSONParser.parse(Array(put.body.utf8)) == .object(["appAccountToken": .string(token)]))
+            let claimed = try await EntitlementAPITests.customer(service, tenant, [("app_user_id", token)]).json()
+            #expect(EntitlementAPITests.entitlement(claimed["customer"], "pro")?["active"] == .bool(true))
+
+            // Extend: Apple's answer is lost (503) and the client does not send it again by itself; the caller
+            // repeats it under the same identifier; a third ask answers what Apple did without asking.
+            let extended = Date().addingTimeInterval(36 * 86_400)
+            let extendedMilliseconds = Int64((extended.timeIntervalSince1970 * 1_000).rounded(.down))
+            var renewal = JWSBuilder()
+            renewal.payload = .renewalInfo
+            renewal.originalTransactionID = "7100"
+            renewal.productID = Self.monthly
+            renewal.signedDate = Date().addingTimeInterval(1)
+            let statuses: JSONObject = [
+                "environment": .string("Sandbox"), "bundleId": .string(ServerAPIAnswersTests.bundleID),
+                "data": .array([
+                    .object([
+                        "subscriptionGroupIdentifier": .string("21000000"),
+                        "lastTransactions": .array([
+                            .object([
+                                "originalTransactionId": .string("7100"), "status": .integer(1),
+                                "signedTransactionInfo": .string(
+                                    try Self.period(
+                                        service, "7100", expires: extended, signedAt: Date().addingTimeInterval(1))),
+                                "signedRenewalInfo": .string(try renewal.build(signedBy: service.jwsPKI)),
+                            ])
+                        ]),
+                    ])
+                ]),
+            ]
+            fake.script(
+                "sandbox", .error(503),
+                .json(
+                    #"{"originalTransactionId":"7100","webOrderLineItemId":"7100","success":true,"effectiveDate":\#(extendedMilliseconds)}"#
+                ), .json(JSONValue.object(statuses).encodedString))
+            let extend: [(String, String)] = [
+                ("action", "extend_renewal_date"), ("original_transaction_id", "7100"), ("extend_by_days", "7"),
+                ("extend_reason_code", "customer_satisfaction"), ("request_identifier", "outage-2026-11"),
+            ]
+            let lost = try await Self.apple(service, tenant, extend)
+            #expect(lost.status == 500 && lost.body["extension"]?["state"] == .string("unknown"), "\(lost.body)")
+            #expect(requests("PUT").count == 2, "a 503 to an extension is not sent again by the client")
+            let done = try await Self.apple(service, tenant, extend)
+            #expect(done.status == 200, "\(done.body)")
+            #expect(done.body["extension"]?["state"] == .string("extended"))
+            #expect(
+                done.body["extension"]?["effective_date"]
+                    == .string(AppleDate.rfc3339(milliseconds: extendedMilliseconds)))
+            let sent = requests("PUT").filter { $0.path == "/inApps/v1/subscriptions/extend/7100" }
+            #expect(sent.count == 2)
+            #expect(
+                try JSONParser.parse(Array((sent.last?.body ?? "").utf8))
+                    == .object([
+                        "extendByDays": .integer(7), "extendReasonCode": .integer(1),
+                        "requestIdentifier": .string("outage-2026-11"),
+                    ]))
+            let again = try await Self.apple(service, tenant, extend)
+            #expect(again.status == 200 && again.body["extension"] == done.body["extension"])
+            #expect(requests("PUT").count == 3, "a repeated identifier is answered without asking Apple")
+            // Reflected from Apple's signed status: the entitlement now lasts to the new date.
+            let after = try await EntitlementAPITests.customer(service, tenant, [("app_user_id", token)]).json()
+            let pro = EntitlementAPITests.entitlement(after["customer"], "pro")
+            #expect(pro?["expires_at"] == .string(AppleDate.rfc3339(milliseconds: extendedMilliseconds)), "\(after)")
+
+            // Refused before Apple is asked: a family-shared subscription; bad fields.
+            let shared = try Self.period(
+                service, "7200", expires: Date().addingTimeInterval(20 * 86_400), ownership: "FAMILY_SHARED")
+            _ = try await service.post(form: [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", shared)])
+            let before = fake.received.count
+            let family = try await Self.apple(
+                service, tenant,
+                [
+                    ("action", "extend_renewal_date"), ("original_transaction_id", "7200"), ("extend_by_days", "3"),
+                    ("extend_reason_code", "0"),
+                ])
+            #expect(family.status == 400 && family.body["description"]?.stringValue?.contains("family") == true)
+            for (fields, words) in [
+                (
+                    [
+                        ("action", "extend_renewal_date"), ("original_transaction_id", "7100"),
+                        ("extend_by_days", "91"),
+                        ("extend_reason_code", "0"),
+                    ], "1 to 90"
+                ),
+                (
+                    [
+                        ("action", "extend_renewal_date"), ("original_transaction_id", "7100"), ("extend_by_days", "5"),
+                        ("extend_reason_code", "because"),
+                    ], "extend_reason_code"
+                ),
+                (
+                    [
+                        ("action", "set_app_account_token"), ("original_transaction_id", "7100"),
+                        ("app_account_token", "alice"),
+                    ], "UUID"
+                ),
+                (
+                    [
+                        ("action", "mass_extend_renewal_date"), ("product_id", Self.monthly), ("extend_by_days", "5"),
+                        ("extend_reason_code", "0"), ("storefront_country_codes", "US"),
+                    ], "alpha-3"
+                ),
+                ([("action", "fly")], "Action must be one of"),
+            ] as [([(String, String)], String)] {
+                let refused = try await Self.apple(service, tenant, fields)
+                #expect(refused.status == 400, "\(fields)")
+                #expect(refused.body["description"]?.stringValue?.contains(words) == true, "\(refused.body)")
+            }
+            #expect(fake.received.count == before, "nothing refused here reaches Apple")
+
+            // Get App Transaction Info: verified, of the app's bundle ID.
+            var appTransaction = JWSBuilder()
+            appTransaction.payload = .appTransaction
+            fake.script(
+                "sandbox",
+                .json(#"{"signedAppTransactionInfo":"\#(try appTransaction.build(signedBy: service.jwsPKI))"}"#))
+            let info = try await Self.apple(
+                service, tenant,
+                [("action", "app_transaction_info"), ("transaction_id", "7100"), ("environment", "Sandbox")])
+            #expect(info.status == 200, "\(info.body)")
+            #expect(info.body["app_transaction"]?["appTransactionId"] == .string("704528340000000001"))
+            #expect(requests("GET").last?.path == "/inApps/v1/transactions/appTransactions/7100")
+
+            // Mass extension: taken by Apple, polled by the server until Apple says it is complete.
+            fake.script(
+                "sandbox", .json(#"{"requestIdentifier":"mass-1"}"#),
+                .json(#"{"requestIdentifier":"mass-1","complete":false}"#),
+                .json(
+                    #"{"requestIdentifier":"mass-1","complete":true,"completeDate":1790000000000,"succeededCount":30,"failedCount":2}"#
+                ))
+            let mass = try await Self.apple(
+                service, tenant,
+                [
+                    ("action", "mass_extend_renewal_date"), ("product_id", Self.monthly), ("extend_by_days", "3"),
+                    ("extend_reason_code", "service_issue_or_outage"), ("request_identifier", "mass-1"),
+                    ("storefront_country_codes", "usa,FRA"), ("environment", "Sandbox"),
+                ])
+            #expect(mass.status == 200 && mass.body["extension"]?["state"] == .string("requested"), "\(mass.body)")
+            let post = try #require(requests("POST").last)
+            #expect(post.path == "/inApps/v1/subscriptions/extend/mass")
+            #expect(
+                try JSONParser.parse(Array(post.body.utf8))
+                    == .object([
+                        "extendByDays": .integer(3), "extendReasonCode": .integer(3),
+                        "requestIdentifier": .string("mass-1"),
+                        "storefrontCountryCodes": .array([.string("USA"), .string("FRA")]),
+                        "productId": .string(Self.monthly),
+                    ]))
+            var listed: JSONObject = [:]
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline {
+                let list = try await Self.apple(
+                    service, tenant, [("action", "renewal_extensions"), ("request_identifier", "mass-1")])
+                listed = list.body["extensions"]?.arrayValue?.first?.objectValue ?? [:]
+                if listed["state"] == .string("complete") { break }
+                try await Task.sleep(for: .milliseconds(300))
+            }
+            #expect(listed["state"] == .string("complete"), "\(listed)")
+            #expect(listed["succeeded_count"] == .integer(30) && listed["failed_count"] == .integer(2))
+            #expect(
+                requests("GET").filter { $0.path == "/inApps/v1/subscriptions/extend/mass/\(Self.monthly)/mass-1" }
+                    .count == 2)
+            #expect(fake.badTokens == 0)
+
+            // The operator sees them; the audit log has each action and no key.
+            let cli = try service.cli.expectSuccess(["apple", "extensions", "--app", tenant.token, "--json"]).stdout
+            let rows = try #require(try JSONParser.parse(Array(cli.utf8)).arrayValue)
+            #expect(rows.compactMap { $0["request_identifier"]?.stringValue }.sorted() == ["mass-1", "outage-2026-11"])
+            let audit = try service.cli.expectSuccess(["audit", "--account", tenant.email]).stdout
+            for action in [
+                "apple.set_app_account_token", "apple.extend_renewal_date", "apple.mass_extend_renewal_date",
+            ] {
+                #expect(audit.contains(action), "\(action) is audited")
+            }
+            #expect(!audit.contains("PRIVATE KEY"))
+        }
+    }
+}
