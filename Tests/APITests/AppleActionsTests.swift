@@ -1,4 +1,5 @@
 import Foundation
+import NIOHTTP1
 import ReceiptCore
 import ReceiptTestKit
 import TestSupport
@@ -239,6 +240,65 @@ import Testing
                 #expect(audit.contains(action), "\(action) is audited")
             }
             #expect(!audit.contains("PRIVATE KEY"))
+        }
+    }
+
+    @Test("the customer page extends a renewal date and looks up the app transaction", arguments: StoreKind.available)
+    func theCustomerPageAsksApple(kind: StoreKind) async throws {
+        try await ServerAPIAnswersTests.withServerAPI(kind) { service, fake in
+            let tenant = try ServerAPIAnswersTests.tenant(service, ["--product", "\(Self.monthly)=auto_renewable:pro"])
+            let bought = try Self.period(service, "7300", expires: Date().addingTimeInterval(10 * 86_400))
+            _ = try await EntitlementAPITests.verify(service, tenant, bought, user: "alice")
+            let cookie = try await NotificationSetupPageTests.signIn(service, tenant)
+            let app = try service.cli.expectSuccess(["app", "show", tenant.token, "--json"]).jsonObject()
+            let appID = try #require(app["id"]?.stringValue)
+            let html = try await service.post(
+                "/account/customers?app=\(appID)&user=alice", body: "", headers: cookie, method: .GET
+            ).text
+            #expect(html.contains(#"id="extend-form""#) && html.contains(#"<option value="7300">"#))
+            let csrf = try NotificationSetupPageTests.csrf(html)
+            let hidden = "csrf=\(csrf)&app=\(appID)&user=alice&original_transaction_id=&environment="
+
+            let effective = Int64((Date().addingTimeInterval(17 * 86_400).timeIntervalSince1970 * 1_000).rounded(.down))
+            fake.script(
+                "sandbox",
+                .json(#"{"originalTransactionId":"7300","success":true,"effectiveDate":\#(effective)}"#),
+                .error(503), .error(503), .error(503), .error(503))
+            let extended = try await service.post(
+                "/account/customers/extend", body: hidden + "&subscription=7300&days=7&reason=other",
+                headers: cookie)
+            #expect(extended.httpStatus == 200)
+            #expect(extended.text.contains("Apple extended 7300 by 7 days"), "\(extended.text)")
+            #expect(extended.text.contains("<td>extended</td>") && extended.text.contains("account \(tenant.email)"))
+            let put = try #require(fake.received.first { $0.method == "PUT" })
+            #expect(put.path == "/inApps/v1/subscriptions/extend/7300")
+            #expect(try JSONParser.parse(Array(put.body.utf8))["extendReasonCode"] == .integer(2))
+
+            // Apple refuses a second extension beyond its limit: said on the page, nothing else changes.
+            fake.script("sandbox", .error(400, appleCode: 4_030_005))
+            let refused = try await service.post(
+                "/account/customers/extend", body: hidden + "&subscription=7300&days=7&reason=other",
+                headers: cookie)
+            #expect(refused.httpStatus == 422)
+            #expect(refused.text.contains("most extensions Apple allows"), "\(refused.text)")
+
+            var appTransaction = JWSBuilder()
+            appTransaction.payload = .appTransaction
+            fake.script(
+                "sandbox",
+                .json(#"{"signedAppTransactionInfo":"\#(try appTransaction.build(signedBy: service.jwsPKI))"}"#))
+            let info = try await service.post(
+                "/account/customers/app-transaction", body: hidden + "&transaction_id=7300", headers: cookie)
+            #expect(info.httpStatus == 200)
+            #expect(info.text.contains(#"id="app-transaction""#) && info.text.contains("704528340000000001"))
+            // Another account's app is not reachable through the form.
+            let stranger = try await service.post(
+                "/account/customers/extend",
+                body: "csrf=\(csrf)&app=\(UUID().uuidString)&user=alice&subscription=7300&days=7&reason=other",
+                headers: cookie)
+            #expect(stranger.httpStatus == 404)
+            let audit = try service.cli.expectSuccess(["audit", "--account", tenant.email]).stdout
+            #expect(audit.contains("apple.extend_renewal_date") && audit.contains(tenant.email))
         }
     }
 }

@@ -302,9 +302,7 @@ public struct AppleActions: Sendable {
         }
     }
 
-    static func reason(_ error: AppStoreServerAPIError) -> String {
-        error.appleErrorCode.map { "\(error.reason) [Apple \($0)]" } ?? error.reason
-    }
+    static func reason(_ error: AppStoreServerAPIError) -> String { AppleActionError(error).reason }
 }
 
 /// Apple did not take an action: why, with Apple's `errorCode`.

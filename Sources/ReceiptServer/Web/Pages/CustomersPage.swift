@@ -79,9 +79,13 @@ enum CustomersPage {
     struct Actions: Sendable {
         /// Whether the app can ask Apple (its credentials set, and this server reaching Apple).
         var available: Bool
-        var subscriptions: [Choice]
-        var originals: [Choice]
-        var transactions: [Choice]
+        var subscriptions: [Choice] = [] { didSet { hasSubscriptions = !subscriptions.isEmpty } }
+        var originals: [Choice] = [] { didSet { hasOriginals = !originals.isEmpty } }
+        var transactions: [Choice] = [] { didSet { hasTransactions = !transactions.isEmpty } }
+        /// Whether each list has a choice (the templates see stored values only).
+        var hasSubscriptions = false
+        var hasOriginals = false
+        var hasTransactions = false
         var reasons: [Choice]
         var extensions: [ExtensionRow]
         var appTransaction: String?
@@ -193,7 +197,7 @@ enum CustomersPage {
             customer: "", shownEnvironment: "", entitlements: [], lanes: [], bars: [], marks: [], height: 0,
             start: "", end: "", nowX: 0, unknownProducts: "",
             actions: Actions(
-                available: false, subscriptions: [], originals: [], transactions: [],
+                available: false,
                 reasons: RenewalExtension.Reason.allCases.map {
                     Choice(value: $0.name, label: $0.name.replacingOccurrences(of: "_", with: " "))
                 }, extensions: []))
