@@ -278,7 +278,8 @@ class Document:
                 for name in ("VerifyAnswer", "ErrorAnswer", "HealthStatus", "LedgerPage", "DeliveriesConfirmed",
                              "DeliveryDecision", "VerifyReceiptValid", "VerifyReceiptRefusal",
                              "NotificationRecorded", "WebhooksAnswer", "CustomerAnswer", "Customer",
-                             "OfferSignatureAnswer", "ConsumptionRecorded")}
+                             "OfferSignatureAnswer", "ConsumptionRecorded", "AppleActionAnswer",
+                             "AppleActionFailure")}
 
 
 class Contract:
@@ -448,6 +449,8 @@ class Contract:
             self.fields["NotificationRecorded"] |= set(value)
         elif answer.path in ("/healthz", "/readyz") and answer.status == 200:
             self.fields["HealthStatus"] |= set(value)
+        elif answer.path == APPLE and answer.status in (403, 500):
+            self.fields["AppleActionFailure"] |= set(value)
         elif answer.status >= 400 and "receipt" not in value:
             self.fields["ErrorAnswer"] |= set(value)
         elif answer.path in ("/api", "/apiencrypted"):
@@ -465,6 +468,8 @@ class Contract:
             self.fields["OfferSignatureAnswer"] |= set(value)
         elif answer.path == CONSUMPTION:
             self.fields["ConsumptionRecorded"] |= set(value)
+        elif answer.path == APPLE:
+            self.fields["AppleActionAnswer"] |= set(value)
 
     def record_customer(self, customer: Any) -> None:
         if isinstance(customer, dict):
@@ -480,7 +485,7 @@ class Contract:
     REQUEST_SCHEMAS = {"/api": "VerifyRequest", "/apiencrypted": "VerifyRequest", "/api/transactions": "LookUpRequest",
                        "/api/transactions/delivered": "DeliveredRequest", "/api/webhooks": "WebhooksRequest",
                        "/api/customers": "CustomersRequest", "/api/offers/signature": "OfferSignatureRequest",
-                       "/api/transactions/consumption": "ConsumptionRequest"}
+                       "/api/transactions/consumption": "ConsumptionRequest", "/api/apple": "AppleActionRequest"}
 
     def request_body_problems(self, media: str, body: Any, valid: bool, route: str = "/api") -> list[str]:
         """Whether the documented request schema agrees with what the server did with `body`."""
@@ -625,8 +630,10 @@ class FakeAppStoreServer:
                 pass
         self.transaction = (fixtures / "jws/apple_transaction_voicerec_sub_2022.jws").read_text().strip()
         self.renewal = (fixtures / "jws/apple_renewal_info_voicerec_2022.jws").read_text().strip()
-        self.bundle_id = json.loads(base64.urlsafe_b64decode(
-            self.transaction.split(".")[1] + "==="))["bundleId"]
+        payload = json.loads(base64.urlsafe_b64decode(self.transaction.split(".")[1] + "==="))
+        self.bundle_id = payload["bundleId"]
+        # The customer's own token (the purchase is claimed by it, as the transaction states it).
+        self.app_account_token = payload.get("appAccountToken") or "5b9b0f0c-8c5e-4bd1-9d3a-2c1f00000001"
         # The bundle IDs a JWT may name: the fixtures' app, and the receipt's (an app whose customer is unknown here).
         self.bundle_ids = {self.bundle_id} | other_bundle_ids
         self.bad_tokens: list[str] = []
@@ -701,6 +708,44 @@ class FakeAppStoreServer:
         return 200, {"environment": "Sandbox", "bundleId": self.bundle_id, "appAppleId": 1,
                      "data": [{"subscriptionGroupIdentifier": "21024612", "lastTransactions": [item]}]}
 
+    def action(self, method: str, environment: str, path: str, sent: bytes) -> tuple[int, dict | None] | None:
+        """Apple's actions on a customer, as Apple answers them; None for any other request. Known in the sandbox:
+        ORIGINAL (its token set, extended); DOWN fails (503); any other id is ineligible for an extension (4030004)
+        or unknown (4040005); no app transaction is known (4040019)."""
+        with self.lock:
+            self.received.append(f"{environment} {method} {path} {sent.decode(errors='replace')}")
+        token = re.match(r"^/inApps/v1/transactions/([^/]+)/appAccountToken$", path)
+        if method == "PUT" and token:
+            body = json.loads(sent or b"{}")
+            if not re.match(r"^[0-9a-f-]{36}$", str(body.get("appAccountToken", ""))):
+                return 400, {"errorCode": 4000183, "errorMessage": "Invalid appAccountToken."}
+            if token.group(1) == self.ORIGINAL and environment == "sandbox":
+                return 200, None
+            return 404, {"errorCode": 4040005, "errorMessage": "Original transaction id not found."}
+        extend = re.match(r"^/inApps/v1/subscriptions/extend/([0-9]+)$", path)
+        if method == "PUT" and extend:
+            body = json.loads(sent or b"{}")
+            if not (1 <= body.get("extendByDays", 0) <= 90 and body.get("extendReasonCode") in (0, 1, 2, 3)
+                    and body.get("requestIdentifier")):
+                return 400, {"errorCode": 4000009, "errorMessage": "Invalid extension."}
+            if extend.group(1) == self.DOWN:
+                return 503, {"errorCode": 5000000, "errorMessage": "An unknown error occurred."}
+            if extend.group(1) == self.ORIGINAL and environment == "sandbox":
+                effective = int(time.time() * 1000) + body["extendByDays"] * 86_400_000
+                return 200, {"originalTransactionId": self.ORIGINAL, "webOrderLineItemId": "1", "success": True,
+                             "effectiveDate": effective}
+            return 403, {"errorCode": 4030004, "errorMessage": "Subscription extension ineligible."}
+        if method == "POST" and path == "/inApps/v1/subscriptions/extend/mass":
+            body = json.loads(sent or b"{}")
+            return 200, {"requestIdentifier": body.get("requestIdentifier")}
+        status = re.match(r"^/inApps/v1/subscriptions/extend/mass/([^/]+)/([^/]+)$", path)
+        if method == "GET" and status:
+            return 200, {"requestIdentifier": status.group(2), "complete": True,
+                         "completeDate": int(time.time() * 1000), "succeededCount": 3, "failedCount": 0}
+        if method == "GET" and path.startswith("/inApps/v1/transactions/appTransactions/"):
+            return 404, {"errorCode": 4040019, "errorMessage": "App transaction does not exist."}
+        return None
+
     def _handler(self):
         fake = self
 
@@ -714,6 +759,9 @@ class FakeAppStoreServer:
             def do_POST(self):
                 self.respond("POST")
 
+            def do_PUT(self):
+                self.respond("PUT")
+
             def respond(self, method: str):
                 environment, _, rest = self.path.lstrip("/").partition("/")
                 path = "/" + rest.split("?")[0]
@@ -722,8 +770,13 @@ class FakeAppStoreServer:
                     fake.received.append(f"{environment} {method} {path}")
                     if problem:
                         fake.bad_tokens.append(f"{path}: {problem}")
+                length = int(self.headers.get("Content-Length") or 0)
+                sent = self.rfile.read(length) if length else b""
+                action = fake.action(method, environment, path, sent) if not problem else None
                 if problem:
                     status, body = 401, None
+                elif action is not None:
+                    status, body = action
                 elif method == "POST":
                     finish = path == f"/inApps/v1/transactions/{fake.TRANSACTION}/finish" and environment == "sandbox"
                     status, body = (200, None) if finish else (404, {"errorCode": 4040010})
@@ -771,6 +824,7 @@ WEBHOOKS = "/api/webhooks"
 CUSTOMERS = "/api/customers"
 OFFERS = "/api/offers/signature"
 CONSUMPTION = "/api/transactions/consumption"
+APPLE = "/api/apple"
 WEBHOOK_ACTIONS = ("list", "add", "pause", "resume", "remove", "test", "rotate_secret", "deliveries", "redeliver")
 
 def b64url(data: bytes) -> str:
@@ -976,6 +1030,74 @@ class Run:
                     extra=lambda a, b: [] if b.get("description") not in (None, "The request body could not be read")
                     else [f"the description does not say what to fix: {b.get('description')!r}"])
 
+    def apple_actions(self, fake: FakeAppStoreServer) -> None:
+        """/api/apple asks Apple (the fake checks every JWT and body): a token set, an extension sent once however
+        often it is asked under one identifier, a lost answer (500), Apple's refusals (403), a mass extension, the
+        app's extensions listed; and refuses what it cannot ask, saying what to fix."""
+        print("Apple's actions")
+        if not self.need("storekit_token"):
+            return
+        c, token = self.c, self.cred["storekit_token"]
+        original = FakeAppStoreServer.ORIGINAL
+        # The purchase's own token (upper case: any case is a UUID), then another user's, refused before Apple.
+        body = {"token": token, "action": "set_app_account_token", "original_transaction_id": original,
+                "app_account_token": fake.app_account_token.upper(), "environment": "Sandbox", "nonce": "n-apple"}
+        self.valid_request("set an app account token", "application/x-www-form-urlencoded", body, route=APPLE)
+        c.check(f"POST {APPLE} set_app_account_token", self.post(APPLE, body), 200,
+                extra=lambda a, b: [] if b.get("app_account_token") == fake.app_account_token.lower()
+                and b.get("nonce") == "n-apple" and b.get("claimed") is True else [f"answer {b!r}"])
+        other = {**body, "app_account_token": "5b9b0f0c-8c5e-4bd1-9d3a-2c1f00000002"}
+        c.check(f"POST {APPLE} set_app_account_token, another user's purchase (400)", self.post(APPLE, other), 400,
+                extra=lambda a, b: [] if "another user" in (b.get("description") or "") else [f"answer {b!r}"])
+        identifier = "contract-" + secrets.token_hex(4)
+        body = {"token": token, "action": "extend_renewal_date", "original_transaction_id": original,
+                "extend_by_days": 7, "extend_reason_code": "service_issue_or_outage", "request_identifier": identifier,
+                "environment": "Sandbox"}
+        self.valid_request("extend a renewal date", "application/json", body, route=APPLE)
+        for attempt in ("", " again"):
+            c.check(f"POST {APPLE} extend_renewal_date{attempt}", self.post(APPLE, body, as_json=True), 200,
+                    extra=lambda a, b: [] if (b.get("extension") or {}).get("state") == "extended"
+                    and (b.get("extension") or {}).get("request_identifier") == identifier else [f"answer {b!r}"])
+        with fake.lock:
+            sent = [r for r in fake.received if f"PUT /inApps/v1/subscriptions/extend/{original} " in r]
+        if len(sent) != 1 or '"extendByDays":7' not in sent[0] or '"extendReasonCode":3' not in sent[0]:
+            c.fail(f"POST {APPLE} extend_renewal_date", f"Apple was asked {sent!r}, expected one request")
+        lost = {"token": token, "action": "extend_renewal_date", "original_transaction_id": FakeAppStoreServer.DOWN,
+                "extend_by_days": "3", "extend_reason_code": "0", "environment": "Sandbox", "nonce": "n-lost"}
+        c.check(f"POST {APPLE} extend_renewal_date, Apple's answer lost (500)", self.post(APPLE, lost), 500,
+                extra=lambda a, b: [] if (b.get("extension") or {}).get("state") == "unknown"
+                and b.get("retryable") is True else [f"answer {b!r}"])
+        ineligible = {**lost, "original_transaction_id": "1000000001", "nonce": "n-refused"}
+        c.check(f"POST {APPLE} extend_renewal_date, ineligible (403)", self.post(APPLE, ineligible), 403,
+                extra=lambda a, b: [] if (b.get("extension") or {}).get("state") == "refused" else [f"answer {b!r}"])
+        info = {"token": token, "action": "app_transaction_info", "transaction_id": FakeAppStoreServer.TRANSACTION,
+                "environment": "Sandbox"}
+        c.check(f"POST {APPLE} app_transaction_info, unknown to Apple (403)", self.post(APPLE, info), 403,
+                extra=lambda a, b: [] if b.get("apple_error_code") == 4040019 else [f"answer {b!r}"])
+        mass = {"token": token, "action": "mass_extend_renewal_date", "product_id": "com.example.p",
+                "extend_by_days": "2", "extend_reason_code": "other", "storefront_country_codes": "usa,fra",
+                "request_identifier": identifier + "-mass", "environment": "Sandbox"}
+        self.valid_request("extend every subscriber", "application/x-www-form-urlencoded", mass, route=APPLE)
+        c.check(f"POST {APPLE} mass_extend_renewal_date", self.post(APPLE, mass), 200,
+                extra=lambda a, b: [] if (b.get("extension") or {}).get("state") == "requested"
+                and (b.get("extension") or {}).get("storefront_country_codes") == ["USA", "FRA"] else [f"answer {b!r}"])
+        c.check(f"POST {APPLE} renewal_extensions", self.post(APPLE, {"token": token, "action": "renewal_extensions"}),
+                200, extra=lambda a, b: [] if {identifier, identifier + "-mass"} <= {
+                    e.get("request_identifier") for e in b.get("extensions") or []} else [f"answer {b!r}"])
+        for label, body in (("no action", {"token": token}),
+                            ("an unknown action", {"token": token, "action": "refund"}),
+                            ("91 days", {"token": token, "action": "extend_renewal_date",
+                                         "original_transaction_id": original, "extend_by_days": "91",
+                                         "extend_reason_code": "0"}),
+                            ("a token that is no UUID", {"token": token, "action": "set_app_account_token",
+                                                         "original_transaction_id": original,
+                                                         "app_account_token": "alice"}),
+                            ("an app without credentials", {"token": self.cred["token"],
+                                                            "action": "app_transaction_info", "transaction_id": "1"})):
+            c.check(f"POST {APPLE} {label} (400)", self.post(APPLE, body), 400,
+                    extra=lambda a, b: [] if b.get("description") not in (None, "The request body could not be read")
+                    else [f"the description does not say what to fix: {b.get('description')!r}"])
+
     def ledger(self) -> None:
         """/api with a user, then the ledger look-ups and delivery confirmations of what it recorded."""
         print("ledger routes")
@@ -1096,7 +1218,7 @@ class Run:
         c.check("POST unknown path", c.send("POST", "/v1/api", data={"a": "b"}), 404)
         c.check("GET /API (paths are case-sensitive)", c.send("GET", "/API"), 404)
         for method in ("GET", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"):
-            for route in LEDGER_ROUTES + (WEBHOOKS, CUSTOMERS, OFFERS, CONSUMPTION, "/api", "/apiencrypted"):
+            for route in LEDGER_ROUTES + (WEBHOOKS, CUSTOMERS, OFFERS, CONSUMPTION, APPLE, "/api", "/apiencrypted"):
                 c.check(f"{method} {route}", c.send(method, route), 405,
                         extra=lambda a, b: [] if a.header("allow") == "POST" else [f"Allow {a.header('allow')!r}"])
         # Methods the router has no handler for, and wrong methods on the operations routes.
@@ -1344,7 +1466,8 @@ class Run:
                  "/api/transactions/delivered": {"transaction_ids": "none"},
                  WEBHOOKS: {"action": "list"}, CUSTOMERS: {"app_user_id": "nobody"},
                  OFFERS: {"kind": "promotional_offer", "product_id": "com.example.p", "offer_id": "o"},
-                 CONSUMPTION: {"transaction_ids": "none", "consumption_percentage": "0"}
+                 CONSUMPTION: {"transaction_ids": "none", "consumption_percentage": "0"},
+                 APPLE: {"action": "renewal_extensions"}
                  }.get(route, {"receipt": "x"})
         # Offers need an app with a key: the enriched app has one (so do the slow and quota apps).
         good = {"token": self.cred["enriched_token"] if route == OFFERS else token, **extra}
@@ -2143,6 +2266,10 @@ def main() -> int:
     else:
         reason = "the App Store Server API is not faked (--fake-storekit-port, fixtures and storekit_token)"
         contract.fields_not_exercised["enrichment"] = reason
+        for status in (200, 403, 500):
+            contract.not_exercised[("POST", APPLE, status)] = reason
+    # Only Apple signs an app transaction, and the fixtures hold none: AppleActionsTests covers the answer.
+    contract.fields_not_exercised["app_transaction"] = "no Apple-signed app transaction among the fixtures"
     # Apple's real receipts hold no refund, and only Apple can sign one: LedgerAPITests covers refunds with test-signed
     # receipts and JWS.
     for name in ("refunded_at", "reason", "refund_type", "refund_percentage", "refunded_after_delivery"):
@@ -2163,7 +2290,9 @@ def main() -> int:
         run.webhooks()
         run.offers()
         run.consumption()
-        for route in LEDGER_ROUTES + (WEBHOOKS, CUSTOMERS, OFFERS, CONSUMPTION):
+        if storekit is not None:
+            run.apple_actions(storekit)
+        for route in LEDGER_ROUTES + (WEBHOOKS, CUSTOMERS, OFFERS, CONSUMPTION, APPLE):
             run.refusals(route)
         run.failed_authentications()
         run.metrics("GET /metrics after the requests", after=True)

@@ -111,8 +111,17 @@ extension VerificationEndpoint {
     }
 
     /// An extension's answer: 0 when Apple extended it (or took the mass extension), 403 when Apple refused it, 500
-    /// (retryable) when it did not reach Apple or Apple's answer was lost; the record in `extension` every time.
+    /// (retryable) when it did not reach Apple or Apple's answer was lost, with the record in `extension`; 503 while
+    /// another request is sending it.
     static func extensionOutcome(_ record: RenewalExtensionRecord, body: JSONObject) -> VerificationOutcome {
+        if record.state == .sending {
+            // Another request is sending the same extension: its outcome is for a moment later.
+            var outcome = VerificationOutcome.failure(
+                ResponseStatus.serviceUnavailable, retryable: true, detail: "the extension is being sent")
+            outcome.body["description"] = .string("The extension is being sent by another request; ask again")
+            outcome.body["retry_after"] = .integer(1)
+            return outcome
+        }
         var body = body
         let (status, description): (Int, String) =
             switch record.state {
@@ -129,6 +138,7 @@ extension VerificationEndpoint {
             }
         body["status"] = .integer(Int64(status))
         body.append("description", .string(description))
+        if status == ResponseStatus.internalError { body.append("retryable", .bool(true)) }
         body.append("extension", .object(record.json))
         return VerificationOutcome(status: status, body: body, source: status == 0 ? .local : .none)
     }
