@@ -229,10 +229,34 @@ import Testing
                     .count == 2)
             #expect(fake.badTokens == 0)
 
+            // The operator extends from the CLI, with the app's stored credentials.
+            fake.script(
+                "sandbox",
+                .json(
+                    #"{"originalTransactionId":"7100","success":true,"effectiveDate":\#(extendedMilliseconds)}"#),
+                .json(JSONValue.object(statuses).encodedString))
+            let storeKit = [
+                "--production-url", fake.baseURL + "/production", "--sandbox-url", fake.baseURL + "/sandbox",
+                "--trust-anchors", service.anchors.path, "--allow-test-data",
+            ]
+            let byCLI = try service.cli.expectSuccess(
+                [
+                    "apple", "extend", "--app", tenant.token, "7100", "--days", "2", "--reason", "other",
+                    "--request-identifier", "cli-1", "--json",
+                ] + storeKit
+            ).jsonObject()
+            #expect(byCLI["state"] == .string("extended") && byCLI["requested_by"] == .string("cli"))
+            let badDays = try service.cli.run(
+                ["apple", "extend", "--app", tenant.token, "7100", "--days", "0", "--reason", "other"] + storeKit)
+            #expect(badDays.status != 0 && badDays.stderr.contains("--days"))
+
             // The operator sees them; the audit log has each action and no key.
             let cli = try service.cli.expectSuccess(["apple", "extensions", "--app", tenant.token, "--json"]).stdout
             let rows = try #require(try JSONParser.parse(Array(cli.utf8)).arrayValue)
-            #expect(rows.compactMap { $0["request_identifier"]?.stringValue }.sorted() == ["mass-1", "outage-2026-11"])
+            #expect(
+                rows.compactMap { $0["request_identifier"]?.stringValue }.sorted() == [
+                    "cli-1", "mass-1", "outage-2026-11",
+                ])
             let audit = try service.cli.expectSuccess(["audit", "--account", tenant.email]).stdout
             for action in [
                 "apple.set_app_account_token", "apple.extend_renewal_date", "apple.mass_extend_renewal_date",
