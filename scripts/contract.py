@@ -2268,6 +2268,9 @@ def main() -> int:
         contract.fields_not_exercised["enrichment"] = reason
         for status in (200, 403, 500):
             contract.not_exercised[("POST", APPLE, status)] = reason
+    # Apple's 2025-2026 fields: the fixtures (2022) state none; AppleFieldsTests covers them.
+    for name in ("app_transaction_id", "offer_period", "billing_plan_type", "commitment"):
+        contract.fields_not_exercised[name] = "no fixture of Apple's states it (2022 items); AppleFieldsTests covers it"
     # Only Apple signs an app transaction, and the fixtures hold none: AppleActionsTests covers the answer.
     contract.fields_not_exercised["app_transaction"] = "no Apple-signed app transaction among the fixtures"
     # Apple's real receipts hold no refund, and only Apple can sign one: LedgerAPITests covers refunds with test-signed

@@ -114,4 +114,40 @@ import Testing
         let merged = PurchaseTransaction.all(inAnswer: answer)
         #expect(merged.count == 1 && merged[0].revocationDate == 1_700_000_000_000)
     }
+
+    /// Since 2025 Apple's transactions and renewal infos carry `appTransactionId`: a transaction is still a
+    /// transaction (it was taken for an AppTransaction without a `receiptCreationDate`, refused as malformed), and
+    /// its 2025-2026 terms are read.
+    @Test func aTransactionWithAnAppTransactionIDIsATransactionWithItsTerms() throws {
+        let verifier = ReceiptVerifier(anchors: try ServerNotificationTests.pki.trustAnchors())
+        var builder = JWSBuilder()
+        builder.extraPayload = [
+            "appTransactionId": "704528340000000009", "offerPeriod": "P1M", "billingPlanType": "MONTHLY",
+            "commitmentInfo": [
+                "billingPeriodNumber": 2, "totalBillingPeriods": 12, "commitmentExpiresDate": 1_800_000_000_000,
+                "commitmentPrice": 119_880,
+            ] as [String: any Sendable],
+        ]
+        let verified = try verifier.verify(
+            ReceiptInput.decode(try builder.build(signedBy: ServerNotificationTests.pki)), allowTestData: true)
+        #expect(verified.kind == .signedTransaction)
+        let transaction = try #require(PurchaseTransaction.all(in: verified).first)
+        #expect(transaction.appTransactionID == "704528340000000009" && transaction.offerPeriod == "P1M")
+        #expect(transaction.billingPlanType == "MONTHLY")
+        #expect(
+            transaction.commitment
+                == Commitment(
+                    billingPeriodNumber: 2, totalBillingPeriods: 12, expiresDate: 1_800_000_000_000, price: 119_880))
+        var renewal = JWSBuilder()
+        renewal.payload = .renewalInfo
+        renewal.extraPayload = ["appTransactionId": "704528340000000009", "renewalBillingPlanType": "MONTHLY"]
+        let renewalVerified = try verifier.verify(
+            ReceiptInput.decode(try renewal.build(signedBy: ServerNotificationTests.pki)), allowTestData: true)
+        #expect(renewalVerified.kind == .signedRenewalInfo)
+        var app = JWSBuilder()
+        app.payload = .appTransaction
+        let appVerified = try verifier.verify(
+            ReceiptInput.decode(try app.build(signedBy: ServerNotificationTests.pki)), allowTestData: true)
+        #expect(appVerified.kind == .appTransaction)
+    }
 }

@@ -321,4 +321,36 @@ import Testing
         let lifetime = [Self.period("3000", original: "3000", product: "lifetime", purchased: Self.t0)]
         #expect(Self.view(lifetime, at: Self.t0).nextChangeAt == nil)
     }
+
+    @Test func aMonthOfACommitmentIsNotTheCommitmentsEnd() throws {
+        // Month 2 of a 12-month commitment billed monthly, renewal turned off: the month ends, the commitment does
+        // not, and the customer is billed for month 3 whatever the renewal info says of renewing the commitment.
+        let monthEnd = Self.t0 + 31 * Self.day
+        let commitmentEnd = Self.t0 + 334 * Self.day
+        var month = Self.period("2002", purchased: Self.t0, expires: monthEnd)
+        month.transaction.billingPlanType = "MONTHLY"
+        month.transaction.commitment = Commitment(
+            billingPeriodNumber: 2, totalBillingPeriods: 12, expiresDate: commitmentEnd, price: 119_880)
+        let renewalOff = [Self.status(.active, expires: monthEnd, autoRenews: false, asOf: Self.t0 + Self.day)]
+        let view = Self.view([month], renewalOff, at: Self.t0 + 2 * Self.day)
+        let pro = try #require(view.entitlements.first { $0.name == "pro" })
+        #expect(pro.isActive && pro.expiresAt == monthEnd && pro.commitmentExpiresAt == commitmentEnd)
+        #expect(pro.willRenew == true && pro.billingPlanType == "MONTHLY")
+        #expect(pro.json["commitment_expires_at"] == .string(AppleDate.rfc3339(milliseconds: commitmentEnd)))
+        #expect(view.subscriptions.first?.commitmentExpiresAt == commitmentEnd)
+        // The commitment's last month: renewing is the renewal info's to say again.
+        var last = Self.period("2012", purchased: commitmentEnd - 30 * Self.day, expires: commitmentEnd)
+        last.transaction.billingPlanType = "MONTHLY"
+        last.transaction.commitment = month.transaction.commitment
+        last.transaction.commitment?.billingPeriodNumber = 12
+        let lastRenewalOff = [
+            Self.status(.active, expires: commitmentEnd, autoRenews: false, asOf: commitmentEnd - 29 * Self.day)
+        ]
+        let lastView = Self.view([month, last], lastRenewalOff, at: commitmentEnd - 10 * Self.day)
+        #expect(lastView.entitlements.first { $0.name == "pro" }?.willRenew == false)
+        // A plan without a commitment says nothing of one, and its entitlement's JSON is as before.
+        let plain = Self.view([Self.period("3000", purchased: Self.t0, expires: monthEnd)], at: Self.t0)
+        let json = try #require(plain.entitlements.first?.json)
+        #expect(json["commitment_expires_at"] == nil && json["billing_plan_type"] == nil)
+    }
 }

@@ -102,6 +102,8 @@ public struct JWSBuilder: Sendable {
     public var notificationContainer: String?
     /// Whether a notification leaves out `signedDate` (as early notifications did).
     public var omitsSignedDate = false
+    /// More members of the payload (a transaction's or renewal info's), merged over the built ones.
+    public var extraPayload: [String: any Sendable] = [:]
 
     /// Creates a builder with the defaults above.
     public init() {}
@@ -176,6 +178,7 @@ public struct JWSBuilder: Sendable {
                 object["data"] = data
             }
         }
+        for (key, value) in extraPayload { object[key] = value }
         return Array(
             try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
     }

@@ -125,7 +125,9 @@ struct JWSVerifier: Sendable {
     static func kind(of payload: JSONObject) -> VerifiedReceipt.Kind {
         if payload["notificationType"] != nil { return .notification }
         if payload["autoRenewStatus"] != nil || payload["autoRenewProductId"] != nil { return .signedRenewalInfo }
-        if payload["appTransactionId"] != nil || (payload["receiptType"] != nil && payload["transactionId"] == nil) {
+        // Since 2025 Apple's transactions and renewal infos carry `appTransactionId` too: a transaction is told by its
+        // `transactionId`, an app transaction by having none.
+        if payload["transactionId"] == nil, payload["receiptType"] != nil || payload["appTransactionId"] != nil {
             return .appTransaction
         }
         return .signedTransaction

@@ -45,6 +45,14 @@ public struct PurchaseTransaction: Sendable, Equatable {
     /// `offerDiscountType` (`FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`); a receipt's `is_trial_period` states
     /// `FREE_TRIAL`.
     public var offerDiscountType: String?
+    /// `appTransactionId`: the customer's download of the app this purchase belongs to (StoreKit 2, 2025).
+    public var appTransactionID: String?
+    /// `offerPeriod`: the ISO 8601 duration of the offer the transaction redeemed (`P1M`, …).
+    public var offerPeriod: String?
+    /// `billingPlanType`: `MONTHLY` for a period of a commitment billed monthly, `BILLED_UPFRONT` otherwise (API 1.21).
+    public var billingPlanType: String?
+    /// `commitmentInfo`: the commitment a period billed monthly belongs to (API 1.21).
+    public var commitment: Commitment?
     /// When the statement of this transaction was signed, in milliseconds since 1970: a JWS's `signedDate`, a
     /// receipt's creation date, the time Apple answered; nil when unknown. A revocation it states (or lacks) is
     /// weighed against newer statements by it (docs/notifications.md, "Effects").
@@ -144,6 +152,15 @@ public struct PurchaseTransaction: Sendable, Equatable {
             appAccountToken: Self.text(payload["appAccountToken"]), productType: Self.text(payload["type"]),
             offerType: Self.number(payload["offerType"]).map { Int($0) },
             offerDiscountType: Self.text(payload["offerDiscountType"]))
+        appTransactionID = Self.text(payload["appTransactionId"])
+        offerPeriod = Self.text(payload["offerPeriod"])
+        billingPlanType = Self.text(payload["billingPlanType"])
+        if case .object(let info)? = payload["commitmentInfo"] {
+            commitment = Commitment(
+                billingPeriodNumber: Self.number(info["billingPeriodNumber"]).map { Int($0) },
+                totalBillingPeriods: Self.number(info["totalBillingPeriods"]).map { Int($0) },
+                expiresDate: Self.number(info["commitmentExpiresDate"]), price: Self.number(info["commitmentPrice"]))
+        }
     }
 
     /// Every distinct transaction of a verified input, by transaction id in first-seen order: a unified receipt's
@@ -225,5 +242,26 @@ public struct PurchaseTransaction: Sendable, Equatable {
         case .string(let text)?: Int64(text)
         default: nil
         }
+    }
+}
+
+/// A subscription period's commitment (Apple's `commitmentInfo`, API 1.21): a plan billed monthly over a committed
+/// term (twelve months), whose periods end monthly while the commitment runs on to `expiresDate`.
+public struct Commitment: Sendable, Equatable {
+    /// `billingPeriodNumber`: which monthly period of the commitment this is (1 the first).
+    public var billingPeriodNumber: Int?
+    /// `totalBillingPeriods`: how many the commitment has.
+    public var totalBillingPeriods: Int?
+    /// `commitmentExpiresDate`: when the commitment ends, milliseconds since 1970.
+    public var expiresDate: Int64?
+    /// `commitmentPrice`: the commitment's whole price, in milliunits of the currency.
+    public var price: Int64?
+
+    /// Creates a commitment.
+    public init(billingPeriodNumber: Int?, totalBillingPeriods: Int?, expiresDate: Int64?, price: Int64?) {
+        self.billingPeriodNumber = billingPeriodNumber
+        self.totalBillingPeriods = totalBillingPeriods
+        self.expiresDate = expiresDate
+        self.price = price
     }
 }

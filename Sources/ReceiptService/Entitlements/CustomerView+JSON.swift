@@ -44,6 +44,8 @@ extension EntitlementState {
         object.append("billing_issue_detected_at", CustomerView.date(billingIssueDetectedAt))
         object.append("unsubscribe_detected_at", CustomerView.date(unsubscribeDetectedAt))
         object.append("refunded_at", CustomerView.date(refundedAt))
+        if let billingPlanType { object.append("billing_plan_type", .string(billingPlanType)) }
+        if let commitmentExpiresAt { object.append("commitment_expires_at", CustomerView.date(commitmentExpiresAt)) }
         return object
     }
 }
@@ -73,6 +75,8 @@ extension SubscriptionState {
         object.append("unsubscribe_detected_at", CustomerView.date(unsubscribeDetectedAt))
         object.append("refunded_at", CustomerView.date(refundedAt))
         object.append("periods", .integer(Int64(periods)))
+        if let billingPlanType { object.append("billing_plan_type", .string(billingPlanType)) }
+        if let commitmentExpiresAt { object.append("commitment_expires_at", CustomerView.date(commitmentExpiresAt)) }
         return object
     }
 }

@@ -111,6 +111,10 @@ public struct EntitlementState: Sendable, Equatable {
     public var unsubscribeDetectedAt: Int64?
     /// When Apple refunded or revoked the granting purchase.
     public var refundedAt: Int64?
+    /// The granting period's billing plan (`MONTHLY` within a commitment), when Apple states it.
+    public var billingPlanType: String? = nil
+    /// When the commitment of the granting period ends (its periods end monthly before it), when it has one.
+    public var commitmentExpiresAt: Int64? = nil
 }
 
 /// One subscription of a customer (an original transaction): where it stands now.
@@ -157,6 +161,10 @@ public struct SubscriptionState: Sendable, Equatable {
     public var refundedAt: Int64?
     /// How many periods the ledger holds.
     public var periods: Int
+    /// The current period's billing plan (`MONTHLY` within a commitment), when Apple states it.
+    public var billingPlanType: String? = nil
+    /// When the current period's commitment ends: its monthly periods end before it, and it renews until then.
+    public var commitmentExpiresAt: Int64? = nil
 }
 
 /// One purchase of a customer that is not a subscription.

@@ -146,6 +146,11 @@ public enum EntitlementRules {
         } else {
             state = (expiresAt.map { now < $0 } ?? false) ? .active : .expired
         }
+        // A period billed monthly within a commitment ends before the commitment does: the customer is committed to
+        // the next one whatever the renewal info says of renewing the commitment itself.
+        let commitmentEnd = transaction.commitment?.expiresDate
+        var willRenew = current?.autoRenews
+        if state.isEntitled, let commitmentEnd, let expiresAt, expiresAt < commitmentEnd { willRenew = true }
         return SubscriptionState(
             productID: productID, originalTransactionID: transaction.originalTransactionID,
             transactionID: transaction.transactionID, kind: .autoRenewable, environment: latest.environment,
@@ -156,13 +161,14 @@ public enum EntitlementRules {
             }
             .min(),
             expiresAt: expiresAt, gracePeriodExpiresAt: state == .gracePeriod ? graceEnd : nil,
-            willRenew: current?.autoRenews, autoRenewProductID: current?.autoRenewProductID,
+            willRenew: willRenew, autoRenewProductID: current?.autoRenewProductID,
             periodType: PeriodType(transaction), ownershipType: transaction.inAppOwnershipType,
             billingIssueDetectedAt: state.hasBillingIssue
                 ? current.map { $0.billingIssueDetectedAt ?? $0.asOf } : nil,
             unsubscribeDetectedAt: current?.autoRenews == false
                 ? current.map { $0.unsubscribeDetectedAt ?? $0.asOf } : nil,
-            refundedAt: refundedAt, periods: sorted.count)
+            refundedAt: refundedAt, periods: sorted.count, billingPlanType: transaction.billingPlanType,
+            commitmentExpiresAt: commitmentEnd)
     }
 
     static func nonRenewing(
@@ -223,7 +229,9 @@ public enum EntitlementRules {
                         store: subscription.store, ownershipType: subscription.ownershipType,
                         purchasedAt: subscription.purchasedAt,
                         billingIssueDetectedAt: subscription.billingIssueDetectedAt,
-                        unsubscribeDetectedAt: subscription.unsubscribeDetectedAt, refundedAt: subscription.refundedAt))
+                        unsubscribeDetectedAt: subscription.unsubscribeDetectedAt, refundedAt: subscription.refundedAt,
+                        billingPlanType: subscription.billingPlanType,
+                        commitmentExpiresAt: subscription.commitmentExpiresAt))
             }
         }
         for purchase in purchases where purchase.kind == .nonConsumable {

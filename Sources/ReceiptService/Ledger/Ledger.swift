@@ -155,6 +155,7 @@ public final class Ledger: Sendable {
             // Delivered or not, an ended period unlocks nothing: the customer's entitlements say what does.
             if expires <= now { object.append("expired", .bool(true)) }
         }
+        entry.appendTerms(to: &object)
         object.append("first_seen_at", .string(LedgerEntry.rfc3339(entry.firstSeenAt)))
         let state =
             entry.isRevoked ? "refunded" : otherUsers ? "claimed_by_other_user" : result.isNew ? "new" : "seen"

@@ -16,6 +16,7 @@ extension LedgerEntry {
         object.append("quantity", .integer(Int64(transaction.quantity)))
         if let id = transaction.webOrderLineItemID { object.append("web_order_line_item_id", .string(id)) }
         if let ownership = transaction.inAppOwnershipType { object.append("ownership_type", .string(ownership)) }
+        appendTerms(to: &object)
         appendRefund(to: &object)
         if let claimant { object.append("app_user_id", .string(claimant)) }
         object.append("first_seen_at", .string(Self.rfc3339(firstSeenAt)))
@@ -38,6 +39,24 @@ extension LedgerEntry {
         }
         if let finishedAt = appleFinish.finishedAt { finish.append("finished_at", .string(Self.rfc3339(finishedAt))) }
         object.append("apple_finish", .object(finish))
+    }
+
+    /// Apple's 2025-2026 terms of the transaction, each where Apple states it: `app_transaction_id`, `offer_period`,
+    /// `billing_plan_type`, and `commitment` (`billing_period_number`, `total_billing_periods`, `expires_date_ms`,
+    /// `price`) for a period billed monthly within a commitment: the period's own end is not the commitment's.
+    public func appendTerms(to object: inout JSONObject) {
+        if let id = transaction.appTransactionID { object.append("app_transaction_id", .string(id)) }
+        if let period = transaction.offerPeriod { object.append("offer_period", .string(period)) }
+        if let plan = transaction.billingPlanType { object.append("billing_plan_type", .string(plan)) }
+        guard let commitment = transaction.commitment else { return }
+        var terms = JSONObject(capacity: 4)
+        if let number = commitment.billingPeriodNumber {
+            terms.append("billing_period_number", .integer(Int64(number)))
+        }
+        if let total = commitment.totalBillingPeriods { terms.append("total_billing_periods", .integer(Int64(total))) }
+        if let expires = commitment.expiresDate { terms.append("expires_date_ms", .integer(expires)) }
+        if let price = commitment.price { terms.append("price", .integer(price)) }
+        object.append("commitment", .object(terms))
     }
 
     /// The revocation as our fields (`refunded_at`, `reason`, `refund_type`, `refund_percentage`, each where known),

@@ -305,6 +305,13 @@ struct PostgresLedgerWriter: LedgerWriting {
         let kinds = transactions.map { $0.productType ?? noText }
         let offers = transactions.map { $0.offerType.map(Int64.init) ?? none }
         let discounts = transactions.map { $0.offerDiscountType ?? noText }
+        let appTransactions = transactions.map { $0.appTransactionID ?? noText }
+        let offerPeriods = transactions.map { $0.offerPeriod ?? noText }
+        let plans = transactions.map { $0.billingPlanType ?? noText }
+        let commitmentPeriod = transactions.map { $0.commitment?.billingPeriodNumber.map(Int64.init) ?? none }
+        let commitmentPeriods = transactions.map { $0.commitment?.totalBillingPeriods.map(Int64.init) ?? none }
+        let commitmentExpires = transactions.map { $0.commitment?.expiresDate ?? none }
+        let commitmentPrice = transactions.map { $0.commitment?.price ?? none }
         let delivered = entries.map { $0.deliveredAt != nil }
         let seen = entries.map { $0.firstSeenAt.millisecondsSince1970 }
         let requests = entries.map(\.firstRequestID)
@@ -313,21 +320,29 @@ struct PostgresLedgerWriter: LedgerWriting {
             INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id, product_id,
                 purchase_date, original_purchase_date, expires_date, quantity, web_order_line_item_id, ownership_type,
                 revocation_date, revocation_reason, revocation_type, revocation_percentage, first_seen_at,
-                last_seen_at, first_request_id, delivered_at, product_type, offer_type, offer_discount_type)
+                last_seen_at, first_request_id, delivered_at, product_type, offer_type, offer_discount_type,
+                app_transaction_id, offer_period, billing_plan_type, commitment_period, commitment_periods,
+                commitment_expires_date, commitment_price)
             SELECT \(appID), \(environment), t.id, t.original, t.product, NULLIF(t.purchased, \(none)),
                 NULLIF(t.originally, \(none)), NULLIF(t.expires, \(none)), t.quantity, NULLIF(t.line_item, \(noText)),
                 NULLIF(t.ownership, \(noText)), NULLIF(t.revoked, \(none)), NULLIF(t.reason, \(none)),
                 NULLIF(t.type, \(noText)), NULLIF(t.percentage, \(none)), seen_at.at, seen_at.at, t.request,
                 CASE WHEN t.delivered THEN seen_at.at END, NULLIF(t.kind, \(noText)), NULLIF(t.offer, \(none)),
-                NULLIF(t.discount, \(noText))
+                NULLIF(t.discount, \(noText)), NULLIF(t.app_transaction, \(noText)),
+                NULLIF(t.offer_period, \(noText)), NULLIF(t.plan, \(noText)), NULLIF(t.commitment_period, \(none)),
+                NULLIF(t.commitment_periods, \(none)), NULLIF(t.commitment_expires, \(none)),
+                NULLIF(t.commitment_price, \(none))
             FROM UNNEST(\(ids)::text[], \(originals)::text[], \(products)::text[], \(purchased)::int8[],
                 \(originallyPurchased)::int8[], \(expires)::int8[], \(quantities)::int8[], \(lineItems)::text[],
                 \(ownership)::text[], \(revoked)::int8[], \(reasons)::int8[], \(types)::text[], \(percentages)::int8[],
                 \(delivered)::bool[], \(seen)::int8[], \(requests)::text[], \(kinds)::text[], \(offers)::int8[],
-                \(discounts)::text[])
+                \(discounts)::text[], \(appTransactions)::text[], \(offerPeriods)::text[], \(plans)::text[],
+                \(commitmentPeriod)::int8[], \(commitmentPeriods)::int8[], \(commitmentExpires)::int8[],
+                \(commitmentPrice)::int8[])
                 WITH ORDINALITY AS t(id, original, product, purchased, originally, expires, quantity, line_item,
                     ownership, revoked, reason, type, percentage, delivered, seen, request, kind, offer, discount,
-                    position),
+                    app_transaction, offer_period, plan, commitment_period, commitment_periods, commitment_expires,
+                    commitment_price, position),
                 -- Exact milliseconds (a division by 1000.0 would round through a double).
                 LATERAL (SELECT TIMESTAMPTZ 'epoch' + t.seen * INTERVAL '1 millisecond' AS at) AS seen_at
             ORDER BY t.position

@@ -438,3 +438,14 @@ CREATE TABLE renewal_extensions (
 );
 CREATE INDEX renewal_extensions_poll_idx ON renewal_extensions (next_poll_at) WHERE state = 'requested';
 CREATE INDEX renewal_extensions_app_idx ON renewal_extensions (app_id, created_at);
+
+-- version: 21 Apple's 2025-2026 transaction fields kept on the ledger: the app transaction, the offer's period, the
+-- billing plan and the commitment a monthly period belongs to (commitment_expires_date, commitment_price: Apple's
+-- milliseconds and milliunits)
+ALTER TABLE ledger_transactions ADD COLUMN app_transaction_id TEXT;
+ALTER TABLE ledger_transactions ADD COLUMN offer_period TEXT;
+ALTER TABLE ledger_transactions ADD COLUMN billing_plan_type TEXT;
+ALTER TABLE ledger_transactions ADD COLUMN commitment_period INTEGER;
+ALTER TABLE ledger_transactions ADD COLUMN commitment_periods INTEGER;
+ALTER TABLE ledger_transactions ADD COLUMN commitment_expires_date BIGINT;
+ALTER TABLE ledger_transactions ADD COLUMN commitment_price BIGINT;

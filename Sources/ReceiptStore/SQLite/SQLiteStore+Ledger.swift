@@ -284,7 +284,9 @@ struct SQLiteLedgerWriter: LedgerWriting {
                 INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id, product_id,
                     purchase_date, original_purchase_date, expires_date, quantity, web_order_line_item_id, ownership_type,
                     revocation_date, revocation_reason, revocation_type, revocation_percentage, first_seen_at,
-                    last_seen_at, first_request_id, delivered_at, product_type, offer_type, offer_discount_type)
+                    last_seen_at, first_request_id, delivered_at, product_type, offer_type, offer_discount_type,
+                    app_transaction_id, offer_period, billing_plan_type, commitment_period, commitment_periods,
+                    commitment_expires_date, commitment_price)
                 VALUES \(Array(repeating: Self.rowPlaceholders, count: chunk.count).joined(separator: ", "))
                 ON CONFLICT DO NOTHING RETURNING transaction_id
                 """, chunk.flatMap(values))
@@ -293,9 +295,9 @@ struct SQLiteLedgerWriter: LedgerWriting {
         return inserted
     }
 
-    private static let rowPlaceholders = "(" + Array(repeating: "?", count: 22).joined(separator: ", ") + ")"
+    private static let rowPlaceholders = "(" + Array(repeating: "?", count: 29).joined(separator: ", ") + ")"
 
-    /// The 22 values of an entry's row, in the insert's column order.
+    /// The 29 values of an entry's row, in the insert's column order.
     private func values(_ entry: LedgerEntry) -> [SQLiteData] {
         let transaction = entry.transaction
         let optional: (Int64?) -> SQLiteData = { $0.map { .integer(Int($0)) } ?? .null }
@@ -311,6 +313,11 @@ struct SQLiteLedgerWriter: LedgerWriting {
             .millis(entry.lastSeenAt), .text(entry.firstRequestID), .millis(entry.deliveredAt),
             transaction.productType.map { .text($0) } ?? .null, optional(transaction.offerType.map(Int64.init)),
             transaction.offerDiscountType.map { .text($0) } ?? .null,
+            transaction.appTransactionID.map { .text($0) } ?? .null, transaction.offerPeriod.map { .text($0) } ?? .null,
+            transaction.billingPlanType.map { .text($0) } ?? .null,
+            optional(transaction.commitment?.billingPeriodNumber.map(Int64.init)),
+            optional(transaction.commitment?.totalBillingPeriods.map(Int64.init)),
+            optional(transaction.commitment?.expiresDate), optional(transaction.commitment?.price),
         ]
     }
 

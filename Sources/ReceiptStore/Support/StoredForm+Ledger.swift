@@ -5,7 +5,7 @@ import ReceiptService
 extension StoredForm {
     /// A ledger row from `ledger_transactions`' columns and `claimant`, the claim's user joined by the same query.
     static func ledgerEntry(_ row: some StoredRow) throws -> LedgerEntry {
-        let transaction = PurchaseTransaction(
+        var transaction = PurchaseTransaction(
             transactionID: try row.text("transaction_id"),
             originalTransactionID: try row.text("original_transaction_id"), productID: try row.text("product_id"),
             purchaseDate: try row.optionalInt("purchase_date").map(Int64.init),
@@ -19,6 +19,17 @@ extension StoredForm {
             revocationPercentage: try row.optionalInt("revocation_percentage"),
             productType: try row.optionalText("product_type"), offerType: try row.optionalInt("offer_type"),
             offerDiscountType: try row.optionalText("offer_discount_type"))
+        transaction.appTransactionID = try row.optionalText("app_transaction_id")
+        transaction.offerPeriod = try row.optionalText("offer_period")
+        transaction.billingPlanType = try row.optionalText("billing_plan_type")
+        let period = try row.optionalInt("commitment_period")
+        let periods = try row.optionalInt("commitment_periods")
+        let expires = try row.optionalInt("commitment_expires_date").map(Int64.init)
+        let price = try row.optionalInt("commitment_price").map(Int64.init)
+        if period != nil || periods != nil || expires != nil || price != nil {
+            transaction.commitment = Commitment(
+                billingPeriodNumber: period, totalBillingPeriods: periods, expiresDate: expires, price: price)
+        }
         return LedgerEntry(
             appID: try row.uuid("app_id"), environment: try enumValue(try row.text("environment")),
             transaction: transaction, claimant: try row.optionalText("claimant"),
