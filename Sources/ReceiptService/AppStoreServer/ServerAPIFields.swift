@@ -59,6 +59,15 @@ enum ServerAPIFields {
         copy("subscriptionGroupIdentifier", as: "subscription_group_identifier", from: payload, to: &item)
         offer(payload, to: &item)
         copy("appAccountToken", as: "app_account_token", from: payload, to: &item)
+        // Apple's 2025-2026 fields, which verifyReceipt never had, under the same naming.
+        copy("appTransactionId", as: "app_transaction_id", from: payload, to: &item)
+        copy("offerPeriod", as: "offer_period", from: payload, to: &item)
+        copy("billingPlanType", as: "billing_plan_type", from: payload, to: &item)
+        if case .object(let commitment)? = payload["commitmentInfo"] {
+            copy("billingPeriodNumber", as: "commitment_billing_period_number", from: commitment, to: &item)
+            copy("totalBillingPeriods", as: "commitment_total_billing_periods", from: commitment, to: &item)
+            date("commitmentExpiresDate", as: "commitment_expires_date", from: commitment, to: &item)
+        }
         return item
     }
 
@@ -91,6 +100,17 @@ enum ServerAPIFields {
             offer(payload, to: &item)
             if case .array(let ids)? = payload["eligibleWinBackOfferIds"] {
                 item.append("eligible_win_back_offer_ids", .array(ids))
+            }
+            copy("appTransactionId", as: "app_transaction_id", from: payload, to: &item)
+            copy("offerPeriod", as: "offer_period", from: payload, to: &item)
+            copy("renewalBillingPlanType", as: "renewal_billing_plan_type", from: payload, to: &item)
+            if case .object(let commitment)? = payload["commitmentInfo"] {
+                copy("commitmentAutoRenewProductId", as: "commitment_auto_renew_product_id", from: commitment, to: &item)
+                copy("commitmentAutoRenewStatus", as: "commitment_auto_renew_status", from: commitment, to: &item)
+                copy(
+                    "commitmentRenewalBillingPlanType", as: "commitment_renewal_billing_plan_type", from: commitment,
+                    to: &item)
+                date("commitmentRenewalDate", as: "commitment_renewal_date", from: commitment, to: &item)
             }
             return .object(item)
         }
