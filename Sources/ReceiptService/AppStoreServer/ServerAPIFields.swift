@@ -105,7 +105,8 @@ enum ServerAPIFields {
             copy("offerPeriod", as: "offer_period", from: payload, to: &item)
             copy("renewalBillingPlanType", as: "renewal_billing_plan_type", from: payload, to: &item)
             if case .object(let commitment)? = payload["commitmentInfo"] {
-                copy("commitmentAutoRenewProductId", as: "commitment_auto_renew_product_id", from: commitment, to: &item)
+                copy(
+                    "commitmentAutoRenewProductId", as: "commitment_auto_renew_product_id", from: commitment, to: &item)
                 copy("commitmentAutoRenewStatus", as: "commitment_auto_renew_status", from: commitment, to: &item)
                 copy(
                     "commitmentRenewalBillingPlanType", as: "commitment_renewal_billing_plan_type", from: commitment,
