@@ -93,4 +93,23 @@ import Testing
             #expect(try await store.renewalExtensions(appID: app.id, limit: 5) == [complete])
         }
     }
+
+    @Test("retention deletes answered extensions, never one in flight", arguments: StoreKind.available)
+    func answeredExtensionsArePurged(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            for (identifier, state) in [
+                ("done", RenewalExtensionRecord.State.extended), ("lost", .unknown), ("sent", .sending),
+                ("polled", .requested),
+            ] {
+                #expect(try await store.beginRenewalExtension(Self.record(app, identifier)) == nil)
+                var record = Self.record(app, identifier)
+                record.state = state
+                try await store.saveRenewalExtension(record)
+            }
+            #expect(try await store.purge(.renewalExtensions, before: Self.start, limit: 10) == 0)
+            #expect(try await store.purge(.renewalExtensions, before: Self.start.addingTimeInterval(1), limit: 10) == 2)
+            let left = try await store.renewalExtensions(appID: app.id, limit: 10).map(\.requestIdentifier)
+            #expect(Set(left) == ["sent", "polled"])
+        }
+    }
 }

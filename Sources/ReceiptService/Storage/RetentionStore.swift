@@ -19,6 +19,9 @@ public enum PurgeKind: String, Sendable, CaseIterable {
     case events
     /// Audit entries made before the date.
     case audit
+    /// Renewal-date extensions Apple answered (all but those being sent or polled) last changed before the date: kept
+    /// as long as the audit entries that name them.
+    case renewalExtensions = "renewal_extensions"
 }
 
 /// How long each kind is kept; nil keeps it for ever.
@@ -53,7 +56,7 @@ public struct RetentionPolicy: Sendable, Equatable {
         case .sessions, .signInLinks: expiredSessions
         case .notifications: notifications
         case .events: events
-        case .audit: audit
+        case .audit, .renewalExtensions: audit
         }
     }
 }

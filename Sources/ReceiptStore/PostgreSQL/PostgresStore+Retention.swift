@@ -47,6 +47,14 @@ extension PostgresStore: RetentionStore {
                     DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < \(before) LIMIT \(limit))
                     RETURNING 1
                     """)
+            case .renewalExtensions:
+                deleted = try await rows(
+                    """
+                    DELETE FROM renewal_extensions WHERE (app_id, request_identifier) IN (
+                        SELECT app_id, request_identifier FROM renewal_extensions
+                        WHERE updated_at < \(before) AND state NOT IN ('sending', 'requested') LIMIT \(limit))
+                    RETURNING 1
+                    """)
             }
             return deleted.count
         }

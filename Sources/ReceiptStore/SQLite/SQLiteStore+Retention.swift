@@ -40,6 +40,13 @@ extension SQLiteStore: RetentionStore {
                 DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ? LIMIT ?)
                 RETURNING 1
                 """
+        case .renewalExtensions:
+            statement = """
+                DELETE FROM renewal_extensions WHERE (app_id, request_identifier) IN (
+                    SELECT app_id, request_identifier FROM renewal_extensions
+                    WHERE updated_at < ? AND state NOT IN ('sending', 'requested') LIMIT ?)
+                RETURNING 1
+                """
         }
         return try await transaction {
             try await self.query(statement, [.millis(before), .integer(limit)]).count
