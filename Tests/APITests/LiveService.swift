@@ -223,7 +223,10 @@ func withLiveService<T: Sendable>(
                 try await http.shutdown()
                 if server.isRunning { server.terminate() }
                 server.waitUntilExit()
-                #expect(server.terminationStatus == 0, "serve exited with \(server.terminationStatus)")
+                #expect(
+                    server.terminationStatus == 0,
+                    "serve exited with \(server.terminationStatus) (\(server.terminationReason == .uncaughtSignal ? "signal" : "status")); its log:\n\(service.logText.suffix(6_000))"
+                )
                 return result
             } catch {
                 try? await http.shutdown()
