@@ -59,9 +59,10 @@ let package = Package(
             ],
             swiftSettings: strictness
         ),
-        // Apple's servers over HTTP: the `verifyReceipt` client behind ReceiptService's `AppleReceiptVerifying`.
+        // Outside parties over HTTP, a folder each (Apple/, OpenID/, Webhooks/): the clients behind ReceiptService's
+        // protocols (`AppleReceiptVerifying`, `AppStoreServerLooking`).
         .target(
-            name: "AppleClients",
+            name: "Clients",
             dependencies: [
                 "ReceiptCore",
                 "ReceiptService",
@@ -101,7 +102,7 @@ let package = Package(
                 "ReceiptCore",
                 "ReceiptService",
                 "ReceiptStore",
-                "AppleClients",
+                "Clients",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -132,7 +133,7 @@ let package = Package(
                 "ReceiptService",
                 "ReceiptStore",
                 "ReceiptServer",
-                "AppleClients",
+                "Clients",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 // `serve` installs NIO's event loops as Swift concurrency's executor (already in the graph).
@@ -238,7 +239,7 @@ let package = Package(
             name: "ReceiptServerTests",
             dependencies: [
                 "ReceiptServer", "ReceiptStore", "ReceiptService", "ReceiptCore", "ReceiptTestKit", "TestSupport",
-                "AppleClients", "FakeOpenIDProvider",
+                "Clients", "FakeOpenIDProvider",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -251,7 +252,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "ReceiptCore", "ReceiptTestKit", "TestSupport", "AppleClients", "ReceiptService",
+                "ReceiptCore", "ReceiptTestKit", "TestSupport", "Clients", "ReceiptService",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),

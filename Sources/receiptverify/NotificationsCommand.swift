@@ -1,4 +1,4 @@
-import AppleClients
+import Clients
 import ArgumentParser
 import Foundation
 import ReceiptCore

@@ -1,4 +1,4 @@
-import AppleClients
+import Clients
 import Crypto
 import Foundation
 import Logging

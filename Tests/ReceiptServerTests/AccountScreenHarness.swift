@@ -1,4 +1,4 @@
-import AppleClients
+import Clients
 import AsyncHTTPClient
 import FakeOpenIDProvider
 import Foundation

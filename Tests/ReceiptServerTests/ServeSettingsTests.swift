@@ -1,4 +1,4 @@
-import AppleClients
+import Clients
 import Foundation
 import ReceiptServer
 import ReceiptService

@@ -1,4 +1,4 @@
-import AppleClients
+import Clients
 import Foundation
 import ReceiptService
 import ReceiptStore

@@ -1,4 +1,4 @@
-import AppleClients
+import Clients
 import Dispatch
 import Foundation
 import Hummingbird

@@ -1,4 +1,4 @@
-import AppleClients
+import Clients
 import Logging
 import ReceiptService
 import ReceiptStore

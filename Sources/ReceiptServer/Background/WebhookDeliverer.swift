@@ -1,4 +1,4 @@
-import AppleClients
+import Clients
 import CoreMetrics
 import Foundation
 import Logging

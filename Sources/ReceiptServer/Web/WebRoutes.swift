@@ -1,4 +1,4 @@
-import AppleClients
+import Clients
 import HTTPTypes
 import Hummingbird
 import Logging

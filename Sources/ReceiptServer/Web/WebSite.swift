@@ -1,4 +1,4 @@
-import AppleClients
+import Clients
 import Foundation
 import HTTPTypes
 import Hummingbird

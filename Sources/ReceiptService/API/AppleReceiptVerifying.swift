@@ -1,7 +1,7 @@
 import Logging
 import ReceiptCore
 
-/// Apple's `verifyReceipt` endpoint, as the verification service needs it; `AppleClients` implements it over HTTP.
+/// Apple's `verifyReceipt` endpoint, as the verification service needs it; `Clients` implements it over HTTP.
 ///
 /// [Apple's documentation](https://developer.apple.com/documentation/appstorereceipts/verifyreceipt)
 public protocol AppleReceiptVerifying: Sendable {

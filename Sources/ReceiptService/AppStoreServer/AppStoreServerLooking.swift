@@ -1,7 +1,7 @@
 import Foundation
 import ReceiptCore
 
-/// What the verification service and the ledger ask of Apple's App Store Server API; `AppleClients` implements it
+/// What the verification service and the ledger ask of Apple's App Store Server API; `Clients` implements it
 /// over HTTP, within Apple's rate limits. Every value handed back was signed by Apple and has been verified.
 ///
 /// Failures are ``AppStoreServerAPIError``s: `notFound` when Apple knows no such id in either environment,

@@ -1,4 +1,4 @@
-import AppleClients
+import Clients
 import Foundation
 import Hummingbird
 import ReceiptService
