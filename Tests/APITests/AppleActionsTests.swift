@@ -168,6 +168,7 @@ import Testing
                     ], "alpha-3"
                 ),
                 ([("action", "fly")], "Action must be one of"),
+                ([("action", "app_transaction_info"), ("transaction_id", "../7100")], "1 to 64 digits"),
             ] as [([(String, String)], String)] {
                 let refused = try await Self.apple(service, tenant, fields)
                 #expect(refused.status == 400, "\(fields)")
@@ -288,11 +289,15 @@ import Testing
                 "sandbox",
                 .json(#"{"originalTransactionId":"7300","success":true,"effectiveDate":\#(effective)}"#),
                 .error(503), .error(503), .error(503), .error(503))
-            let extended = try await service.post(
-                "/account/customers/extend", body: hidden + "&subscription=7300&days=7&reason=other",
-                headers: cookie)
+            #expect(html.contains(#"name="request_identifier" value=""#))
+            let form = hidden + "&subscription=7300&days=7&reason=other&request_identifier=page-1"
+            let extended = try await service.post("/account/customers/extend", body: form, headers: cookie)
             #expect(extended.httpStatus == 200)
             #expect(extended.text.contains("Apple extended 7300 by 7 days"), "\(extended.text)")
+            // The same form sent again (a double click, a reload) is answered from the record: one PUT.
+            let again = try await service.post("/account/customers/extend", body: form, headers: cookie)
+            #expect(again.text.contains("Apple extended 7300 by 7 days"))
+            #expect(fake.received.filter { $0.method == "PUT" }.count == 1)
             #expect(extended.text.contains("<td>extended</td>") && extended.text.contains("account \(tenant.email)"))
             let put = try #require(fake.received.first { $0.method == "PUT" })
             #expect(put.path == "/inApps/v1/subscriptions/extend/7300")
@@ -301,8 +306,8 @@ import Testing
             // Apple refuses a second extension beyond its limit: said on the page, nothing else changes.
             fake.script("sandbox", .error(400, appleCode: 4_030_005))
             let refused = try await service.post(
-                "/account/customers/extend", body: hidden + "&subscription=7300&days=7&reason=other",
-                headers: cookie)
+                "/account/customers/extend",
+                body: hidden + "&subscription=7300&days=7&reason=other&request_identifier=page-2", headers: cookie)
             #expect(refused.httpStatus == 422)
             #expect(refused.text.contains("most extensions Apple allows"), "\(refused.text)")
 

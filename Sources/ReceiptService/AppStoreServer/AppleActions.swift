@@ -40,6 +40,7 @@ public struct AppleActions: Sendable {
     public func setAppAccountToken(
         app: App, originalTransactionID: String, token: UUID, environment asked: AppStoreEnvironment?
     ) async throws -> TokenSet {
+        try Self.check(originalTransactionID, "original_transaction_id")
         let credentials = try self.credentials(of: app)
         let rows = try await store.ledgerEntries(
             LedgerQuery(appID: app.id, originalTransactionID: originalTransactionID, limit: 100)
@@ -86,6 +87,7 @@ public struct AppleActions: Sendable {
     public func extendRenewalDate(
         app: App, originalTransactionID: String, _ extension: RenewalExtension, environment asked: AppStoreEnvironment?
     ) async throws -> RenewalExtensionRecord {
+        try Self.check(originalTransactionID, "original_transaction_id")
         let credentials = try self.credentials(of: app)
         let rows = try await store.ledgerEntries(
             LedgerQuery(appID: app.id, originalTransactionID: originalTransactionID, limit: 100)
@@ -249,6 +251,7 @@ public struct AppleActions: Sendable {
     public func appTransaction(app: App, transactionID: String, environment: AppStoreEnvironment?) async throws
         -> VerifiedReceipt
     {
+        try Self.check(transactionID, "transaction_id")
         let credentials = try self.credentials(of: app)
         let apple = try environment.map(appleEnvironment(for:))
         let signed = try await ask {
@@ -261,6 +264,13 @@ public struct AppleActions: Sendable {
     }
 
     // MARK: Support
+
+    /// Apple's transaction ids are digits: anything else is refused before a record or a request is spent on it.
+    static func check(_ id: String, _ field: String) throws {
+        guard (1...64).contains(id.utf8.count), id.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+            throw ServiceError(.invalidArgument, "\(field) must be Apple's id: 1 to 64 digits")
+        }
+    }
 
     /// The environment Apple is asked in for purchases of `environment`. Xcode's test purchases exist on no Apple
     /// server and are refused, but for a stand-in of Apple that takes test data (a fake on loopback), whose sandbox

@@ -87,6 +87,8 @@ enum CustomersPage {
         var hasOriginals = false
         var hasTransactions = false
         var reasons: [Choice]
+        /// The extend form's request identifier, new with each page.
+        var requestIdentifier = UUID().uuidString.lowercased()
         var extensions: [ExtensionRow]
         var appTransaction: String?
         var message: String?
@@ -138,18 +140,23 @@ enum CustomersPage {
                             guard let reason = RenewalExtension.Reason(text: form.text("reason") ?? "") else {
                                 throw ServiceError(.invalidArgument, "choose a reason")
                             }
+                            // The form's own identifier: a form sent twice (a double click, a reload) extends once.
+                            let identifier = form.text("request_identifier").flatMap { $0.isEmpty ? nil : $0 }
                             let request = try RenewalExtension(
                                 days: Int(form.text("days") ?? "") ?? 0, reason: reason,
-                                requestIdentifier: UUID().uuidString.lowercased())
+                                requestIdentifier: identifier ?? UUID().uuidString.lowercased())
                             let record = try await actions.extendRenewalDate(
                                 app: app, originalTransactionID: original, request, environment: environment)
-                            if record.state == .extended {
+                            switch record.state {
+                            case .extended:
                                 message =
-                                    "Apple extended \(original) by \(request.days) days"
+                                    "Apple extended \(original) by \(record.days) days"
                                     + (record.effectiveDate.map {
                                         ": it now renews \(Format.time(Date(millisecondsSince1970: $0)))"
                                     } ?? ".")
-                            } else {
+                            case .sending:
+                                message = "This extension is being sent; its outcome shows below in a moment."
+                            default:
                                 error = "Apple did not extend \(original): \(record.error ?? record.state.rawValue)."
                             }
                         case "app-account-token":
