@@ -17,10 +17,6 @@ extension VerificationEndpoint {
         -> VerificationOutcome
     {
         func refuse(_ reason: String) -> HTTPFailure { .badRequest(saying: reason) }
-        func required(_ value: String?, _ name: String) throws -> String {
-            guard let value, !value.isEmpty else { throw refuse("\(name) is required") }
-            return value
-        }
         guard let storeKit = verification.storeKit else {
             throw HTTPFailure(status: ResponseStatus.internalError, reason: "this server does not ask Apple")
         }
@@ -36,8 +32,9 @@ extension VerificationEndpoint {
         do {
             switch request.action ?? "" {
             case "set_app_account_token":
-                let original = try required(request.originalTransactionID, "original_transaction_id")
-                guard let token = UUID(uuidString: try required(request.appAccountToken, "app_account_token")) else {
+                let original = try Self.required(request.originalTransactionID, "original_transaction_id")
+                guard let token = UUID(uuidString: try Self.required(request.appAccountToken, "app_account_token"))
+                else {
                     throw refuse("app_account_token must be a UUID")
                 }
                 let done = try await actions.setAppAccountToken(
@@ -48,12 +45,12 @@ extension VerificationEndpoint {
                 body.append("environment", .string(done.environment.rawValue))
                 body.append("claimed", .bool(done.claimed))
             case "extend_renewal_date":
-                let original = try required(request.originalTransactionID, "original_transaction_id")
+                let original = try Self.required(request.originalTransactionID, "original_transaction_id")
                 let record = try await actions.extendRenewalDate(
                     app: app, originalTransactionID: original, try renewalExtension(request), environment: environment)
                 return Self.extensionOutcome(record, body: body)
             case "mass_extend_renewal_date":
-                let product = try required(request.productID, "product_id")
+                let product = try Self.required(request.productID, "product_id")
                 let storefronts = try RenewalExtension.storefronts(request.storefrontCountryCodes ?? [])
                 let record = try await actions.massExtendRenewalDate(
                     app: app, productID: product, storefronts: storefronts, try renewalExtension(request),
@@ -67,7 +64,7 @@ extension VerificationEndpoint {
                 body.append("description", .string("The app's renewal-date extensions"))
                 body.append("extensions", .array(records.map { .object($0.json) }))
             case "app_transaction_info":
-                let id = try required(request.transactionID, "transaction_id")
+                let id = try Self.required(request.transactionID, "transaction_id")
                 let signed = try await actions.appTransaction(app: app, transactionID: id, environment: environment)
                 body.append("description", .string("The customer's app transaction"))
                 body.append("environment", .string(signed.environment.rawValue))
@@ -114,28 +111,28 @@ extension VerificationEndpoint {
     /// (retryable) when it did not reach Apple or Apple's answer was lost, with the record in `extension`; 503 while
     /// another request is sending it.
     static func extensionOutcome(_ record: RenewalExtensionRecord, body: JSONObject) -> VerificationOutcome {
-        if record.state == .sending {
+        var body = body
+        let (status, description): (Int, String)
+        switch record.state {
+        case .sending:
             // Another request is sending the same extension: its outcome is for a moment later.
             var outcome = VerificationOutcome.failure(
                 ResponseStatus.serviceUnavailable, retryable: true, detail: "the extension is being sent")
             outcome.body["description"] = .string("The extension is being sent by another request; ask again")
             outcome.body["retry_after"] = .integer(1)
             return outcome
+        case .extended: (status, description) = (0, "Renewal date extended")
+        case .requested:
+            (status, description) = (0, "Extension requested; Apple works through the subscribers and it is polled")
+        case .complete: (status, description) = (0, "Extension complete")
+        case .refused:
+            (status, description) = (ResponseStatus.rejected, "Apple did not extend: \(record.error ?? "refused")")
+        case .failed, .unknown:
+            (status, description) = (
+                ResponseStatus.internalError,
+                "Apple's answer is unknown: \(record.error ?? "no answer"); repeat with the same request_identifier"
+            )
         }
-        var body = body
-        let (status, description): (Int, String) =
-            switch record.state {
-            case .extended: (0, "Renewal date extended")
-            case .requested: (0, "Extension requested; Apple works through the subscribers and it is polled")
-            case .complete: (0, "Extension complete")
-            case .refused: (ResponseStatus.rejected, "Apple did not extend: \(record.error ?? "refused")")
-            case .sending: (ResponseStatus.serviceUnavailable, "The extension is being sent by another request")
-            case .failed, .unknown:
-                (
-                    ResponseStatus.internalError,
-                    "Apple's answer is unknown: \(record.error ?? "no answer"); repeat with the same request_identifier"
-                )
-            }
         body["status"] = .integer(Int64(status))
         body.append("description", .string(description))
         if status == ResponseStatus.internalError { body.append("retryable", .bool(true)) }

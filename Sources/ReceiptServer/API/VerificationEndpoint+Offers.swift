@@ -14,10 +14,6 @@ extension VerificationEndpoint {
         -> VerificationOutcome
     {
         func refuse(_ reason: String) -> HTTPFailure { .badRequest(saying: reason) }
-        func required(_ value: String?, _ name: String) throws -> String {
-            guard let value, !value.isEmpty else { throw refuse("\(name) is required") }
-            return value
-        }
         let kinds = OfferSignature.Kind.allCases.map(\.rawValue).joined(separator: ", ")
         guard let name = request.offerKind, !name.isEmpty else { throw refuse("kind is required: one of \(kinds)") }
         guard let kind = OfferSignature.Kind(rawValue: name) else { throw refuse("kind must be one of \(kinds)") }
@@ -25,7 +21,7 @@ extension VerificationEndpoint {
             throw refuse("nonce is not taken here: the server makes a new nonce for every signature")
         }
         let bundleID = try Self.offerBundleID(request.bundleID, of: caller.app).get()
-        let productID = try required(request.productID, "product_id")
+        let productID = try Self.required(request.productID, "product_id")
         if let catalog = caller.app.productCatalog, !catalog.contains(productID) {
             throw refuse("product_id is not in the app's catalog")
         }
@@ -49,7 +45,7 @@ extension VerificationEndpoint {
         body.append("bundle_id", .string(bundleID))
         switch kind {
         case .promotionalOffer:
-            let offerID = try required(request.offerID, "offer_id")
+            let offerID = try Self.required(request.offerID, "offer_id")
             let timestamp = now.millisecondsSince1970
             let signature = try OfferSignature.promotionalOffer(
                 key: key, bundleID: bundleID, productID: productID, offerID: offerID,
@@ -60,7 +56,7 @@ extension VerificationEndpoint {
             body.append("signature", .string(signature))
         case .promotionalOfferV2:
             let claims = OfferSignature.promotionalOfferV2Claims(
-                productID: productID, offerID: try required(request.offerID, "offer_id"),
+                productID: productID, offerID: try Self.required(request.offerID, "offer_id"),
                 transactionID: request.transactionID.flatMap { $0.isEmpty ? nil : $0 })
             body.append(
                 "signature",
@@ -74,7 +70,7 @@ extension VerificationEndpoint {
             }
             let claims = OfferSignature.introductoryOfferEligibilityClaims(
                 productID: productID, allowIntroductoryOffer: allow,
-                transactionID: try required(request.transactionID, "transaction_id"))
+                transactionID: try Self.required(request.transactionID, "transaction_id"))
             body.append(
                 "signature",
                 .string(
@@ -83,6 +79,12 @@ extension VerificationEndpoint {
                         nonce: nonce)))
         }
         return VerificationOutcome(status: 0, body: body, source: .local)
+    }
+
+    /// A field a route needs: its value, or a 400 saying `NAME is required`.
+    static func required(_ value: String?, _ name: String) throws -> String {
+        guard let value, !value.isEmpty else { throw HTTPFailure.badRequest(saying: "\(name) is required") }
+        return value
     }
 
     /// The bundle ID an offer is signed for: the request's `bundle_id`, which must be the app's, or the app's only

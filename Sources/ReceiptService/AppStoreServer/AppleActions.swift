@@ -40,23 +40,15 @@ public struct AppleActions: Sendable {
     public func setAppAccountToken(
         app: App, originalTransactionID: String, token: UUID, environment asked: AppStoreEnvironment?
     ) async throws -> TokenSet {
-        try Self.check(originalTransactionID, "original_transaction_id")
-        let credentials = try self.credentials(of: app)
-        let rows = try await store.ledgerEntries(
-            LedgerQuery(appID: app.id, originalTransactionID: originalTransactionID, limit: 100)
-        ).filter { asked == nil || $0.environment == asked }
-        if rows.contains(where: { $0.transaction.inAppOwnershipType == "FAMILY_SHARED" }) {
-            throw ServiceError(
-                .invalidArgument, "the purchase is family-shared: Apple sets no app account token on it (4000185)")
-        }
+        let (credentials, rows, environment, apple) = try await purchase(
+            originalTransactionID, of: app, in: asked,
+            familyShared: "the purchase is family-shared: Apple sets no app account token on it (4000185)")
         let user = token.uuidString.lowercased()
         if let holder = rows.compactMap(\.claimant).first, holder.lowercased() != user {
             throw ServiceError(
                 .invalidArgument,
                 "the purchase is claimed by another user of the app: move the claim first (docs/api.md, \"Claims\")")
         }
-        let environment = asked ?? rows.first?.environment ?? .production
-        let apple = try appleEnvironment(for: environment)
         try await ask {
             try await storeKit.setAppAccountToken(
                 token, originalTransactionID: originalTransactionID, environment: apple, credentials: credentials)
@@ -87,18 +79,9 @@ public struct AppleActions: Sendable {
     public func extendRenewalDate(
         app: App, originalTransactionID: String, _ extension: RenewalExtension, environment asked: AppStoreEnvironment?
     ) async throws -> RenewalExtensionRecord {
-        try Self.check(originalTransactionID, "original_transaction_id")
-        let credentials = try self.credentials(of: app)
-        let rows = try await store.ledgerEntries(
-            LedgerQuery(appID: app.id, originalTransactionID: originalTransactionID, limit: 100)
-        ).filter { asked == nil || $0.environment == asked }
-        if rows.contains(where: { $0.transaction.inAppOwnershipType == "FAMILY_SHARED" }) {
-            throw ServiceError(
-                .invalidArgument,
-                "the subscription is family-shared: Apple extends it only through the purchaser's (4030007)")
-        }
-        let environment = asked ?? rows.first?.environment ?? .production
-        let apple = try appleEnvironment(for: environment)
+        let (credentials, _, environment, apple) = try await purchase(
+            originalTransactionID, of: app, in: asked,
+            familyShared: "the subscription is family-shared: Apple extends it only through the purchaser's (4030007)")
         let now = tenancy.now()
         var record = RenewalExtensionRecord(
             appID: app.id, requestIdentifier: `extension`.requestIdentifier, environment: environment,
@@ -264,6 +247,28 @@ public struct AppleActions: Sendable {
     }
 
     // MARK: Support
+
+    /// What an action on one purchase starts from: the app's credentials, the ledger's rows of the original
+    /// transaction (of `asked`'s environment, when one is asked), the environment they are in (`asked`, else the
+    /// ledger's, else production) and the one Apple is asked in. Refused, saying `familyShared`, for a family-shared
+    /// purchase, which Apple takes no action on.
+    func purchase(
+        _ originalTransactionID: String, of app: App, in asked: AppStoreEnvironment?, familyShared: String
+    ) async throws -> (
+        credentials: AppStoreServerAPICredentials, rows: [LedgerEntry], environment: AppStoreEnvironment,
+        apple: AppStoreEnvironment
+    ) {
+        try Self.check(originalTransactionID, "original_transaction_id")
+        let credentials = try self.credentials(of: app)
+        let rows = try await store.ledgerEntries(
+            LedgerQuery(appID: app.id, originalTransactionID: originalTransactionID, limit: 100)
+        ).filter { asked == nil || $0.environment == asked }
+        if rows.contains(where: { $0.transaction.inAppOwnershipType == "FAMILY_SHARED" }) {
+            throw ServiceError(.invalidArgument, familyShared)
+        }
+        let environment = asked ?? rows.first?.environment ?? .production
+        return (credentials, rows, environment, try appleEnvironment(for: environment))
+    }
 
     /// Apple's transaction ids are digits: anything else is refused before a record or a request is spent on it.
     static func check(_ id: String, _ field: String) throws {
