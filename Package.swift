@@ -232,6 +232,7 @@ let package = Package(
                 "ReceiptStore", "ReceiptService", "ReceiptCore", "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: strictness
         ),

@@ -54,9 +54,9 @@ struct AppleCommand: AsyncParsableCommand {
     }
 
     /// `--environment`: production, sandbox (nil when not given).
-    static func environment(_ text: String?) throws -> AppStoreEnvironment? {
+    static func environment(_ text: String?) throws -> StoreEnvironment? {
         guard let text else { return nil }
-        guard let named = AppStoreEnvironment(configurationName: text), named != .xcode else {
+        guard let named = StoreEnvironment(configurationName: text), named != .xcode else {
             throw CommandFailure("--environment must be production or sandbox")
         }
         return named

@@ -20,9 +20,9 @@ struct CustomersCommand: AsyncParsableCommand {
         @OptionGroup var options: GlobalOptions
 
         func run() async throws {
-            var chosen: AppStoreEnvironment?
+            var chosen: StoreEnvironment?
             if let environment {
-                guard let named = AppStoreEnvironment(configurationName: environment) else {
+                guard let named = StoreEnvironment(configurationName: environment) else {
                     throw CommandFailure("--environment must be production, sandbox or xcode")
                 }
                 chosen = named

@@ -50,7 +50,7 @@ struct NotificationsCommand: AsyncParsableCommand {
         @OptionGroup var options: GlobalOptions
 
         func run() async throws {
-            guard let chosen = AppStoreEnvironment(configurationName: environment), chosen != .xcode else {
+            guard let chosen = StoreEnvironment(configurationName: environment), chosen != .xcode else {
                 throw CommandFailure("--environment must be production or sandbox")
             }
             guard (0...300).contains(wait) else { throw CommandFailure("--wait must be from 0 to 300 seconds") }
@@ -135,7 +135,7 @@ struct NotificationsCommand: AsyncParsableCommand {
         @OptionGroup var options: GlobalOptions
 
         func run() async throws {
-            guard let chosen = AppStoreEnvironment(configurationName: environment), chosen != .xcode else {
+            guard let chosen = StoreEnvironment(configurationName: environment), chosen != .xcode else {
                 throw CommandFailure("--environment must be production or sandbox")
             }
             let credentials = try await storeKit.credentials(ofApp: app, options: options)

@@ -25,7 +25,7 @@ struct WebhooksCommand: AsyncParsableCommand {
         func run() async throws {
             let environments = try Set(
                 environment.map { name in
-                    guard let value = AppStoreEnvironment(configurationName: name) else {
+                    guard let value = StoreEnvironment(configurationName: name) else {
                         throw CommandFailure("unknown environment \(name): production, sandbox or xcode")
                     }
                     return value

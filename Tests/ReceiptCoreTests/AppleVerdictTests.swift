@@ -142,11 +142,11 @@ import Testing
     // MARK: Receipt types
 
     @Test(arguments: [
-        ("Production", AppStoreEnvironment.production), ("ProductionVPP", .production),
+        ("Production", StoreEnvironment.production), ("ProductionVPP", .production),
         ("ProductionSandbox", .sandbox), ("ProductionVPPSandbox", .sandbox), ("Xcode", .xcode),
         ("SomethingApple adds later", .sandbox),
     ])
-    func receiptTypesNameTheirEnvironment(type: String, environment: AppStoreEnvironment) throws {
+    func receiptTypesNameTheirEnvironment(type: String, environment: StoreEnvironment) throws {
         var builder = ReceiptBuilder()
         builder.receiptType = type
         let payload = try ReceiptPayload(der: builder.payload())

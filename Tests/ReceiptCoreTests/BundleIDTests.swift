@@ -16,9 +16,9 @@ import Testing
     }
 
     @Test func environmentsParseFromConfigurationNames() {
-        #expect(AppStoreEnvironment(configurationName: "Production") == .production)
-        #expect(AppStoreEnvironment(configurationName: "sandbox") == .sandbox)
-        #expect(AppStoreEnvironment(configurationName: "staging") == nil)
-        #expect(AppStoreEnvironment.sandbox.rawValue == "Sandbox")
+        #expect(StoreEnvironment(configurationName: "Production") == .production)
+        #expect(StoreEnvironment(configurationName: "sandbox") == .sandbox)
+        #expect(StoreEnvironment(configurationName: "staging") == nil)
+        #expect(StoreEnvironment.sandbox.rawValue == "Sandbox")
     }
 }

@@ -14,7 +14,7 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{"environment":"Sandbox"}"#, AppStoreEnvironment.sandbox),
+        (#"{"environment":"Sandbox"}"#, StoreEnvironment.sandbox),
         (#"{"data":{"environment":"Production"}}"#, .production),
         (#"{"appData":{"environment":"Sandbox"}}"#, .sandbox),
         (#"{"summary":{"environment":"Sandbox"}}"#, .sandbox),
@@ -22,7 +22,7 @@ import Testing
         (#"{"externalPurchaseToken":{"externalPurchaseId":"SANDBOX_1a2b"}}"#, .sandbox),
         (#"{"externalPurchaseToken":{"externalPurchaseId":"1a2b"}}"#, .production),
     ])
-    func anItemSaysWhereItComesFrom(json: String, expected: AppStoreEnvironment) throws {
+    func anItemSaysWhereItComesFrom(json: String, expected: StoreEnvironment) throws {
         #expect(try JWSVerifier.environment(of: try Self.object(json)) == expected)
     }
 

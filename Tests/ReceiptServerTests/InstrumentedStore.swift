@@ -121,7 +121,7 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
         try await base.dueCustomers(dueBy: now, limit: limit)
     }
     func tellCustomers(
-        appID: UUID, environment: AppStoreEnvironment, users: [String], catalog: [CatalogProduct]?, at now: Date
+        appID: UUID, environment: StoreEnvironment, users: [String], catalog: [CatalogProduct]?, at now: Date
     ) async throws -> [WebhookEvent] {
         try await base.tellCustomers(appID: appID, environment: environment, users: users, catalog: catalog, at: now)
     }
@@ -158,7 +158,7 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
         try await base.auditEntries(accountID: accountID, limit: limit)
     }
     func confirmDelivery(
-        appID: UUID, environment: AppStoreEnvironment?, transactionIDs: [String], at date: Date,
+        appID: UUID, environment: StoreEnvironment?, transactionIDs: [String], at date: Date,
         finishingWithApple: Bool
     )
         async throws -> [LedgerEntry]
@@ -190,7 +190,7 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
         try await base.recordConsumptionAnswer(task, outcome: outcome, event: event, at: date)
     }
     func reportConsumption(
-        appID: UUID, environment: AppStoreEnvironment?, transactionIDs: [String], report: ConsumptionReport
+        appID: UUID, environment: StoreEnvironment?, transactionIDs: [String], report: ConsumptionReport
     ) async throws -> Set<String> {
         try await base.reportConsumption(
             appID: appID, environment: environment, transactionIDs: transactionIDs, report: report)

@@ -18,7 +18,7 @@ import Testing
 
         func notificationHistoryPage(
             from start: Date, to end: Date, onlyFailures: Bool, paginationToken: String?,
-            environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+            environment: StoreEnvironment, credentials: AppStoreServerAPICredentials
         ) async throws -> (payloads: [String], next: String?) {
             let page = Int(paginationToken ?? "0") ?? 0
             asked.withLock { $0.append("\(credentials.bundleID)/\(environment.rawValue)/\(page)") }
@@ -28,18 +28,18 @@ import Testing
         func transaction(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
             -> VerifiedReceipt
         { throw ServiceError(.notConfigured, "") }
-        func history(of id: String, in environment: AppStoreEnvironment?, credentials: AppStoreServerAPICredentials)
-            async throws -> (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
+        func history(of id: String, in environment: StoreEnvironment?, credentials: AppStoreServerAPICredentials)
+            async throws -> (transactions: [VerifiedReceipt], environment: StoreEnvironment)
         { ([], .production) }
         func renewals(of id: String, credentials: AppStoreServerAPICredentials) async throws -> [VerifiedReceipt] { [] }
         func testNotificationStatus(
-            token: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+            token: String, environment: StoreEnvironment, credentials: AppStoreServerAPICredentials
         ) async throws -> [String] { [] }
-        func requestTestNotification(environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials)
+        func requestTestNotification(environment: StoreEnvironment, credentials: AppStoreServerAPICredentials)
             async throws -> String
         { "" }
         func finish(
-            _ transactionID: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+            _ transactionID: String, environment: StoreEnvironment, credentials: AppStoreServerAPICredentials
         ) async throws {}
     }
 

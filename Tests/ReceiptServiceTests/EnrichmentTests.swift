@@ -13,15 +13,15 @@ import Testing
     final class FixedHistory: AppStoreServerLooking {
         let transactions: [VerifiedReceipt]
         /// The environment each history request asked.
-        let asked = Mutex<[AppStoreEnvironment?]>([])
+        let asked = Mutex<[StoreEnvironment?]>([])
 
         init(transactions: [VerifiedReceipt]) { self.transactions = transactions }
 
         func transaction(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
             -> VerifiedReceipt
         { throw AppStoreServerAPIError(.notFound, "none") }
-        func history(of id: String, in environment: AppStoreEnvironment?, credentials: AppStoreServerAPICredentials)
-            async throws -> (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
+        func history(of id: String, in environment: StoreEnvironment?, credentials: AppStoreServerAPICredentials)
+            async throws -> (transactions: [VerifiedReceipt], environment: StoreEnvironment)
         {
             asked.withLock { $0.append(environment) }
             return (transactions, environment ?? .production)
@@ -31,22 +31,22 @@ import Testing
         }
         func notificationHistoryPage(
             from start: Date, to end: Date, onlyFailures: Bool, paginationToken: String?,
-            environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+            environment: StoreEnvironment, credentials: AppStoreServerAPICredentials
         ) async throws -> (payloads: [String], next: String?) { ([], nil) }
         func testNotificationStatus(
-            token: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+            token: String, environment: StoreEnvironment, credentials: AppStoreServerAPICredentials
         ) async throws -> [String] { [] }
-        func requestTestNotification(environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials)
+        func requestTestNotification(environment: StoreEnvironment, credentials: AppStoreServerAPICredentials)
             async throws -> String
         { "" }
         func finish(
-            _ transactionID: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+            _ transactionID: String, environment: StoreEnvironment, credentials: AppStoreServerAPICredentials
         ) async throws {}
     }
 
     static func item(
         _ id: String, product: String = "com.example.app.extra", bundleID: String = "com.example.app",
-        environment: AppStoreEnvironment = .sandbox, token: String? = nil
+        environment: StoreEnvironment = .sandbox, token: String? = nil
     ) -> VerifiedReceipt {
         var payload = JSONObject()
         payload.append("transactionId", .string(id))

@@ -24,7 +24,7 @@ import Testing
 
     static func period(
         _ id: String, original: String = "1000", product: String = "pro.monthly", purchased: Int64,
-        expires: Int64? = nil, environment: AppStoreEnvironment = .production, revoked: Int64? = nil,
+        expires: Int64? = nil, environment: StoreEnvironment = .production, revoked: Int64? = nil,
         revocationType: String? = nil, ownership: String? = nil, offerType: Int? = nil, discount: String? = nil,
         storeKitType: String? = nil, revocationAsOf: Int64? = nil
     ) -> LedgerEntry {
@@ -43,7 +43,7 @@ import Testing
     static func status(
         _ state: SubscriptionStatus.State, original: String = "1000", product: String = "pro.monthly",
         expires: Int64?, grace: Int64? = nil, autoRenews: Bool? = true, renewsTo: String? = nil, asOf: Int64,
-        environment: AppStoreEnvironment = .production
+        environment: StoreEnvironment = .production
     ) -> SubscriptionStatus {
         SubscriptionStatus(
             appID: appID, environment: environment, originalTransactionID: original, productID: product,
@@ -53,7 +53,7 @@ import Testing
 
     static func view(
         _ entries: [LedgerEntry], _ statuses: [SubscriptionStatus] = [], at now: Int64,
-        environment: AppStoreEnvironment = .production, catalog: [CatalogProduct]? = catalog
+        environment: StoreEnvironment = .production, catalog: [CatalogProduct]? = catalog
     ) -> CustomerView {
         EntitlementRules.view(
             appUserID: "u1", environment: environment, entries: entries, statuses: statuses, catalog: catalog,

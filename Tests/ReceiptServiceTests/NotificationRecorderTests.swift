@@ -151,7 +151,7 @@ import Testing
 /// Whether a verified notification is the app's to take: its bundle ID, an allowed environment, and (a Production
 /// one, when the app's Apple ID is bound) its `appAppleId`, as Apple's library checks.
 @Suite struct NotificationOwnershipTests {
-    static func notification(environment: AppStoreEnvironment, appAppleID: Int64?) -> ServerNotification {
+    static func notification(environment: StoreEnvironment, appAppleID: Int64?) -> ServerNotification {
         var data = JSONObject()
         data.append("bundleId", .string("com.example.one"))
         if let appAppleID { data.append("appAppleId", .integer(appAppleID)) }

@@ -37,7 +37,7 @@ import Testing
 
     static func recording(
         _ app: App, _ transactions: [PurchaseTransaction], user: String? = nil, moves: Bool = false,
-        environment: AppStoreEnvironment = .production, at offset: TimeInterval = 0, request: String = "r1"
+        environment: StoreEnvironment = .production, at offset: TimeInterval = 0, request: String = "r1"
     ) -> LedgerRecording {
         LedgerRecording(
             appID: app.id, environment: environment, transactions: transactions, user: user, movesClaims: moves,
@@ -190,7 +190,7 @@ import Testing
     @Test(arguments: StoreKind.available)
     func aConfirmationStaysInItsEnvironmentAndSkipsRefundedRows(kind: StoreKind) async throws {
         try await Self.withApp(kind) { store, app in
-            for environment in [AppStoreEnvironment.production, .sandbox] {
+            for environment in [StoreEnvironment.production, .sandbox] {
                 var recording = Self.recording(
                     app, [Self.purchase("1"), Self.purchase("9", revokedAt: 1_700_000_100_000)],
                     environment: environment)

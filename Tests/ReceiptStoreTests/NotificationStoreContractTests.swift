@@ -40,7 +40,7 @@ import Testing
     /// A verified notification's decoded parts.
     static func notification(
         _ type: String, subtype: String? = nil, uuid: String = UUID().uuidString.lowercased(), signedAt: Int64,
-        transaction: JSONObject?, environment: AppStoreEnvironment = .sandbox, renewal: JSONObject? = nil
+        transaction: JSONObject?, environment: StoreEnvironment = .sandbox, renewal: JSONObject? = nil
     ) -> ServerNotification {
         var payload = JSONObject(capacity: 4)
         payload.append("notificationType", .string(type))
@@ -59,7 +59,7 @@ import Testing
     }
 
     static func endpoint(
-        _ app: App, environments: Set<AppStoreEnvironment> = [], types: [String] = ["*"], offset: TimeInterval = 0,
+        _ app: App, environments: Set<StoreEnvironment> = [], types: [String] = ["*"], offset: TimeInterval = 0,
         forwards: Bool = true
     ) -> WebhookEndpoint {
         WebhookEndpoint(

@@ -110,13 +110,13 @@ struct JWSVerifier: Sendable {
     /// `summary`), an AppTransaction's `receiptType`, or, for an external purchase token (which states none), its id as
     /// Apple's library reads it (`SANDBOX…` is the sandbox). An item that states none, or one Apple does not sign in,
     /// is refused: never taken as Production.
-    static func environment(of payload: JSONObject) throws -> AppStoreEnvironment {
+    static func environment(of payload: JSONObject) throws -> StoreEnvironment {
         let data = payload["data"] ?? payload["appData"] ?? payload["summary"]
         var name = (payload["environment"] ?? data?["environment"] ?? payload["receiptType"])?.stringValue
         if name == nil, case .object(let token)? = payload["externalPurchaseToken"] {
             name = token["externalPurchaseId"]?.stringValue?.hasPrefix("SANDBOX") == true ? "Sandbox" : "Production"
         }
-        guard let name, let environment = AppStoreEnvironment(rawValue: name), environment != .xcode else {
+        guard let name, let environment = StoreEnvironment(rawValue: name), environment != .xcode else {
             throw ReceiptError(.malformedJWS, "the item states no environment Apple signs in")
         }
         return environment

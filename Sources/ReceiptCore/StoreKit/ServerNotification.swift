@@ -14,7 +14,7 @@ public struct ServerNotification: Sendable, Equatable {
     /// for the early notifications that had none. Notifications are ordered by it, never by arrival.
     public let signedDate: Int64
     /// The environment the notification is about.
-    public let environment: AppStoreEnvironment
+    public let environment: StoreEnvironment
     /// The app's bundle ID as `data` (or `appData`) states it.
     public let bundleID: String
     /// The decoded payload, signed items still encoded.
@@ -30,7 +30,7 @@ public struct ServerNotification: Sendable, Equatable {
 
     /// Creates a notification from its parts (as decoded from a verified `signedPayload`).
     public init(
-        type: String, subtype: String?, uuid: String, signedDate: Int64, environment: AppStoreEnvironment,
+        type: String, subtype: String?, uuid: String, signedDate: Int64, environment: StoreEnvironment,
         bundleID: String, payload: JSONObject, transaction: JSONObject?, renewalInfo: JSONObject?,
         appTransaction: JSONObject?, isTestData: Bool
     ) {

@@ -74,7 +74,7 @@ struct TransactionReceiptVerifier: Sendable {
 
         let anchor = try chains.verifyLegacy(
             leaf, at: Date(timeIntervalSince1970: TimeInterval(purchaseMillis) / 1_000), testData: testData)
-        let environment: AppStoreEnvironment =
+        let environment: StoreEnvironment =
             anchor.isApple ? (field("environment") == "Sandbox" ? .sandbox : .production) : .xcode
         return VerifiedReceipt(
             kind: .transactionReceipt, environment: environment, bundleID: bundleID, receipt: receipt,

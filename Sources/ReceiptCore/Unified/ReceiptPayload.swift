@@ -18,10 +18,10 @@ public struct ReceiptPayload: Sendable, Equatable {
     ///
     /// A volume-purchase receipt (`ProductionVPP`) is a production receipt, and `ProductionVPPSandbox` a sandbox one.
     /// A type Apple has not documented counts as sandbox, so that it never passes an app's production-only check.
-    public var environment: AppStoreEnvironment { Self.environment(ofReceiptType: receiptType) }
+    public var environment: StoreEnvironment { Self.environment(ofReceiptType: receiptType) }
 
     /// The environment a `receipt_type` names.
-    static func environment(ofReceiptType type: String) -> AppStoreEnvironment {
+    static func environment(ofReceiptType type: String) -> StoreEnvironment {
         switch type {
         case "Production", "ProductionVPP": return .production
         case "Xcode": return .xcode

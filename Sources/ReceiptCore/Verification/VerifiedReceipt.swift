@@ -19,7 +19,7 @@ public struct VerifiedReceipt: Sendable, Equatable {
     /// What was verified.
     public let kind: Kind
     /// The environment the item was issued in.
-    public let environment: AppStoreEnvironment
+    public let environment: StoreEnvironment
     /// The app's bundle ID as the item states it.
     public let bundleID: String
     /// The decoded content: Apple's `receipt` object for receipts, the JWS payload for StoreKit 2 items.
@@ -31,7 +31,7 @@ public struct VerifiedReceipt: Sendable, Equatable {
 
     /// Creates a verified receipt value.
     public init(
-        kind: Kind, environment: AppStoreEnvironment, bundleID: String, receipt: JSONObject, signingDate: Int64,
+        kind: Kind, environment: StoreEnvironment, bundleID: String, receipt: JSONObject, signingDate: Int64,
         isTestData: Bool
     ) {
         self.kind = kind

@@ -82,9 +82,9 @@ extension VerificationEndpoint {
 
 extension VerificationRequest {
     /// The request's `environment` (Production, Sandbox or Xcode); nil when it names none; a 400 otherwise.
-    func namedEnvironment() throws -> AppStoreEnvironment? {
+    func namedEnvironment() throws -> StoreEnvironment? {
         guard let name = environment, !name.isEmpty else { return nil }
-        guard let named = AppStoreEnvironment(configurationName: name) else {
+        guard let named = StoreEnvironment(configurationName: name) else {
             throw HTTPFailure(
                 status: ResponseStatus.badRequest, reason: "environment must be Production, Sandbox or Xcode")
         }

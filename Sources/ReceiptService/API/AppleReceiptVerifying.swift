@@ -21,13 +21,13 @@ public struct AppleReceiptAnswer: Sendable, Equatable {
     /// Apple's `status`.
     public var status: Int
     /// The environment whose endpoint gave the answer.
-    public var answeredBy: AppStoreEnvironment
+    public var answeredBy: StoreEnvironment
     /// Whether Apple said a retry may succeed (`is-retryable`, or a status Apple documents as temporary) and our
     /// own retries ran out.
     public var isRetryable: Bool
 
     /// Creates an answer value.
-    public init(body: JSONObject, status: Int, answeredBy: AppStoreEnvironment, isRetryable: Bool) {
+    public init(body: JSONObject, status: Int, answeredBy: StoreEnvironment, isRetryable: Bool) {
         self.body = body
         self.status = status
         self.answeredBy = answeredBy

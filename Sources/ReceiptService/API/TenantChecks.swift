@@ -8,7 +8,7 @@ enum TenantChecks {
         let reason: String
         var description: String?
         /// The receipt's environment, when that is what the app does not allow.
-        var environment: AppStoreEnvironment?
+        var environment: StoreEnvironment?
     }
 
     /// The description of a 403 for a product outside the app's catalog.
@@ -19,7 +19,7 @@ enum TenantChecks {
     /// - Parameter transactions: the input's transactions (``PurchaseTransaction``), searched for the asserted
     ///   `transaction_id` and `product_id`.
     static func check(
-        bundleID: String, environment: AppStoreEnvironment, isTestData: Bool, transactions: [PurchaseTransaction],
+        bundleID: String, environment: StoreEnvironment, isTestData: Bool, transactions: [PurchaseTransaction],
         request: VerificationRequest, app: App
     ) -> Rejection? {
         guard app.bundleIDs.contains(where: { $0.value == bundleID }) else {

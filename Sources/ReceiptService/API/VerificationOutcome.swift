@@ -47,10 +47,10 @@ public struct VerificationOutcome: Sendable {
     /// ledger writes.
     public var renewals: [JSONObject] = []
     /// The verdict's environment, for the ledger (valid answers only).
-    public var environment: AppStoreEnvironment?
+    public var environment: StoreEnvironment?
     /// The receipt's environment, when a 403 is for an environment the app does not allow (the verifyReceipt
     /// drop-in answers 21007 or 21008 then).
-    public var disallowedEnvironment: AppStoreEnvironment?
+    public var disallowedEnvironment: StoreEnvironment?
     /// How the purchase was proven (valid answers only).
     public var assurance: Assurance?
     /// The client's `nonce`, echoed.

@@ -61,7 +61,7 @@ extension VerificationService {
         /// The verified renewal infos `pendingRenewalInfo` was made from.
         var renewals: [JSONObject] = []
         var purchases: [PurchaseTransaction]
-        var environment: AppStoreEnvironment
+        var environment: StoreEnvironment
     }
 
     /// What Apple says of the customer with `id`, kept a moment for the app (``AnswerCache``): the app's id and last
@@ -70,7 +70,7 @@ extension VerificationService {
     /// of another app, environment or product reaches the answer or the ledger.
     private func serverFacts(
         of id: String, storeKit: any AppStoreServerLooking, credentials: AppStoreServerAPICredentials,
-        excludingOld: Bool, withRenewals: Bool, app: App, environment: AppStoreEnvironment? = nil
+        excludingOld: Bool, withRenewals: Bool, app: App, environment: StoreEnvironment? = nil
     ) async throws -> ServerFacts {
         let key =
             "\(app.id)/\(app.updatedAt.timeIntervalSince1970)/\(credentials.bundleID)/\(id)/\(excludingOld)/\(withRenewals)/\(environment?.rawValue ?? "")"
@@ -83,7 +83,7 @@ extension VerificationService {
 
     private func fetchServerFacts(
         of id: String, storeKit: any AppStoreServerLooking, credentials: AppStoreServerAPICredentials,
-        excludingOld: Bool, withRenewals: Bool, app: App, environment: AppStoreEnvironment?
+        excludingOld: Bool, withRenewals: Bool, app: App, environment: StoreEnvironment?
     ) async throws -> ServerFacts {
         // An enriched input's environment is asked alone (Xcode's test data: Apple's servers never saw it, but a test
         // server stands in for both); a look-up by app transaction id, production then the sandbox.

@@ -161,12 +161,12 @@ public struct VerificationService: Sendable {
         }
         var body = answer.body
         var purchases: [PurchaseTransaction] = []
-        var environment: AppStoreEnvironment?
+        var environment: StoreEnvironment?
         if answer.status == 0 {
             let receipt = answer.body["receipt"]
             let bundleID = receipt?["bundle_id"]?.stringValue ?? receipt?["bid"]?.stringValue ?? ""
             let answered =
-                answer.body["environment"]?.stringValue.flatMap(AppStoreEnvironment.init(rawValue:))
+                answer.body["environment"]?.stringValue.flatMap(StoreEnvironment.init(rawValue:))
                 ?? answer.answeredBy
             purchases = PurchaseTransaction.all(
                 inAnswer: answer.body, answeredAt: Date().millisecondsSince1970)

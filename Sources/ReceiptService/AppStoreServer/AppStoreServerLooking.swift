@@ -19,8 +19,8 @@ public protocol AppStoreServerLooking: Sendable {
     /// Get Transaction History (v2), every page up to a bound: the customer's transactions in the app, oldest
     /// first, and the environment that answered. `id` is any transaction id, original transaction id or app
     /// transaction id of the customer; `environment` asks that one alone (nil: production, then the sandbox).
-    func history(of id: String, in environment: AppStoreEnvironment?, credentials: AppStoreServerAPICredentials)
-        async throws -> (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
+    func history(of id: String, in environment: StoreEnvironment?, credentials: AppStoreServerAPICredentials)
+        async throws -> (transactions: [VerifiedReceipt], environment: StoreEnvironment)
 
     /// Get All Subscription Statuses: the signed renewal info of each of the customer's subscriptions, in Apple's
     /// order.
@@ -30,75 +30,75 @@ public protocol AppStoreServerLooking: Sendable {
     /// `environment` between two dates (only those that never reached the app's URL when `onlyFailures`), in Apple's
     /// order, from `paginationToken` on (nil: the first page), and the token of the next page when there is one.
     func notificationHistoryPage(
-        from start: Date, to end: Date, onlyFailures: Bool, paginationToken: String?, environment: AppStoreEnvironment,
+        from start: Date, to end: Date, onlyFailures: Bool, paginationToken: String?, environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws -> (payloads: [String], next: String?)
 
     /// Request a Test Notification: Apple sends a `TEST` notification to the app's URL for `environment`; returns
     /// Apple's `testNotificationToken`.
-    func requestTestNotification(environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials)
+    func requestTestNotification(environment: StoreEnvironment, credentials: AppStoreServerAPICredentials)
         async throws -> String
 
     /// Get Test Notification Status: the result of each of Apple's attempts to send test notification `token`,
     /// oldest first (`SUCCESS`, `TIMED_OUT`, …); empty until Apple tried.
     func testNotificationStatus(
-        token: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+        token: String, environment: StoreEnvironment, credentials: AppStoreServerAPICredentials
     ) async throws -> [String]
 
     /// Finish Transaction: tells Apple the transaction's content was delivered, in the environment it was made in.
     func finish(
-        _ transactionID: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+        _ transactionID: String, environment: StoreEnvironment, credentials: AppStoreServerAPICredentials
     ) async throws
 
     /// Send Consumption Information (v2): the app's answer to a refund request about the transaction, `body` as
     /// Apple documents it (``ConsumptionRules/body(_:answers:)``), in the environment it was made in.
     func sendConsumption(
-        _ transactionID: String, body: [UInt8], environment: AppStoreEnvironment,
+        _ transactionID: String, body: [UInt8], environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws
 
     /// Get All Subscription Statuses asked anew (never from a cache): the latest signed transaction and renewal info
     /// of each of the customer's subscriptions in `environment`, verified, in Apple's order.
-    func currentStatuses(of id: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials)
+    func currentStatuses(of id: String, environment: StoreEnvironment, credentials: AppStoreServerAPICredentials)
         async throws -> [VerifiedReceipt]
 
     /// Set App Account Token: Apple's transactions of `originalTransactionID` carry `token` from now on.
     func setAppAccountToken(
-        _ token: UUID, originalTransactionID: String, environment: AppStoreEnvironment,
+        _ token: UUID, originalTransactionID: String, environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws
 
     /// Extend a Subscription Renewal Date of one customer's subscription. Sent once: a failure after Apple may have
     /// acted is ``AppStoreServerAPIError/Code/unavailable`` and is not retried here.
     func extendRenewalDate(
-        originalTransactionID: String, _ extension: RenewalExtension, environment: AppStoreEnvironment,
+        originalTransactionID: String, _ extension: RenewalExtension, environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws -> RenewalExtension.Result
 
     /// Extend Subscription Renewal Dates for All Active Subscribers of `productID` (in the storefronts named, or all).
     /// Sent once, as ``extendRenewalDate(originalTransactionID:_:environment:credentials:)``.
     func massExtendRenewalDate(
-        productID: String, storefronts: [String], _ extension: RenewalExtension, environment: AppStoreEnvironment,
+        productID: String, storefronts: [String], _ extension: RenewalExtension, environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws
 
     /// Get Status of Subscription Renewal Date Extensions: where Apple is with a mass extension.
     func massExtensionStatus(
-        productID: String, requestIdentifier: String, environment: AppStoreEnvironment,
+        productID: String, requestIdentifier: String, environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws -> RenewalExtension.MassStatus
 
     /// Get App Transaction Info: the customer's signed app transaction, verified, from any of their transaction ids
     /// (`environment` nil: production, then the sandbox).
     func appTransactionInfo(
-        of id: String, environment: AppStoreEnvironment?, credentials: AppStoreServerAPICredentials
+        of id: String, environment: StoreEnvironment?, credentials: AppStoreServerAPICredentials
     ) async throws -> VerifiedReceipt
 }
 
 extension AppStoreServerLooking {
     /// Not answered by a client that does not implement it.
     public func sendConsumption(
-        _ transactionID: String, body: [UInt8], environment: AppStoreEnvironment,
+        _ transactionID: String, body: [UInt8], environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws {
         throw AppStoreServerAPIError(.refused, "this client does not send consumption information")
@@ -110,41 +110,41 @@ extension AppStoreServerLooking {
 
     /// Not answered by a client that does not implement Apple's actions.
     public func currentStatuses(
-        of id: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+        of id: String, environment: StoreEnvironment, credentials: AppStoreServerAPICredentials
     ) async throws -> [VerifiedReceipt] {
         throw AppStoreServerAPIError(.refused, "this client does not ask subscription statuses")
     }
 
     public func setAppAccountToken(
-        _ token: UUID, originalTransactionID: String, environment: AppStoreEnvironment,
+        _ token: UUID, originalTransactionID: String, environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws {
         throw AppStoreServerAPIError(.refused, "this client does not set app account tokens")
     }
 
     public func extendRenewalDate(
-        originalTransactionID: String, _ extension: RenewalExtension, environment: AppStoreEnvironment,
+        originalTransactionID: String, _ extension: RenewalExtension, environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws -> RenewalExtension.Result {
         throw AppStoreServerAPIError(.refused, "this client does not extend renewal dates")
     }
 
     public func massExtendRenewalDate(
-        productID: String, storefronts: [String], _ extension: RenewalExtension, environment: AppStoreEnvironment,
+        productID: String, storefronts: [String], _ extension: RenewalExtension, environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws {
         throw AppStoreServerAPIError(.refused, "this client does not extend renewal dates")
     }
 
     public func massExtensionStatus(
-        productID: String, requestIdentifier: String, environment: AppStoreEnvironment,
+        productID: String, requestIdentifier: String, environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws -> RenewalExtension.MassStatus {
         throw AppStoreServerAPIError(.refused, "this client does not extend renewal dates")
     }
 
     public func appTransactionInfo(
-        of id: String, environment: AppStoreEnvironment?, credentials: AppStoreServerAPICredentials
+        of id: String, environment: StoreEnvironment?, credentials: AppStoreServerAPICredentials
     ) async throws -> VerifiedReceipt {
         throw AppStoreServerAPIError(.refused, "this client does not ask app transactions")
     }

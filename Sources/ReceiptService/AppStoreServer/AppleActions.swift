@@ -28,7 +28,7 @@ public struct AppleActions: Sendable {
     /// What setting a token did.
     public struct TokenSet: Sendable {
         /// The environment Apple was asked in.
-        public var environment: AppStoreEnvironment
+        public var environment: StoreEnvironment
         /// Whether the ledger's original transaction is now claimed by the token (the app's claims on, and no other
         /// user held it).
         public var claimed: Bool
@@ -38,7 +38,7 @@ public struct AppleActions: Sendable {
     /// claims it in the ledger for the token where the app checks claims and nobody holds it. Refused before Apple
     /// is asked for a family-shared purchase (Apple refuses them, 4000185) and for one another user holds.
     public func setAppAccountToken(
-        app: App, originalTransactionID: String, token: UUID, environment asked: AppStoreEnvironment?
+        app: App, originalTransactionID: String, token: UUID, environment asked: StoreEnvironment?
     ) async throws -> TokenSet {
         let (credentials, rows, environment, apple) = try await purchase(
             originalTransactionID, of: app, in: asked,
@@ -77,7 +77,7 @@ public struct AppleActions: Sendable {
     /// reflected: the subscription's signed status is read anew and recorded, so the customer's expiry and
     /// entitlements move.
     public func extendRenewalDate(
-        app: App, originalTransactionID: String, _ extension: RenewalExtension, environment asked: AppStoreEnvironment?
+        app: App, originalTransactionID: String, _ extension: RenewalExtension, environment asked: StoreEnvironment?
     ) async throws -> RenewalExtensionRecord {
         let (credentials, _, environment, apple) = try await purchase(
             originalTransactionID, of: app, in: asked,
@@ -121,7 +121,7 @@ public struct AppleActions: Sendable {
     /// Records the subscription's signed status as Apple states it now (Get All Subscription Statuses, asked
     /// anew): its latest transaction, recorded if new (never delivered by this), and its status from the renewal
     /// info, dated by Apple's `signedDate` so a stale one changes nothing.
-    func reflectStatuses(app: App, originalTransactionID: String, in environment: AppStoreEnvironment) async throws {
+    func reflectStatuses(app: App, originalTransactionID: String, in environment: StoreEnvironment) async throws {
         let credentials = try self.credentials(of: app)
         let signed = try await storeKit.currentStatuses(
             of: originalTransactionID, environment: try appleEnvironment(for: environment), credentials: credentials)
@@ -149,7 +149,7 @@ public struct AppleActions: Sendable {
     /// ``pollMassExtension(_:app:)`` until Apple completes it.
     public func massExtendRenewalDate(
         app: App, productID: String, storefronts: [String], _ extension: RenewalExtension,
-        environment: AppStoreEnvironment, pollAfter: TimeInterval
+        environment: StoreEnvironment, pollAfter: TimeInterval
     ) async throws -> RenewalExtensionRecord {
         let credentials = try self.credentials(of: app)
         let apple = try appleEnvironment(for: environment)
@@ -231,7 +231,7 @@ public struct AppleActions: Sendable {
 
     /// The customer's app transaction as Apple signs it, verified, from any of their transaction ids; its decoded
     /// payload.
-    public func appTransaction(app: App, transactionID: String, environment: AppStoreEnvironment?) async throws
+    public func appTransaction(app: App, transactionID: String, environment: StoreEnvironment?) async throws
         -> VerifiedReceipt
     {
         try Self.check(transactionID, "transaction_id")
@@ -253,10 +253,10 @@ public struct AppleActions: Sendable {
     /// ledger's, else production) and the one Apple is asked in. Refused, saying `familyShared`, for a family-shared
     /// purchase, which Apple takes no action on.
     func purchase(
-        _ originalTransactionID: String, of app: App, in asked: AppStoreEnvironment?, familyShared: String
+        _ originalTransactionID: String, of app: App, in asked: StoreEnvironment?, familyShared: String
     ) async throws -> (
-        credentials: AppStoreServerAPICredentials, rows: [LedgerEntry], environment: AppStoreEnvironment,
-        apple: AppStoreEnvironment
+        credentials: AppStoreServerAPICredentials, rows: [LedgerEntry], environment: StoreEnvironment,
+        apple: StoreEnvironment
     ) {
         try Self.check(originalTransactionID, "original_transaction_id")
         let credentials = try self.credentials(of: app)
@@ -280,7 +280,7 @@ public struct AppleActions: Sendable {
     /// The environment Apple is asked in for purchases of `environment`. Xcode's test purchases exist on no Apple
     /// server and are refused, but for a stand-in of Apple that takes test data (a fake on loopback), whose sandbox
     /// plays them.
-    func appleEnvironment(for environment: AppStoreEnvironment) throws -> AppStoreEnvironment {
+    func appleEnvironment(for environment: StoreEnvironment) throws -> StoreEnvironment {
         guard environment == .xcode else { return environment }
         guard storeKit.acceptsTestData else {
             throw ServiceError(.invalidArgument, "Xcode test purchases are not known to Apple's servers")

@@ -160,7 +160,7 @@ public struct CustomerScope: Sendable {
     }
 
     /// Has Apple send a test notification to one of the account's apps; Apple's token.
-    public func requestTestNotification(appID: UUID, environment: AppStoreEnvironment) async throws -> String {
+    public func requestTestNotification(appID: UUID, environment: StoreEnvironment) async throws -> String {
         let app = try await app(id: appID)
         try spendIntegrationAction()
         let token = try await setup().requestTest(app, environment: environment, tenancy: tenancy)
@@ -170,7 +170,7 @@ public struct CustomerScope: Sendable {
     }
 
     /// Apple's attempts at a test notification of one of the account's apps.
-    public func testNotificationStatus(appID: UUID, token: String, environment: AppStoreEnvironment) async throws
+    public func testNotificationStatus(appID: UUID, token: String, environment: StoreEnvironment) async throws
         -> [String]
     {
         try await setup().testStatus(try await app(id: appID), token: token, environment: environment, tenancy: tenancy)
@@ -258,7 +258,7 @@ extension CustomerScope {
     /// What a user of one of the account's apps (or the holder of an original transaction) may use now, with the
     /// ledger rows it is computed from (for the customer page's timeline).
     public func customer(
-        appID: UUID, user: String?, originalTransactionID: String?, environment: AppStoreEnvironment?
+        appID: UUID, user: String?, originalTransactionID: String?, environment: StoreEnvironment?
     ) async throws -> (view: CustomerView, rows: [LedgerEntry]) {
         try await tenancy.customer(
             token: try await app(id: appID).token, user: user, originalTransactionID: originalTransactionID,

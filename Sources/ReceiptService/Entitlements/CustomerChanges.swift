@@ -19,7 +19,7 @@ public enum CustomerChanges {
     /// Recomputes the entitlements of `users` (of the writer's app and environment) at `now` under `catalog`; saves
     /// each and returns an event for each user whose entitlements differ from what was last told.
     public static func events(
-        for users: Set<String>, appID: UUID, environment: AppStoreEnvironment, catalog: [CatalogProduct]?,
+        for users: Set<String>, appID: UUID, environment: StoreEnvironment, catalog: [CatalogProduct]?,
         now: Date, with writer: some LedgerWriting, notificationUUID: String? = nil
     ) async throws -> [WebhookEvent] {
         guard grantsEntitlements(catalog) else { return [] }
@@ -53,7 +53,7 @@ public enum CustomerChanges {
 
     /// What ``LedgerStore/tellCustomers(appID:environment:users:catalog:at:)`` does inside its transaction.
     public static func tell(
-        _ users: [String], appID: UUID, environment: AppStoreEnvironment, catalog: [CatalogProduct]?, at now: Date,
+        _ users: [String], appID: UUID, environment: StoreEnvironment, catalog: [CatalogProduct]?, at now: Date,
         with writer: some LedgerWriting
     ) async throws -> [WebhookEvent] {
         guard grantsEntitlements(catalog) else {

@@ -81,7 +81,7 @@ public struct CustomerImport: Sendable {
         var report = Report()
         for (index, item) in items.enumerated() {
             defer { progress(index + 1, items.count) }
-            let history: (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
+            let history: (transactions: [VerifiedReceipt], environment: StoreEnvironment)
             do {
                 history = try await storeKit.history(
                     of: item.originalTransactionID, in: nil, credentials: credentials)

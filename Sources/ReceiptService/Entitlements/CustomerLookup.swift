@@ -66,14 +66,14 @@ public struct CustomerLookup: Sendable {
     /// else Sandbox, else Xcode), as of `now`. A user of an app whose claims are off has no claimed rows: ask by
     /// original transaction then.
     public func view(
-        of subject: Subject, app: App, environment: AppStoreEnvironment?, now: Date = Date(), fresh: Bool = false
+        of subject: Subject, app: App, environment: StoreEnvironment?, now: Date = Date(), fresh: Bool = false
     ) async throws -> CustomerView {
         try await viewAndRows(of: subject, app: app, environment: environment, now: now, fresh: fresh).view
     }
 
     /// ``view(of:app:environment:now:fresh:)`` and the ledger rows (of the view's environment) it was computed from.
     public func viewAndRows(
-        of subject: Subject, app: App, environment: AppStoreEnvironment?, now: Date = Date(), fresh: Bool = false
+        of subject: Subject, app: App, environment: StoreEnvironment?, now: Date = Date(), fresh: Bool = false
     ) async throws -> (view: CustomerView, rows: [LedgerEntry]) {
         let marker = marker()
         let entries: [LedgerEntry]
@@ -100,7 +100,7 @@ public struct CustomerLookup: Sendable {
     /// marker, the app's catalog, and no expiry or grace period's end passed since it was computed (only
     /// `computed_at` is then new).
     public func json(
-        of subject: Subject, app: App, environment: AppStoreEnvironment?, now: Date = Date(), fresh: Bool = false
+        of subject: Subject, app: App, environment: StoreEnvironment?, now: Date = Date(), fresh: Bool = false
     ) async throws -> JSONObject {
         let marker = marker()
         let milliseconds = now.millisecondsSince1970
@@ -139,7 +139,7 @@ public struct CustomerLookup: Sendable {
 
     /// The environment a view without one is of: Production where the customer has production facts, else Sandbox,
     /// else Xcode (Production when there are none).
-    static func environment(of entries: [LedgerEntry]) -> AppStoreEnvironment {
+    static func environment(of entries: [LedgerEntry]) -> StoreEnvironment {
         let held = Set(entries.map(\.environment))
         return [.production, .sandbox, .xcode].first(where: held.contains) ?? .production
     }
@@ -193,7 +193,7 @@ final class CustomerFacts: Sendable {
     /// A subject's rows and the views computed from them (by the environment asked): rows read again drop the views.
     private struct Known {
         var rows: [LedgerEntry]
-        var views: [AppStoreEnvironment?: KnownView] = [:]
+        var views: [StoreEnvironment?: KnownView] = [:]
     }
 
     private struct State {
@@ -244,7 +244,7 @@ final class CustomerFacts: Sendable {
     /// The view of `subject` in `environment` computed under `catalog`, while the marker is `marker` and `now` is
     /// before its next change.
     func view(
-        of subject: CustomerLookup.Subject, appID: UUID, environment: AppStoreEnvironment?,
+        of subject: CustomerLookup.Subject, appID: UUID, environment: StoreEnvironment?,
         catalog: [CatalogProduct]?, at now: Int64, marker: Int?
     ) -> JSONObject? {
         guard let marker else { return nil }
@@ -260,7 +260,7 @@ final class CustomerFacts: Sendable {
     /// Keeps a view computed while the marker was `marker`, valid until `until`, beside the subject's rows it was
     /// computed from (a view whose rows were dropped is not kept).
     func remember(
-        _ json: JSONObject, of subject: CustomerLookup.Subject, appID: UUID, environment: AppStoreEnvironment?,
+        _ json: JSONObject, of subject: CustomerLookup.Subject, appID: UUID, environment: StoreEnvironment?,
         catalog: [CatalogProduct]?, until: Int64, marker: Int?
     ) {
         guard let marker else { return }

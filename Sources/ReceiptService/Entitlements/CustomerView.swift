@@ -10,7 +10,7 @@ public struct CustomerView: Sendable, Equatable {
     /// The original transaction, when the view is of one original transaction (no user given).
     public var originalTransactionID: String?
     /// The environment of every fact in the view: sandbox and production never mix.
-    public var environment: AppStoreEnvironment
+    public var environment: StoreEnvironment
     /// Each entitlement the customer was ever granted, by name.
     public var entitlements: [EntitlementState]
     /// Each subscription (one per original transaction), auto-renewable or not.
@@ -27,7 +27,7 @@ public struct CustomerView: Sendable, Equatable {
 
     /// Creates a view.
     public init(
-        appUserID: String?, originalTransactionID: String? = nil, environment: AppStoreEnvironment,
+        appUserID: String?, originalTransactionID: String? = nil, environment: StoreEnvironment,
         entitlements: [EntitlementState], subscriptions: [SubscriptionState], purchases: [PurchaseState],
         unknownProducts: [String], computedAt: Int64, nextChangeAt: Int64? = nil
     ) {
@@ -98,7 +98,7 @@ public struct EntitlementState: Sendable, Equatable {
     /// The granting purchase's latest transaction.
     public var transactionID: String
     /// The environment.
-    public var environment: AppStoreEnvironment
+    public var environment: StoreEnvironment
     /// The store.
     public var store: PurchaseStore
     /// Apple's ownership of the granting purchase (`PURCHASED`, `FAMILY_SHARED`), when stated.
@@ -128,7 +128,7 @@ public struct SubscriptionState: Sendable, Equatable {
     /// Its kind: ``ProductKind/autoRenewable`` or ``ProductKind/nonRenewing(_:)``.
     public var kind: ProductKind
     /// The environment.
-    public var environment: AppStoreEnvironment
+    public var environment: StoreEnvironment
     /// The store.
     public var store: PurchaseStore
     /// Where it stands: active, grace period, billing retry, expired, revoked.
@@ -178,7 +178,7 @@ public struct PurchaseState: Sendable, Equatable {
     /// Its kind, when the catalog or the input says it.
     public var kind: ProductKind?
     /// The environment.
-    public var environment: AppStoreEnvironment
+    public var environment: StoreEnvironment
     /// The store.
     public var store: PurchaseStore
     /// Whether it grants its entitlements now (a non-consumable not refunded); nil for a consumable or an unknown

@@ -20,7 +20,7 @@ public enum EntitlementRules {
     /// The view of `entries` and `statuses` (one environment's facts of one customer) under `catalog` at `now`
     /// (milliseconds since 1970).
     public static func view(
-        appUserID: String?, originalTransactionID: String? = nil, environment: AppStoreEnvironment,
+        appUserID: String?, originalTransactionID: String? = nil, environment: StoreEnvironment,
         entries: [LedgerEntry], statuses: [SubscriptionStatus], catalog: [CatalogProduct]?, now: Int64
     ) -> CustomerView {
         let products = Dictionary((catalog ?? []).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })

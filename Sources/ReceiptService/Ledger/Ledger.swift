@@ -43,17 +43,19 @@ public final class Ledger: Sendable {
         self.metrics = LedgerMetrics(factory: metrics ?? NOOPMetricsHandler.instance)
     }
 
-    /// Records `transactions` (one input's, of `environment`) for `app` and decides what to deliver to `user`.
+    /// Records `transactions` (one input's, of `store` and `environment`) for `app` and decides what to deliver to
+    /// `user`.
     /// `statuses` are the subscriptions' statuses Apple's renewal infos state beside them (an enriched answer's), written
     /// with the recording unless this server wrote them (or newer ones) before.
     public func decide(
-        _ transactions: [PurchaseTransaction], environment: AppStoreEnvironment, user: String?, app: App,
+        _ transactions: [PurchaseTransaction], store purchaseStore: Store = .appStore, environment: StoreEnvironment,
+        user: String?, app: App,
         requestID: String, statuses stated: [SubscriptionStatus] = [], now: Date = Date()
     ) async throws -> Decision {
         guard !transactions.isEmpty || !stated.isEmpty else { return .deliver([], recorded: false) }
         let claimant = app.claimsPolicy == .off ? nil : user
         var draft = LedgerRecording(
-            appID: app.id, environment: environment, transactions: transactions, user: claimant,
+            appID: app.id, store: purchaseStore, environment: environment, transactions: transactions, user: claimant,
             movesClaims: app.claimsPolicy == .transfer, deliversNew: app.deliveryMode == .once, requestID: requestID,
             now: now)
         draft.refusesOtherUsers = app.claimsPolicy == .refuse
@@ -108,7 +110,7 @@ public final class Ledger: Sendable {
     /// app in `confirm` mode with App Store Server API credentials has each new confirmation finished with Apple too;
     /// in `once` mode Apple is never told (the answer that said `deliver: true` was the delivery).
     public func confirmDelivery(
-        app: App, environment: AppStoreEnvironment? = nil, transactionIDs: [String], at date: Date = Date()
+        app: App, environment: StoreEnvironment? = nil, transactionIDs: [String], at date: Date = Date()
     ) async throws -> [LedgerEntry] {
         try await deadline.run("a delivery confirmation") { [store] in
             try await store.confirmDelivery(
@@ -120,7 +122,7 @@ public final class Ledger: Sendable {
     /// Keeps what the backend reported of the use of transactions (``ConsumptionAnswerStore/reportConsumption``),
     /// within the database deadline; returns the ids the ledger holds.
     public func reportConsumption(
-        app: App, environment: AppStoreEnvironment?, transactionIDs: [String], report: ConsumptionReport
+        app: App, environment: StoreEnvironment?, transactionIDs: [String], report: ConsumptionReport
     ) async throws -> Set<String> {
         guard let answers = store as? any ConsumptionAnswerStore else {
             throw ServiceError(.notConfigured, "the store keeps no consumption reports")
@@ -171,12 +173,13 @@ public final class Ledger: Sendable {
     }
 }
 
-/// The known ledger entries of every app, keyed by app, environment and transaction id, valid for one value of the
+/// The known ledger entries of every app, keyed by app, store, environment and transaction id, valid for one value of the
 /// store's change marker. Bounded: past `capacity` entries it starts again empty.
 final class LedgerView: Sendable {
     struct Key: Hashable {
         let appID: UUID
-        let environment: AppStoreEnvironment
+        let store: Store
+        let environment: StoreEnvironment
         let transactionID: String
     }
 
@@ -208,7 +211,7 @@ final class LedgerView: Sendable {
             }
             for status in recording.statuses {
                 let key = Key(
-                    appID: recording.appID, environment: recording.environment,
+                    appID: recording.appID, store: recording.store, environment: recording.environment,
                     transactionID: status.originalTransactionID)
                 guard let written = state.statusesAsOf[key], written >= status.asOf else { return nil }
             }
@@ -216,7 +219,7 @@ final class LedgerView: Sendable {
             results.reserveCapacity(recording.transactions.count)
             for transaction in recording.transactions {
                 let key = Key(
-                    appID: recording.appID, environment: recording.environment,
+                    appID: recording.appID, store: recording.store, environment: recording.environment,
                     transactionID: transaction.transactionID)
                 guard let entry = state.entries[key],
                     transaction.revocationDate == nil || entry.isRevoked
@@ -246,13 +249,14 @@ final class LedgerView: Sendable {
             if state.statusesAsOf.count + statuses.count > capacity { state.statusesAsOf.removeAll() }
             for status in statuses {
                 let key = Key(
-                    appID: status.appID, environment: status.environment, transactionID: status.originalTransactionID)
+                    appID: status.appID, store: status.store, environment: status.environment,
+                    transactionID: status.originalTransactionID)
                 state.statusesAsOf[key] = max(state.statusesAsOf[key] ?? status.asOf, status.asOf)
             }
             for entry in entries {
                 state.entries[
                     Key(
-                        appID: entry.appID, environment: entry.environment,
+                        appID: entry.appID, store: entry.store, environment: entry.environment,
                         transactionID: entry.transaction.transactionID)] = entry
             }
         }

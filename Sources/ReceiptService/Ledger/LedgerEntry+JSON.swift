@@ -92,7 +92,7 @@ extension LedgerPosition {
         else { return nil }
         let parts = text.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 3, let firstSeen = Int64(parts[0]),
-            AppStoreEnvironment(rawValue: String(parts[1])) != nil, !parts[2].isEmpty
+            StoreEnvironment(rawValue: String(parts[1])) != nil, !parts[2].isEmpty
         else { return nil }
         self.init(firstSeen: firstSeen, environment: String(parts[1]), transactionID: String(parts[2]))
     }

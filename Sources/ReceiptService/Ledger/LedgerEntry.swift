@@ -6,8 +6,10 @@ import ReceiptCore
 public struct LedgerEntry: Sendable, Equatable {
     /// The app whose ledger holds it.
     public var appID: UUID
+    /// The store the transaction was made in.
+    public var store: Store
     /// The environment the transaction was made in.
-    public var environment: AppStoreEnvironment
+    public var environment: StoreEnvironment
     /// The transaction; its revocation is the first one any input stated.
     public var transaction: PurchaseTransaction
     /// The app's user that claimed the transaction's original transaction, if any.
@@ -29,10 +31,11 @@ public struct LedgerEntry: Sendable, Equatable {
 
     /// Creates an entry.
     public init(
-        appID: UUID, environment: AppStoreEnvironment, transaction: PurchaseTransaction, claimant: String?,
-        firstSeenAt: Date, lastSeenAt: Date, firstRequestID: String, deliveredAt: Date?,
+        appID: UUID, store: Store = .appStore, environment: StoreEnvironment, transaction: PurchaseTransaction,
+        claimant: String?, firstSeenAt: Date, lastSeenAt: Date, firstRequestID: String, deliveredAt: Date?,
         appleFinish: AppleFinishStatus? = nil, revocationAsOf: Int64? = nil
     ) {
+        self.store = store
         self.appleFinish = appleFinish
         self.revocationAsOf = revocationAsOf
         self.appID = appID
@@ -53,8 +56,10 @@ public struct LedgerEntry: Sendable, Equatable {
 public struct LedgerRecording: Sendable {
     /// The app.
     public var appID: UUID
+    /// The input's store.
+    public var store: Store
     /// The input's environment.
-    public var environment: AppStoreEnvironment
+    public var environment: StoreEnvironment
     /// The input's distinct transactions.
     public var transactions: [PurchaseTransaction]
     /// The user presenting them, when claims are made; nil makes no claim.
@@ -82,10 +87,11 @@ public struct LedgerRecording: Sendable {
 
     /// Creates a recording.
     public init(
-        appID: UUID, environment: AppStoreEnvironment, transactions: [PurchaseTransaction], user: String?,
-        movesClaims: Bool, deliversNew: Bool, requestID: String, now: Date
+        appID: UUID, store: Store = .appStore, environment: StoreEnvironment, transactions: [PurchaseTransaction],
+        user: String?, movesClaims: Bool, deliversNew: Bool, requestID: String, now: Date
     ) {
         self.appID = appID
+        self.store = store
         self.environment = environment
         self.transactions = transactions
         self.user = user
@@ -103,8 +109,8 @@ public struct LedgerRecording: Sendable {
     /// ``mayDeliver(_:)``.
     public func newEntry(_ transaction: PurchaseTransaction, claimant: String?) -> LedgerEntry {
         var entry = LedgerEntry(
-            appID: appID, environment: environment, transaction: transaction, claimant: claimant, firstSeenAt: now,
-            lastSeenAt: now, firstRequestID: requestID, deliveredAt: nil)
+            appID: appID, store: store, environment: environment, transaction: transaction, claimant: claimant,
+            firstSeenAt: now, lastSeenAt: now, firstRequestID: requestID, deliveredAt: nil)
         if deliversNew && mayDeliver(entry) { entry.deliveredAt = now }
         return entry
     }

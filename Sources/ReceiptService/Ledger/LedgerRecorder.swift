@@ -214,7 +214,7 @@ extension LedgerRecorder {
         // before is left out (its outcome, empty, reaches no one). A member taken stays taken if the group fails and
         // is recorded alone.
         let taken = recordings.indices.filter { recordings[$0].commitClaim?.begin() ?? true }
-        for ledger in byLedger(taken.map { (recordings[$0].appID, recordings[$0].environment) }) {
+        for ledger in byLedger(taken.map { (recordings[$0].appID, recordings[$0].store, recordings[$0].environment) }) {
             let indexes = ledger.map { taken[$0] }
             let members = indexes.map { recordings[$0] }
             let ledgerWriter = writer(members[0])
@@ -269,12 +269,13 @@ extension LedgerRecorder {
             now: recordings.map(\.now).max() ?? first.now, with: writer)
     }
 
-    /// The indexes of a group's members by app and environment (each in the group's order), apps and environments in
-    /// a fixed order, so that two servers' groups take their locks in one order.
-    public static func byLedger(_ ledgers: [(appID: UUID, environment: AppStoreEnvironment)]) -> [[Int]] {
+    /// The indexes of a group's members by app, store and environment (each in the group's order), ledgers in a fixed
+    /// order, so that two servers' groups take their locks in one order.
+    public static func byLedger(_ ledgers: [(appID: UUID, store: Store, environment: StoreEnvironment)]) -> [[Int]] {
         var indexes: [String: [Int]] = [:]
         for (index, ledger) in ledgers.enumerated() {
-            indexes["\(ledger.appID) \(ledger.environment.rawValue)", default: []].append(index)
+            indexes["\(ledger.appID) \(ledger.store.rawValue) \(ledger.environment.rawValue)", default: []].append(
+                index)
         }
         return indexes.keys.sorted().map { indexes[$0] ?? [] }
     }

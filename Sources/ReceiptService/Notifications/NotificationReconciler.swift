@@ -86,8 +86,8 @@ public struct NotificationReconciler: Sendable {
         }
         guard since < until else { throw ServiceError(.invalidArgument, "the start must be before the end") }
         let window = cursor.map { ($0.since, $0.until) } ?? (since.millisecondsSince1970, until.millisecondsSince1970)
-        let legs: [(bundleID: String, environment: AppStoreEnvironment)] = app.bundleIDs.flatMap { bundle in
-            [AppStoreEnvironment.production, .sandbox].filter { app.allowedEnvironments.contains($0) }.map {
+        let legs: [(bundleID: String, environment: StoreEnvironment)] = app.bundleIDs.flatMap { bundle in
+            [StoreEnvironment.production, .sandbox].filter { app.allowedEnvironments.contains($0) }.map {
                 (bundle.value, $0)
             }
         }

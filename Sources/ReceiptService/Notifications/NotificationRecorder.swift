@@ -19,7 +19,7 @@ public enum NotificationRecorder {
     ) async throws -> GroupOutcome {
         var outcomes = [Outcome](repeating: (.duplicate, false), count: records.count)
         var statusesChanged = false
-        for indexes in LedgerRecorder.byLedger(records.map { ($0.appID, $0.notification.environment) }) {
+        for indexes in LedgerRecorder.byLedger(records.map { ($0.appID, .appStore, $0.notification.environment) }) {
             let members = indexes.map { records[$0] }
             let recorded = try await record(members, with: writer(members[0]))
             for (index, outcome) in zip(indexes, recorded.outcomes) { outcomes[index] = outcome }

@@ -24,13 +24,13 @@ public struct NotificationSetup: Sendable {
     }
 
     /// Has Apple send a test notification to the app's URL in `environment`; Apple's token.
-    func requestTest(_ app: App, environment: AppStoreEnvironment, tenancy: TenancyService) async throws -> String {
+    func requestTest(_ app: App, environment: StoreEnvironment, tenancy: TenancyService) async throws -> String {
         try await storeKit.requestTestNotification(
             environment: environment, credentials: try credentials(of: app, tenancy: tenancy))
     }
 
     /// Apple's attempts at test notification `token` so far.
-    func testStatus(_ app: App, token: String, environment: AppStoreEnvironment, tenancy: TenancyService)
+    func testStatus(_ app: App, token: String, environment: StoreEnvironment, tenancy: TenancyService)
         async throws -> [String]
     {
         try await storeKit.testNotificationStatus(

@@ -55,7 +55,7 @@ extension SubscriptionStatus {
     /// so it replaces only a status signed no later, and the expiry is the later of the latest period's and the
     /// renewal info's `renewalDate`.
     public init?(
-        renewal: JSONObject, purchases: [PurchaseTransaction], appID: UUID, environment: AppStoreEnvironment,
+        renewal: JSONObject, purchases: [PurchaseTransaction], appID: UUID, environment: StoreEnvironment,
         now: Date
     ) {
         guard let original = renewal["originalTransactionId"]?.stringValue, !original.isEmpty,

@@ -26,8 +26,10 @@ public struct SubscriptionStatus: Sendable, Equatable {
 
     /// The app.
     public var appID: UUID
+    /// The store.
+    public var store: Store
     /// The environment.
-    public var environment: AppStoreEnvironment
+    public var environment: StoreEnvironment
     /// The subscription's original transaction.
     public var originalTransactionID: String
     /// The product of its latest transaction.
@@ -55,14 +57,15 @@ public struct SubscriptionStatus: Sendable, Equatable {
 
     /// Creates a status.
     public init(
-        appID: UUID, environment: AppStoreEnvironment, originalTransactionID: String, productID: String,
-        state: State, expiresDate: Int64?, gracePeriodExpiresDate: Int64? = nil, autoRenews: Bool? = nil,
-        autoRenewProductID: String? = nil, asOf: Int64, updatedAt: Date, billingIssueDetectedAt: Int64? = nil,
-        unsubscribeDetectedAt: Int64? = nil
+        appID: UUID, store: Store = .appStore, environment: StoreEnvironment, originalTransactionID: String,
+        productID: String, state: State, expiresDate: Int64?, gracePeriodExpiresDate: Int64? = nil,
+        autoRenews: Bool? = nil, autoRenewProductID: String? = nil, asOf: Int64, updatedAt: Date,
+        billingIssueDetectedAt: Int64? = nil, unsubscribeDetectedAt: Int64? = nil
     ) {
         self.billingIssueDetectedAt = billingIssueDetectedAt
         self.unsubscribeDetectedAt = unsubscribeDetectedAt
         self.appID = appID
+        self.store = store
         self.environment = environment
         self.originalTransactionID = originalTransactionID
         self.productID = productID

@@ -35,7 +35,7 @@ public final class SubscriptionStatusView: Sendable {
 
     /// The statuses of these original transactions of the app, in the order of `originals` (each in every
     /// environment it has one, or only in `environment`).
-    public func statuses(appID: UUID, originals: [String], environment: AppStoreEnvironment? = nil) async throws
+    public func statuses(appID: UUID, originals: [String], environment: StoreEnvironment? = nil) async throws
         -> [SubscriptionStatus]
     {
         guard !originals.isEmpty else { return [] }

@@ -19,7 +19,7 @@ public struct AppleFinishTask: Sendable, Equatable {
     /// The app whose ledger holds the transaction.
     public var appID: UUID
     /// The environment the transaction was made in (Apple's Finish Transaction is asked of that environment).
-    public var environment: AppStoreEnvironment
+    public var environment: StoreEnvironment
     /// The transaction.
     public var transactionID: String
     /// Attempts made so far.
@@ -29,7 +29,7 @@ public struct AppleFinishTask: Sendable, Equatable {
 
     /// Creates a task.
     public init(
-        appID: UUID, environment: AppStoreEnvironment, transactionID: String, attempts: Int, confirmedAt: Date
+        appID: UUID, environment: StoreEnvironment, transactionID: String, attempts: Int, confirmedAt: Date
     ) {
         self.appID = appID
         self.environment = environment

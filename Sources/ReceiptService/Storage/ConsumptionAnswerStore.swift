@@ -20,7 +20,7 @@ public protocol ConsumptionAnswerStore: StoreLifecycle {
     /// Keeps what the backend reported of the use of transactions of the app's ledger (in `environment`, or any);
     /// returns the ids it holds (the others are unknown).
     func reportConsumption(
-        appID: UUID, environment: AppStoreEnvironment?, transactionIDs: [String], report: ConsumptionReport
+        appID: UUID, environment: StoreEnvironment?, transactionIDs: [String], report: ConsumptionReport
     ) async throws -> Set<String>
     /// The answers of the app's latest refund requests, newest first.
     func consumptionAnswers(appID: UUID, limit: Int) async throws -> [ConsumptionAnswerStatus]
@@ -29,7 +29,7 @@ public protocol ConsumptionAnswerStore: StoreLifecycle {
 /// A refund request to answer.
 public struct ConsumptionAnswerTask: Sendable, Equatable {
     public var appID: UUID
-    public var environment: AppStoreEnvironment
+    public var environment: StoreEnvironment
     /// The transaction Apple asks about.
     public var transactionID: String
     /// Attempts made so far.
@@ -39,7 +39,7 @@ public struct ConsumptionAnswerTask: Sendable, Equatable {
 
     /// Creates a task.
     public init(
-        appID: UUID, environment: AppStoreEnvironment, transactionID: String, attempts: Int, requestedAt: Date
+        appID: UUID, environment: StoreEnvironment, transactionID: String, attempts: Int, requestedAt: Date
     ) {
         self.appID = appID
         self.environment = environment
@@ -61,7 +61,7 @@ public enum ConsumptionAnswerOutcome: Sendable, Equatable {
 
 /// A refund request's answer, as the CLI and the account screen show it.
 public struct ConsumptionAnswerStatus: Sendable, Equatable {
-    public var environment: AppStoreEnvironment
+    public var environment: StoreEnvironment
     public var transactionID: String
     /// How many times Apple asked.
     public var requests: Int
@@ -78,7 +78,7 @@ public struct ConsumptionAnswerStatus: Sendable, Equatable {
 
     /// Creates a status.
     public init(
-        environment: AppStoreEnvironment, transactionID: String, requests: Int, firstRequestedAt: Date, state: String?,
+        environment: StoreEnvironment, transactionID: String, requests: Int, firstRequestedAt: Date, state: String?,
         attempts: Int, body: String?, appleStatus: Int?, lastError: String?, answeredAt: Date?
     ) {
         self.environment = environment

@@ -20,7 +20,7 @@ public protocol LedgerStore: StoreLifecycle {
     /// (``AppleFinishStore``), in the same statement (Xcode's test transactions excepted: Apple's servers never saw
     /// them); returns every one of them found, delivered then or before (a revoked one as it is).
     func confirmDelivery(
-        appID: UUID, environment: AppStoreEnvironment?, transactionIDs: [String], at date: Date,
+        appID: UUID, environment: StoreEnvironment?, transactionIDs: [String], at date: Date,
         finishingWithApple: Bool
     ) async throws -> [LedgerEntry]
     /// Marks delivered at `date` every transaction of the app that an answer in `confirm` mode said to deliver and the
@@ -44,7 +44,7 @@ public protocol LedgerStore: StoreLifecycle {
     /// that keeps what it told and inserts a `customer.entitlements_changed` event for each user whose entitlements
     /// changed (a catalog that grants none leaves them due no more); returns the events.
     func tellCustomers(
-        appID: UUID, environment: AppStoreEnvironment, users: [String], catalog: [CatalogProduct]?, at now: Date
+        appID: UUID, environment: StoreEnvironment, users: [String], catalog: [CatalogProduct]?, at now: Date
     ) async throws -> [WebhookEvent]
 }
 
@@ -53,12 +53,12 @@ public struct DueCustomer: Sendable, Hashable {
     /// The app.
     public var appID: UUID
     /// The environment.
-    public var environment: AppStoreEnvironment
+    public var environment: StoreEnvironment
     /// The app's user.
     public var user: String
 
     /// Creates one.
-    public init(appID: UUID, environment: AppStoreEnvironment, user: String) {
+    public init(appID: UUID, environment: StoreEnvironment, user: String) {
         self.appID = appID
         self.environment = environment
         self.user = user

@@ -104,7 +104,7 @@ public struct ReceivedNotification: Sendable, Equatable {
     public var type: String
     public var subtype: String?
     /// Where it was signed for.
-    public var environment: AppStoreEnvironment
+    public var environment: StoreEnvironment
     /// When Apple signed it.
     public var signedDate: Date
     /// When it was recorded here.
@@ -114,7 +114,7 @@ public struct ReceivedNotification: Sendable, Equatable {
 
     /// Creates one.
     public init(
-        uuid: String, type: String, subtype: String?, environment: AppStoreEnvironment, signedDate: Date,
+        uuid: String, type: String, subtype: String?, environment: StoreEnvironment, signedDate: Date,
         receivedAt: Date, source: String
     ) {
         self.uuid = uuid

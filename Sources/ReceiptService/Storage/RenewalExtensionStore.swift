@@ -45,7 +45,7 @@ public struct RenewalExtensionRecord: Sendable, Equatable {
 
     public var appID: UUID
     public var requestIdentifier: String
-    public var environment: AppStoreEnvironment
+    public var environment: StoreEnvironment
     /// The customer's subscription (one customer), or nil (mass).
     public var originalTransactionID: String?
     /// The product of a mass extension.
@@ -72,7 +72,7 @@ public struct RenewalExtensionRecord: Sendable, Equatable {
 
     /// Creates a record.
     public init(
-        appID: UUID, requestIdentifier: String, environment: AppStoreEnvironment, originalTransactionID: String?,
+        appID: UUID, requestIdentifier: String, environment: StoreEnvironment, originalTransactionID: String?,
         productID: String?, storefronts: [String] = [], days: Int, reason: RenewalExtension.Reason, state: State,
         effectiveDate: Int64? = nil, succeeded: Int? = nil, failed: Int? = nil, completeDate: Int64? = nil,
         error: String? = nil, actor: String, createdAt: Date, updatedAt: Date, nextPollAt: Date? = nil

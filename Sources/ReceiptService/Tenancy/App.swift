@@ -14,7 +14,7 @@ public struct App: Sendable, Hashable {
     /// The bundle IDs a receipt may carry, in the order given; at least one.
     public var bundleIDs: [BundleID]
     /// The App Store environments whose receipts are accepted.
-    public var allowedEnvironments: Set<AppStoreEnvironment>
+    public var allowedEnvironments: Set<StoreEnvironment>
     /// How receipts are verified.
     public var verificationMode: VerificationMode
     /// Apple's app-specific shared secret for `verifyReceipt`, sealed.
@@ -62,7 +62,7 @@ public struct App: Sendable, Hashable {
     /// Creates an app value.
     public init(
         id: UUID, accountID: UUID, token: String, name: String, bundleIDs: [BundleID],
-        allowedEnvironments: Set<AppStoreEnvironment>, verificationMode: VerificationMode,
+        allowedEnvironments: Set<StoreEnvironment>, verificationMode: VerificationMode,
         sharedSecret: SealedSecret?, appStoreServerCredentials: AppStoreServerCredentials?,
         resultCipher: ResultCipher, resultKey: SealedSecret, allowsTestData: Bool, isEnabled: Bool,
         claimsPolicy: ClaimsPolicy = AppDefaults.claimsPolicy, deliveryMode: DeliveryMode = AppDefaults.deliveryMode,

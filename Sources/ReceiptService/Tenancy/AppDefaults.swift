@@ -6,7 +6,7 @@ public enum AppDefaults {
     /// Production and the sandbox: App Review and TestFlight purchase in the sandbox, so an app that refused it
     /// could not pass review. Each `transactions` entry says its `environment` for a backend that delivers
     /// production purchases only (docs/api.md, "Transactions: what to deliver").
-    public static let allowedEnvironments: Set<AppStoreEnvironment> = [.production, .sandbox]
+    public static let allowedEnvironments: Set<StoreEnvironment> = [.production, .sandbox]
     /// Verified here, offline.
     public static let verificationMode = VerificationMode.local
     /// `aes-256-cbc`, the layout every client recipe decrypts.

@@ -91,7 +91,7 @@ public struct AppSettings: Sendable {
     struct Parsed {
         var name: String?
         var bundleIDs: [BundleID]?
-        var allowedEnvironments: Set<AppStoreEnvironment>?
+        var allowedEnvironments: Set<StoreEnvironment>?
         var verificationMode: VerificationMode?
         /// `.some(nil)` removes the secret.
         var sharedSecret: String??
@@ -142,7 +142,7 @@ public struct AppSettings: Sendable {
             }
             parsed.allowedEnvironments = Set(
                 try allowedEnvironments.map { text in
-                    guard let environment = AppStoreEnvironment(configurationName: text), environment != .xcode else {
+                    guard let environment = StoreEnvironment(configurationName: text), environment != .xcode else {
                         throw ServiceError(
                             .invalidArgument,
                             "unknown environment '\(Validation.printable(text))': expected production or sandbox")

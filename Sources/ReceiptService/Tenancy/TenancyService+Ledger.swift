@@ -55,7 +55,7 @@ extension TenancyService {
     /// What a user of the app (or, with no user, the holder of an original transaction) may use now, in
     /// `environment` (nil: their production facts, else sandbox), and the ledger rows it was computed from.
     public func customer(
-        token: String, user: String?, originalTransactionID: String?, environment: AppStoreEnvironment?
+        token: String, user: String?, originalTransactionID: String?, environment: StoreEnvironment?
     ) async throws -> (view: CustomerView, rows: [LedgerEntry]) {
         let app = try await app(token: token)
         let subject = try CustomerLookup.Subject(user: user, originalTransactionID: originalTransactionID, app: app)

@@ -9,7 +9,7 @@ extension TenancyService {
     ///   - environments: the environments whose events it takes; empty: every one.
     ///   - eventTypes: exact types, `prefix.*`, or `*`.
     public func addWebhookEndpoint(
-        token: String, url: String, environments: Set<AppStoreEnvironment>, eventTypes: [String],
+        token: String, url: String, environments: Set<StoreEnvironment>, eventTypes: [String],
         forwardsSignedPayload: Bool
     ) async throws -> (endpoint: WebhookEndpoint, secret: String) {
         let app = try await app(token: token)

@@ -11,7 +11,7 @@ public struct WebhookEndpoint: Sendable, Equatable {
     /// Where deliveries are POSTed: `https://…` (or `http://…`).
     public var url: String
     /// The environments whose events it takes; empty takes every one.
-    public var environments: Set<AppStoreEnvironment>
+    public var environments: Set<StoreEnvironment>
     /// The event types it takes: exact types, `prefix.*`, or `*` for every type.
     public var eventTypes: [String]
     /// Whether a `notification` event carries Apple's own `signedPayload` too, for receivers that verify it
@@ -31,7 +31,7 @@ public struct WebhookEndpoint: Sendable, Equatable {
 
     /// Creates an endpoint.
     public init(
-        id: UUID, appID: UUID, url: String, environments: Set<AppStoreEnvironment>, eventTypes: [String],
+        id: UUID, appID: UUID, url: String, environments: Set<StoreEnvironment>, eventTypes: [String],
         forwardsSignedPayload: Bool, secret: SealedSecret, createdAt: Date, isEnabled: Bool = true,
         previousSecret: SealedSecret? = nil, previousSecretUntil: Date? = nil
     ) {
@@ -55,7 +55,7 @@ public struct WebhookEndpoint: Sendable, Equatable {
     public static func secretContext(_ id: UUID) -> String { "webhook:\(id.uuidString.lowercased()):secret" }
 
     /// Whether the endpoint takes events of `type` in `environment`.
-    public func accepts(type: String, environment: AppStoreEnvironment) -> Bool {
+    public func accepts(type: String, environment: StoreEnvironment) -> Bool {
         guard environments.isEmpty || environments.contains(environment) else { return false }
         return eventTypes.contains { pattern in
             pattern == "*" || pattern == type

@@ -38,7 +38,7 @@ public struct WebhookEvent: Sendable, Equatable {
     /// The app.
     public var appID: UUID
     /// The environment the event is about.
-    public var environment: AppStoreEnvironment
+    public var environment: StoreEnvironment
     /// Its type (a ``Kind``'s raw value).
     public var type: String
     /// When it happened here.
@@ -50,7 +50,7 @@ public struct WebhookEvent: Sendable, Equatable {
 
     /// Creates an event.
     public init(
-        id: UUID = UUID(), appID: UUID, environment: AppStoreEnvironment, kind: Kind, createdAt: Date,
+        id: UUID = UUID(), appID: UUID, environment: StoreEnvironment, kind: Kind, createdAt: Date,
         data: JSONObject, notificationUUID: String? = nil
     ) {
         self.id = id
@@ -64,7 +64,7 @@ public struct WebhookEvent: Sendable, Equatable {
 
     /// Creates an event from its stored parts.
     public init(
-        id: UUID, appID: UUID, environment: AppStoreEnvironment, type: String, createdAt: Date, data: JSONObject,
+        id: UUID, appID: UUID, environment: StoreEnvironment, type: String, createdAt: Date, data: JSONObject,
         notificationUUID: String?
     ) {
         self.id = id

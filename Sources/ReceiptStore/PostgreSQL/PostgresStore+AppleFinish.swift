@@ -41,7 +41,7 @@ extension PostgresStore: AppleFinishStore {
                 UPDATE ledger_transactions SET apple_finish = \(state),
                     apple_finish_attempts = apple_finish_attempts + 1, apple_finish_due_at = \(due),
                     apple_finish_error = \(error), apple_finished_at = \(finishedAt)
-                WHERE app_id = \(task.appID) AND environment = \(task.environment.rawValue)
+                WHERE app_id = \(task.appID) AND store = 'app_store' AND environment = \(task.environment.rawValue)
                     AND transaction_id = \(task.transactionID) AND apple_finish = 'pending'
                 """)
         }

@@ -33,7 +33,8 @@ extension PostgresStore: ConsumptionAnswerStore {
             let row = try await rows(
                 """
                 SELECT t.delivered_at, t.consumption_milli, t.consumption_delivery, t.consumption_reported_at
-                FROM ledger_transactions t WHERE t.app_id = \(task.appID) AND t.environment = \(environment)
+                FROM ledger_transactions t
+                WHERE t.app_id = \(task.appID) AND t.store = 'app_store' AND t.environment = \(environment)
                     AND t.transaction_id = \(task.transactionID)
                 """
             ).first
@@ -42,12 +43,13 @@ extension PostgresStore: ConsumptionAnswerStore {
                 try await rows(
                     """
                     SELECT count(*)::int8 AS n FROM ledger_transactions o
-                    JOIN ledger_transactions t ON t.app_id = o.app_id AND t.environment = o.environment
-                    LEFT JOIN ledger_claims tc ON tc.app_id = t.app_id AND tc.environment = t.environment
-                        AND tc.original_transaction_id = t.original_transaction_id
-                    LEFT JOIN ledger_claims oc ON oc.app_id = o.app_id AND oc.environment = o.environment
-                        AND oc.original_transaction_id = o.original_transaction_id
-                    WHERE t.app_id = \(task.appID) AND t.environment = \(environment)
+                    JOIN ledger_transactions t ON t.app_id = o.app_id AND t.store = o.store
+                        AND t.environment = o.environment
+                    LEFT JOIN ledger_claims tc ON tc.app_id = t.app_id AND tc.store = t.store
+                        AND tc.environment = t.environment AND tc.original_transaction_id = t.original_transaction_id
+                    LEFT JOIN ledger_claims oc ON oc.app_id = o.app_id AND oc.store = o.store
+                        AND oc.environment = o.environment AND oc.original_transaction_id = o.original_transaction_id
+                    WHERE t.app_id = \(task.appID) AND t.store = 'app_store' AND t.environment = \(environment)
                         AND t.transaction_id = \(task.transactionID)
                         AND o.transaction_id <> t.transaction_id AND o.revocation_date IS NOT NULL
                         AND (CASE WHEN tc.app_user_id IS NOT NULL THEN oc.app_user_id = tc.app_user_id
@@ -80,7 +82,7 @@ extension PostgresStore: ConsumptionAnswerStore {
     }
 
     public func reportConsumption(
-        appID: UUID, environment: AppStoreEnvironment?, transactionIDs: [String], report: ConsumptionReport
+        appID: UUID, environment: StoreEnvironment?, transactionIDs: [String], report: ConsumptionReport
     ) async throws -> Set<String> {
         guard !transactionIDs.isEmpty else { return [] }
         let environment = environment?.rawValue

@@ -31,13 +31,15 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
     }
 
     public func tellCustomers(
-        appID: UUID, environment: AppStoreEnvironment, users: [String], catalog: [CatalogProduct]?, at now: Date
+        appID: UUID, environment: StoreEnvironment, users: [String], catalog: [CatalogProduct]?, at now: Date
     ) async throws -> [WebhookEvent] {
         try await transaction { connection in
             try await CustomerChanges.tell(
                 users, appID: appID, environment: environment, catalog: catalog, at: now,
+                // A customer's facts span both stores: telling reads no ledger by the writer's store.
                 with: PostgresLedgerWriter(
-                    store: self, connection: connection, appID: appID, environment: environment.rawValue))
+                    store: self, connection: connection, appID: appID, purchaseStore: Store.appStore.rawValue,
+                    environment: environment.rawValue))
         }
     }
 
@@ -46,7 +48,7 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
             let outcomes = try await LedgerRecorder.recordTogether(recordings) { recording in
                 PostgresLedgerWriter(
                     store: self, connection: connection, appID: recording.appID,
-                    environment: recording.environment.rawValue)
+                    purchaseStore: recording.store.rawValue, environment: recording.environment.rawValue)
             }
             if outcomes.contains(where: \.changed) { try await self.announceChange(on: connection) }
             if StoredForm.changesCustomers(recordings, outcomes.map(\.result)) {
@@ -61,7 +63,7 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
         try await transaction { connection in
             let writer = PostgresLedgerWriter(
                 store: self, connection: connection, appID: recording.appID,
-                environment: recording.environment.rawValue)
+                purchaseStore: recording.store.rawValue, environment: recording.environment.rawValue)
             let outcome = try await LedgerRecorder.record(recording, with: writer)
             if outcome.changed { try await self.announceChange(on: connection) }
             if StoredForm.changesCustomers([recording], [outcome.result]) {
@@ -76,7 +78,7 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
     func announceLedgerChange() {}
 
     public func confirmDelivery(
-        appID: UUID, environment: AppStoreEnvironment?, transactionIDs: [String], at date: Date,
+        appID: UUID, environment: StoreEnvironment?, transactionIDs: [String], at date: Date,
         finishingWithApple: Bool
     ) async throws -> [LedgerEntry] {
         let environment = environment?.rawValue
@@ -87,8 +89,9 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
             let updated = try await self.rows(
                 """
                 UPDATE ledger_transactions SET delivered_at = \(date),
-                    apple_finish = CASE WHEN environment <> 'Xcode' THEN \(finishState) END,
-                    apple_finish_due_at = CASE WHEN environment <> 'Xcode' THEN \(finishDue)::timestamptz END
+                    apple_finish = CASE WHEN store = 'app_store' AND environment <> 'Xcode' THEN \(finishState) END,
+                    apple_finish_due_at = CASE WHEN store = 'app_store' AND environment <> 'Xcode'
+                        THEN \(finishDue)::timestamptz END
                 WHERE app_id = \(appID) AND transaction_id = ANY(\(transactionIDs)) AND delivered_at IS NULL
                     AND revocation_date IS NULL AND (\(environment)::text IS NULL OR environment = \(environment))
                 RETURNING transaction_id
@@ -156,10 +159,11 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
             if let user {
                 try await self.rows(
                     """
-                    INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
-                    SELECT DISTINCT app_id, environment, original_transaction_id, \(user), \(date)
+                    INSERT INTO ledger_claims (app_id, store, environment, original_transaction_id, app_user_id,
+                        claimed_at)
+                    SELECT DISTINCT app_id, store, environment, original_transaction_id, \(user), \(date)
                     FROM ledger_transactions WHERE app_id = \(appID) AND original_transaction_id = \(originalTransactionID)
-                    ON CONFLICT (app_id, environment, original_transaction_id)
+                    ON CONFLICT (app_id, store, environment, original_transaction_id)
                     DO UPDATE SET app_user_id = excluded.app_user_id, claimed_at = excluded.claimed_at
                     """, on: connection)
             } else {
@@ -175,11 +179,14 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
     }
 }
 
-/// ``LedgerWriting`` on the connection of the transaction ``PostgresStore/record(_:)`` holds.
+/// ``LedgerWriting`` on the connection of the transaction ``PostgresStore/record(_:)`` holds: the ledger of one app,
+/// store and environment; a customer's facts and snapshot span both stores (the app and environment's).
 struct PostgresLedgerWriter: LedgerWriting {
     let store: PostgresStore
     let connection: PostgresConnection
     let appID: UUID
+    /// The store whose transactions, claims and statuses it writes (``Store``'s raw value).
+    let purchaseStore: String
     let environment: String
 
     func customerFacts(of user: String, limit: Int) async throws -> (
@@ -193,7 +200,7 @@ struct PostgresLedgerWriter: LedgerWriting {
         ).map(StoredForm.ledgerEntry)
         let statuses = try await store.rows(
             """
-            SELECT s.* FROM subscription_statuses s JOIN ledger_claims c ON c.app_id = s.app_id
+            SELECT s.* FROM subscription_statuses s JOIN ledger_claims c ON c.app_id = s.app_id AND c.store = s.store
                 AND c.environment = s.environment AND c.original_transaction_id = s.original_transaction_id
             WHERE s.app_id = \(appID) AND s.environment = \(environment) AND c.app_user_id = \(user)
             """, on: connection
@@ -241,7 +248,7 @@ struct PostgresLedgerWriter: LedgerWriting {
         let rows = try await store.rows(
             """
             SELECT original_transaction_id, app_user_id FROM ledger_claims
-            WHERE app_id = \(appID) AND environment = \(environment)
+            WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
                 AND original_transaction_id = ANY(\(originalTransactionIDs)::text[])
             ORDER BY original_transaction_id FOR UPDATE
             """, on: connection)
@@ -262,8 +269,8 @@ struct PostgresLedgerWriter: LedgerWriting {
             let users = claims.map(\.user)
             try await store.rows(
                 """
-                INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
-                SELECT \(appID), \(environment), c.original, c.app_user, \(date)
+                INSERT INTO ledger_claims (app_id, store, environment, original_transaction_id, app_user_id, claimed_at)
+                SELECT \(appID), \(purchaseStore), \(environment), c.original, c.app_user, \(date)
                 FROM UNNEST(\(claimed)::text[], \(users)::text[]) WITH ORDINALITY AS c(original, app_user, position)
                 ORDER BY c.original, c.position
                 ON CONFLICT DO NOTHING
@@ -276,7 +283,8 @@ struct PostgresLedgerWriter: LedgerWriting {
         try await store.rows(
             """
             UPDATE ledger_claims SET app_user_id = \(user), claimed_at = \(date)
-            WHERE app_id = \(appID) AND environment = \(environment) AND original_transaction_id = \(originalTransactionID)
+            WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
+                AND original_transaction_id = \(originalTransactionID)
             """, on: connection)
     }
 
@@ -317,13 +325,13 @@ struct PostgresLedgerWriter: LedgerWriting {
         let requests = entries.map(\.firstRequestID)
         let rows = try await store.rows(
             """
-            INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id, product_id,
+            INSERT INTO ledger_transactions (app_id, store, environment, transaction_id, original_transaction_id, product_id,
                 purchase_date, original_purchase_date, expires_date, quantity, web_order_line_item_id, ownership_type,
                 revocation_date, revocation_reason, revocation_type, revocation_percentage, first_seen_at,
                 last_seen_at, first_request_id, delivered_at, product_type, offer_type, offer_discount_type,
                 app_transaction_id, offer_period, billing_plan_type, commitment_period, commitment_periods,
                 commitment_expires_date, commitment_price)
-            SELECT \(appID), \(environment), t.id, t.original, t.product, NULLIF(t.purchased, \(none)),
+            SELECT \(appID), \(purchaseStore), \(environment), t.id, t.original, t.product, NULLIF(t.purchased, \(none)),
                 NULLIF(t.originally, \(none)), NULLIF(t.expires, \(none)), t.quantity, NULLIF(t.line_item, \(noText)),
                 NULLIF(t.ownership, \(noText)), NULLIF(t.revoked, \(none)), NULLIF(t.reason, \(none)),
                 NULLIF(t.type, \(noText)), NULLIF(t.percentage, \(none)), seen_at.at, seen_at.at, t.request,
@@ -357,7 +365,8 @@ struct PostgresLedgerWriter: LedgerWriting {
         let rows = try await store.rows(
             """
             \(unescaped: StoredForm.ledgerSelect)
-            WHERE t.app_id = \(appID) AND t.environment = \(environment) AND t.transaction_id = ANY(\(transactionIDs))
+            WHERE t.app_id = \(appID) AND t.store = \(purchaseStore) AND t.environment = \(environment)
+                AND t.transaction_id = ANY(\(transactionIDs))
             """, on: connection)
         for row in rows {
             let entry = try StoredForm.ledgerEntry(row)
@@ -370,8 +379,8 @@ struct PostgresLedgerWriter: LedgerWriting {
         !(try await store.rows(
             """
             UPDATE ledger_transactions SET delivered_at = \(date)
-            WHERE app_id = \(appID) AND environment = \(environment) AND transaction_id = \(transactionID)
-                AND delivered_at IS NULL
+            WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
+                AND transaction_id = \(transactionID) AND delivered_at IS NULL
             RETURNING transaction_id
             """, on: connection
         ).isEmpty)
@@ -384,14 +393,16 @@ struct PostgresLedgerWriter: LedgerWriting {
                 UPDATE ledger_transactions SET last_seen_at = \(date), revocation_date = \(revocation.revocationDate),
                     revocation_reason = \(revocation.revocationReason), revocation_type = \(revocation.revocationType),
                     revocation_percentage = \(revocation.revocationPercentage), revocation_as_of = \(revocation.signedDate)
-                WHERE app_id = \(appID) AND environment = \(environment) AND transaction_id = \(transactionID)
+                WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
+                    AND transaction_id = \(transactionID)
                     AND (revocation_as_of IS NULL OR revocation_as_of <= \(revocation.signedDate))
                 """, on: connection)
         } else {
             try await store.rows(
                 """
                 UPDATE ledger_transactions SET last_seen_at = \(date)
-                WHERE app_id = \(appID) AND environment = \(environment) AND transaction_id = \(transactionID)
+                WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
+                    AND transaction_id = \(transactionID)
                 """, on: connection)
         }
     }

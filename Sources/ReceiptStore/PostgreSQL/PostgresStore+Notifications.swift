@@ -34,7 +34,7 @@ extension PostgresStore: NotificationStore {
         -> PostgresLedgerWriter
     {
         PostgresLedgerWriter(
-            store: self, connection: connection, appID: record.appID,
+            store: self, connection: connection, appID: record.appID, purchaseStore: Store.appStore.rawValue,
             environment: record.notification.environment.rawValue)
     }
 
@@ -101,23 +101,24 @@ extension PostgresStore: NotificationStore {
         let (none, noText) = (Self.absentNumber, Self.absentText)
         try await rows(
             """
-            INSERT INTO subscription_statuses (app_id, environment, original_transaction_id, product_id, status,
-                expires_date, grace_period_expires_date, auto_renews, auto_renew_product_id, as_of, updated_at, due_at,
-                billing_issue_detected_at, unsubscribe_detected_at)
-            SELECT s.app_id, s.environment, s.original, s.product, s.status, NULLIF(s.expires, \(none)),
+            INSERT INTO subscription_statuses (app_id, store, environment, original_transaction_id, product_id,
+                status, expires_date, grace_period_expires_date, auto_renews, auto_renew_product_id, as_of, updated_at,
+                due_at, billing_issue_detected_at, unsubscribe_detected_at)
+            SELECT s.app_id, s.store, s.environment, s.original, s.product, s.status, NULLIF(s.expires, \(none)),
                 NULLIF(s.grace, \(none)), CASE s.renews WHEN 1 THEN true WHEN 0 THEN false END,
                 NULLIF(s.renew_product, \(noText)), s.as_of, s.updated_at, NULLIF(s.due, \(none)),
                 CASE WHEN s.status IN ('grace_period', 'billing_retry') THEN s.as_of END,
                 CASE WHEN s.renews = 0 THEN s.as_of END
-            FROM UNNEST(\(statuses.map(\.appID))::uuid[], \(statuses.map(\.environment.rawValue))::text[],
+            FROM UNNEST(\(statuses.map(\.appID))::uuid[], \(statuses.map(\.store.rawValue))::text[],
+                \(statuses.map(\.environment.rawValue))::text[],
                 \(statuses.map(\.originalTransactionID))::text[], \(statuses.map(\.productID))::text[],
                 \(statuses.map(\.state.rawValue))::text[], \(statuses.map { $0.expiresDate ?? none })::int8[],
                 \(statuses.map { $0.gracePeriodExpiresDate ?? none })::int8[],
                 \(statuses.map { $0.autoRenews.map { $0 ? Int64(1) : 0 } ?? none })::int8[],
                 \(statuses.map { $0.autoRenewProductID ?? noText })::text[], \(statuses.map(\.asOf))::int8[],
                 \(statuses.map(\.updatedAt))::timestamptz[], \(statuses.map { StoredForm.dueAt($0) ?? none })::int8[])
-                AS s(app_id, environment, original, product, status, expires, grace, renews, renew_product, as_of,
-                    updated_at, due)
+                AS s(app_id, store, environment, original, product, status, expires, grace, renews, renew_product,
+                    as_of, updated_at, due)
             \(unescaped: StoredForm.statusUpsert)
             """, on: connection)
     }
@@ -220,8 +221,8 @@ extension PostgresLedgerWriter: NotificationWriting {
             UPDATE ledger_transactions SET revocation_date = \(transaction?.revocationDate),
                 revocation_reason = \(transaction?.revocationReason), revocation_type = \(transaction?.revocationType),
                 revocation_percentage = \(transaction?.revocationPercentage), revocation_as_of = \(asOf)
-            WHERE app_id = \(appID) AND environment = \(environment) AND transaction_id = \(transactionID)
-                AND (revocation_as_of IS NULL OR revocation_as_of <= \(asOf))
+            WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
+                AND transaction_id = \(transactionID) AND (revocation_as_of IS NULL OR revocation_as_of <= \(asOf))
             RETURNING transaction_id
             """, on: connection
         ).isEmpty)
@@ -235,7 +236,7 @@ extension PostgresLedgerWriter: NotificationWriting {
         for row in try await store.rows(
             """
             SELECT * FROM subscription_statuses
-            WHERE app_id = \(appID) AND environment = \(environment)
+            WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
                 AND original_transaction_id = ANY(\(originalTransactionIDs))
             ORDER BY original_transaction_id FOR UPDATE
             """, on: connection)

@@ -240,14 +240,18 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
     /// A key for `pg_advisory_xact_lock` that serializes migrations across servers.
     static let migrationLockKey = 0x5256_4D49_4752  // "RVMIGR"
 
-    public func migrate() async throws {
+    public func migrate() async throws { try await migrate(through: nil) }
+
+    /// Applies the migrations not yet applied, up to version `last` (nil: every one; a test stops earlier to write
+    /// rows as an older version did).
+    func migrate(through last: Int?) async throws {
         try await transaction { connection in
             try await self.rows("SELECT pg_advisory_xact_lock(\(Self.migrationLockKey))", on: connection)
             for statement in self.script.preamble {
                 try await self.rows(PostgresQuery(unsafeSQL: statement), on: connection)
             }
         }
-        for migration in script.migrations {
+        for migration in script.migrations where last.map({ migration.version <= $0 }) ?? true {
             try await transaction { connection in
                 try await self.rows("SELECT pg_advisory_xact_lock(\(Self.migrationLockKey))", on: connection)
                 let applied = try await self.rows(

@@ -449,3 +449,21 @@ ALTER TABLE ledger_transactions ADD COLUMN commitment_period INTEGER;
 ALTER TABLE ledger_transactions ADD COLUMN commitment_periods INTEGER;
 ALTER TABLE ledger_transactions ADD COLUMN commitment_expires_date BIGINT;
 ALTER TABLE ledger_transactions ADD COLUMN commitment_price BIGINT;
+
+-- version: 22 The store is a dimension of the ledger's key: every transaction, claim and subscription status is the
+-- App Store's or Google Play's (store: app_store, google_play); the rows before it are the App Store's
+ALTER TABLE ledger_transactions ADD COLUMN store TEXT NOT NULL DEFAULT 'app_store'
+    CHECK (store IN ('app_store', 'google_play'));
+ALTER TABLE ledger_transactions ALTER COLUMN store DROP DEFAULT;
+ALTER TABLE ledger_transactions DROP CONSTRAINT ledger_transactions_pkey;
+ALTER TABLE ledger_transactions ADD PRIMARY KEY (app_id, store, environment, transaction_id);
+ALTER TABLE ledger_claims ADD COLUMN store TEXT NOT NULL DEFAULT 'app_store'
+    CHECK (store IN ('app_store', 'google_play'));
+ALTER TABLE ledger_claims ALTER COLUMN store DROP DEFAULT;
+ALTER TABLE ledger_claims DROP CONSTRAINT ledger_claims_pkey;
+ALTER TABLE ledger_claims ADD PRIMARY KEY (app_id, store, environment, original_transaction_id);
+ALTER TABLE subscription_statuses ADD COLUMN store TEXT NOT NULL DEFAULT 'app_store'
+    CHECK (store IN ('app_store', 'google_play'));
+ALTER TABLE subscription_statuses ALTER COLUMN store DROP DEFAULT;
+ALTER TABLE subscription_statuses DROP CONSTRAINT subscription_statuses_pkey;
+ALTER TABLE subscription_statuses ADD PRIMARY KEY (app_id, store, environment, original_transaction_id);

@@ -34,7 +34,8 @@ extension SQLiteStore: AppleFinishStore {
                 """
                 UPDATE ledger_transactions SET apple_finish = ?, apple_finish_attempts = apple_finish_attempts + 1,
                     apple_finish_due_at = ?, apple_finish_error = ?, apple_finished_at = ?
-                WHERE app_id = ? AND environment = ? AND transaction_id = ? AND apple_finish = 'pending'
+                WHERE app_id = ? AND store = 'app_store' AND environment = ? AND transaction_id = ?
+                    AND apple_finish = 'pending'
                 """,
                 [
                     .text(state), .millis(due), error.map { .text($0) } ?? .null,

@@ -31,19 +31,21 @@ extension SQLiteStore: ConsumptionAnswerStore {
             let row = try await self.query(
                 """
                 SELECT t.delivered_at, t.consumption_milli, t.consumption_delivery, t.consumption_reported_at
-                FROM ledger_transactions t WHERE t.app_id = ? AND t.environment = ? AND t.transaction_id = ?
+                FROM ledger_transactions t
+                WHERE t.app_id = ? AND t.store = 'app_store' AND t.environment = ? AND t.transaction_id = ?
                 """, binds
             ).first
             // The customer: the claimant of the transaction's original transaction, else that original alone.
             let refunds = try await self.count(
                 """
                 SELECT count(*) AS n FROM ledger_transactions o
-                JOIN ledger_transactions t ON t.app_id = o.app_id AND t.environment = o.environment
-                LEFT JOIN ledger_claims tc ON tc.app_id = t.app_id AND tc.environment = t.environment
-                    AND tc.original_transaction_id = t.original_transaction_id
-                LEFT JOIN ledger_claims oc ON oc.app_id = o.app_id AND oc.environment = o.environment
-                    AND oc.original_transaction_id = o.original_transaction_id
-                WHERE t.app_id = ? AND t.environment = ? AND t.transaction_id = ?
+                JOIN ledger_transactions t ON t.app_id = o.app_id AND t.store = o.store
+                    AND t.environment = o.environment
+                LEFT JOIN ledger_claims tc ON tc.app_id = t.app_id AND tc.store = t.store
+                    AND tc.environment = t.environment AND tc.original_transaction_id = t.original_transaction_id
+                LEFT JOIN ledger_claims oc ON oc.app_id = o.app_id AND oc.store = o.store
+                    AND oc.environment = o.environment AND oc.original_transaction_id = o.original_transaction_id
+                WHERE t.app_id = ? AND t.store = 'app_store' AND t.environment = ? AND t.transaction_id = ?
                     AND o.transaction_id <> t.transaction_id AND o.revocation_date IS NOT NULL
                     AND (CASE WHEN tc.app_user_id IS NOT NULL THEN oc.app_user_id = tc.app_user_id
                         ELSE o.original_transaction_id = t.original_transaction_id END)
@@ -77,7 +79,7 @@ extension SQLiteStore: ConsumptionAnswerStore {
     }
 
     public func reportConsumption(
-        appID: UUID, environment: AppStoreEnvironment?, transactionIDs: [String], report: ConsumptionReport
+        appID: UUID, environment: StoreEnvironment?, transactionIDs: [String], report: ConsumptionReport
     ) async throws -> Set<String> {
         guard !transactionIDs.isEmpty else { return [] }
         let environment: SQLiteData = environment.map { .text($0.rawValue) } ?? .null

@@ -25,12 +25,14 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
     }
 
     public func tellCustomers(
-        appID: UUID, environment: AppStoreEnvironment, users: [String], catalog: [CatalogProduct]?, at now: Date
+        appID: UUID, environment: StoreEnvironment, users: [String], catalog: [CatalogProduct]?, at now: Date
     ) async throws -> [WebhookEvent] {
         try await transaction {
             try await CustomerChanges.tell(
                 users, appID: appID, environment: environment, catalog: catalog, at: now,
-                with: SQLiteLedgerWriter(store: self, appID: appID, environment: environment))
+                // A customer's facts span both stores: telling reads no ledger by the writer's store.
+                with: SQLiteLedgerWriter(
+                    store: self, appID: appID, purchaseStore: .appStore, environment: environment))
         }
     }
 
@@ -53,11 +55,12 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
     }
 
     private func ledgerWriter(_ recording: LedgerRecording) -> SQLiteLedgerWriter {
-        SQLiteLedgerWriter(store: self, appID: recording.appID, environment: recording.environment)
+        SQLiteLedgerWriter(
+            store: self, appID: recording.appID, purchaseStore: recording.store, environment: recording.environment)
     }
 
     public func confirmDelivery(
-        appID: UUID, environment: AppStoreEnvironment?, transactionIDs: [String], at date: Date,
+        appID: UUID, environment: StoreEnvironment?, transactionIDs: [String], at date: Date,
         finishingWithApple: Bool
     ) async throws -> [LedgerEntry] {
         let environment: SQLiteData = environment.map { .text($0.rawValue) } ?? .null
@@ -70,8 +73,8 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
                 let confirmed = try await self.query(
                     """
                     UPDATE ledger_transactions SET delivered_at = ?,
-                        apple_finish = CASE WHEN ? AND environment <> 'Xcode' THEN 'pending' END,
-                        apple_finish_due_at = CASE WHEN ? AND environment <> 'Xcode' THEN ? END
+                        apple_finish = CASE WHEN ? AND store = 'app_store' AND environment <> 'Xcode' THEN 'pending' END,
+                        apple_finish_due_at = CASE WHEN ? AND store = 'app_store' AND environment <> 'Xcode' THEN ? END
                     WHERE app_id = ? AND transaction_id IN (\(list)) AND delivered_at IS NULL
                         AND revocation_date IS NULL AND (? IS NULL OR environment = ?)
                     RETURNING transaction_id
@@ -141,26 +144,31 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
         -> Bool
     {
         let found = try await transaction {
-            let environments = try await self.query(
+            let ledgers = try await self.query(
                 """
-                SELECT DISTINCT environment FROM ledger_transactions WHERE app_id = ? AND original_transaction_id = ?
+                SELECT DISTINCT store, environment FROM ledger_transactions
+                WHERE app_id = ? AND original_transaction_id = ?
                 """, [.uuid(appID), .text(originalTransactionID)])
-            guard !environments.isEmpty else { return false }
-            for row in environments {
+            guard !ledgers.isEmpty else { return false }
+            for row in ledgers {
+                let store = try row.require("store")
                 let environment = try row.require("environment")
                 if let user {
                     _ = try await self.query(
                         """
-                        INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
-                        VALUES (?, ?, ?, ?, ?)
-                        ON CONFLICT (app_id, environment, original_transaction_id)
+                        INSERT INTO ledger_claims (app_id, store, environment, original_transaction_id, app_user_id,
+                            claimed_at)
+                        VALUES (?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (app_id, store, environment, original_transaction_id)
                         DO UPDATE SET app_user_id = excluded.app_user_id, claimed_at = excluded.claimed_at
-                        """, [.uuid(appID), environment, .text(originalTransactionID), .text(user), .millis(date)])
+                        """,
+                        [.uuid(appID), store, environment, .text(originalTransactionID), .text(user), .millis(date)])
                 } else {
                     _ = try await self.query(
                         """
-                        DELETE FROM ledger_claims WHERE app_id = ? AND environment = ? AND original_transaction_id = ?
-                        """, [.uuid(appID), environment, .text(originalTransactionID)])
+                        DELETE FROM ledger_claims
+                        WHERE app_id = ? AND store = ? AND environment = ? AND original_transaction_id = ?
+                        """, [.uuid(appID), store, environment, .text(originalTransactionID)])
                 }
             }
             return true
@@ -175,25 +183,29 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
     }
 }
 
-/// ``LedgerWriting`` on the store's one connection, inside the transaction ``SQLiteStore/record(_:)`` holds.
+/// ``LedgerWriting`` on the store's one connection, inside the transaction ``SQLiteStore/record(_:)`` holds: the
+/// ledger of one app, store and environment; a customer's facts and snapshot span both stores (the app and
+/// environment's).
 struct SQLiteLedgerWriter: LedgerWriting {
     let store: SQLiteStore
     let appID: UUID
-    let environment: AppStoreEnvironment
+    /// The store whose transactions, claims and statuses it writes.
+    let purchaseStore: Store
+    let environment: StoreEnvironment
 
     func customerFacts(of user: String, limit: Int) async throws -> (
         entries: [LedgerEntry], statuses: [SubscriptionStatus]
     ) {
         let entries = try await store.query(
             "\(StoredForm.ledgerSelect) WHERE t.app_id = ? AND t.environment = ? AND c.app_user_id = ? LIMIT ?",
-            key + [.text(user), .integer(limit)]
+            customerKey + [.text(user), .integer(limit)]
         ).map(StoredForm.ledgerEntry)
         let statuses = try await store.query(
             """
-            SELECT s.* FROM subscription_statuses s JOIN ledger_claims c ON c.app_id = s.app_id
+            SELECT s.* FROM subscription_statuses s JOIN ledger_claims c ON c.app_id = s.app_id AND c.store = s.store
                 AND c.environment = s.environment AND c.original_transaction_id = s.original_transaction_id
             WHERE s.app_id = ? AND s.environment = ? AND c.app_user_id = ?
-            """, key + [.text(user)]
+            """, customerKey + [.text(user)]
         ).map(StoredForm.subscriptionStatus)
         return (entries, statuses)
     }
@@ -204,7 +216,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
                 """
                 UPDATE customer_snapshots SET next_change_at = NULL
                 WHERE app_id = ? AND environment = ? AND app_user_id IN (\(SQLiteStore.placeholders(chunk.count)))
-                """, key + chunk.map { .text($0) })
+                """, customerKey + chunk.map { .text($0) })
         }
     }
 
@@ -214,10 +226,10 @@ struct SQLiteLedgerWriter: LedgerWriting {
             """
             INSERT INTO customer_snapshots (app_id, environment, app_user_id, updated_at) VALUES (?, ?, ?, ?)
             ON CONFLICT DO NOTHING
-            """, key + [.text(user), .millis(date)])
+            """, customerKey + [.text(user), .millis(date)])
         return try await store.query(
             "SELECT entitlements FROM customer_snapshots WHERE app_id = ? AND environment = ? AND app_user_id = ?",
-            key + [.text(user)]
+            customerKey + [.text(user)]
         ).first?.optionalText("entitlements")
     }
 
@@ -229,11 +241,15 @@ struct SQLiteLedgerWriter: LedgerWriting {
             UPDATE customer_snapshots SET entitlements = ?, next_change_at = ?, updated_at = ?
             WHERE app_id = ? AND environment = ? AND app_user_id = ?
             """,
-            [.text(entitlements), nextChangeAt.map { .integer(Int($0)) } ?? .null, .millis(date)] + key
+            [.text(entitlements), nextChangeAt.map { .integer(Int($0)) } ?? .null, .millis(date)] + customerKey
                 + [.text(user)])
     }
 
-    var key: [SQLiteData] { [.uuid(appID), .text(environment.rawValue)] }
+    /// The ledger's key (`app_id = ? AND store = ? AND environment = ?`).
+    var key: [SQLiteData] { [.uuid(appID), .text(purchaseStore.rawValue), .text(environment.rawValue)] }
+
+    /// A customer's key (`app_id = ? AND environment = ?`), across stores.
+    var customerKey: [SQLiteData] { [.uuid(appID), .text(environment.rawValue)] }
 
     /// Each statement is a hop to the connection's thread and back: one read per chunk of
     /// ``StoredForm/ledgerChunk``.
@@ -243,7 +259,8 @@ struct SQLiteLedgerWriter: LedgerWriting {
             let rows = try await store.query(
                 """
                 SELECT original_transaction_id, app_user_id FROM ledger_claims
-                WHERE app_id = ? AND environment = ? AND original_transaction_id IN (\(SQLiteStore.placeholders(chunk.count)))
+                WHERE app_id = ? AND store = ? AND environment = ?
+                    AND original_transaction_id IN (\(SQLiteStore.placeholders(chunk.count)))
                 """, key + chunk.map { .text($0) })
             for row in rows {
                 claimants[try row.text("original_transaction_id")] = try row.text("app_user_id")
@@ -259,8 +276,8 @@ struct SQLiteLedgerWriter: LedgerWriting {
         for chunk in claims.chunked(StoredForm.ledgerChunk) {
             _ = try await store.query(
                 """
-                INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
-                VALUES \(Array(repeating: "(?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", "))
+                INSERT INTO ledger_claims (app_id, store, environment, original_transaction_id, app_user_id, claimed_at)
+                VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", "))
                 ON CONFLICT DO NOTHING
                 """, chunk.flatMap { key + [.text($0.original), .text($0.user), .millis(date)] })
         }
@@ -271,7 +288,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
         _ = try await store.query(
             """
             UPDATE ledger_claims SET app_user_id = ?, claimed_at = ?
-            WHERE app_id = ? AND environment = ? AND original_transaction_id = ?
+            WHERE app_id = ? AND store = ? AND environment = ? AND original_transaction_id = ?
             """, [.text(user), .millis(date)] + key + [.text(originalTransactionID)])
     }
 
@@ -281,7 +298,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
         for chunk in entries.chunked(StoredForm.ledgerChunk) {
             let rows = try await store.query(
                 """
-                INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id, product_id,
+                INSERT INTO ledger_transactions (app_id, store, environment, transaction_id, original_transaction_id, product_id,
                     purchase_date, original_purchase_date, expires_date, quantity, web_order_line_item_id, ownership_type,
                     revocation_date, revocation_reason, revocation_type, revocation_percentage, first_seen_at,
                     last_seen_at, first_request_id, delivered_at, product_type, offer_type, offer_discount_type,
@@ -295,9 +312,9 @@ struct SQLiteLedgerWriter: LedgerWriting {
         return inserted
     }
 
-    private static let rowPlaceholders = "(" + Array(repeating: "?", count: 29).joined(separator: ", ") + ")"
+    private static let rowPlaceholders = "(" + Array(repeating: "?", count: 30).joined(separator: ", ") + ")"
 
-    /// The 29 values of an entry's row, in the insert's column order.
+    /// The 30 values of an entry's row, in the insert's column order.
     private func values(_ entry: LedgerEntry) -> [SQLiteData] {
         let transaction = entry.transaction
         let optional: (Int64?) -> SQLiteData = { $0.map { .integer(Int($0)) } ?? .null }
@@ -327,7 +344,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
             let rows = try await store.query(
                 """
                 \(StoredForm.ledgerSelect)
-                WHERE t.app_id = ? AND t.environment = ? AND t.transaction_id IN (\(SQLiteStore.placeholders(chunk.count)))
+                WHERE t.app_id = ? AND t.store = ? AND t.environment = ? AND t.transaction_id IN (\(SQLiteStore.placeholders(chunk.count)))
                 """, key + chunk.map { .text($0) })
             for row in rows {
                 let entry = try StoredForm.ledgerEntry(row)
@@ -341,7 +358,8 @@ struct SQLiteLedgerWriter: LedgerWriting {
         !(try await store.query(
             """
             UPDATE ledger_transactions SET delivered_at = ?
-            WHERE app_id = ? AND environment = ? AND transaction_id = ? AND delivered_at IS NULL RETURNING transaction_id
+            WHERE app_id = ? AND store = ? AND environment = ? AND transaction_id = ? AND delivered_at IS NULL
+            RETURNING transaction_id
             """, [.millis(date)] + key + [.text(transactionID)]
         ).isEmpty)
     }
@@ -352,7 +370,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
                 """
                 UPDATE ledger_transactions SET last_seen_at = ?, revocation_date = ?, revocation_reason = ?,
                     revocation_type = ?, revocation_percentage = ?, revocation_as_of = ?
-                WHERE app_id = ? AND environment = ? AND transaction_id = ?
+                WHERE app_id = ? AND store = ? AND environment = ? AND transaction_id = ?
                     AND (revocation_as_of IS NULL OR revocation_as_of <= ?)
                 """,
                 [
@@ -364,7 +382,10 @@ struct SQLiteLedgerWriter: LedgerWriting {
                 ] + key + [.text(transactionID), revocation.signedDate.map { .integer(Int($0)) } ?? .null])
         } else {
             _ = try await store.query(
-                "UPDATE ledger_transactions SET last_seen_at = ? WHERE app_id = ? AND environment = ? AND transaction_id = ?",
+                """
+                UPDATE ledger_transactions SET last_seen_at = ?
+                WHERE app_id = ? AND store = ? AND environment = ? AND transaction_id = ?
+                """,
                 [.millis(date)] + key + [.text(transactionID)])
         }
     }

@@ -26,7 +26,8 @@ extension SQLiteStore: NotificationStore {
     }
 
     private func notificationWriter(_ record: NotificationRecord) -> SQLiteLedgerWriter {
-        SQLiteLedgerWriter(store: self, appID: record.appID, environment: record.notification.environment)
+        SQLiteLedgerWriter(
+            store: self, appID: record.appID, purchaseStore: .appStore, environment: record.notification.environment)
     }
 
     public func subscriptionStatuses(appID: UUID, originalTransactionIDs: [String]) async throws
@@ -99,7 +100,7 @@ extension SQLiteStore: NotificationStore {
         for chunk in statuses.chunked(StoredForm.ledgerChunk / 4) {
             _ = try await query(
                 """
-                INSERT INTO subscription_statuses (app_id, environment, original_transaction_id, product_id, status,
+                INSERT INTO subscription_statuses (app_id, store, environment, original_transaction_id, product_id, status,
                     expires_date, grace_period_expires_date, auto_renews, auto_renew_product_id, as_of, updated_at,
                     due_at, billing_issue_detected_at, unsubscribe_detected_at)
                 VALUES \(Array(repeating: Self.statusPlaceholders, count: chunk.count).joined(separator: ", "))
@@ -107,7 +108,8 @@ extension SQLiteStore: NotificationStore {
                 """,
                 chunk.flatMap { status -> [SQLiteData] in
                     [
-                        .uuid(status.appID), .text(status.environment.rawValue), .text(status.originalTransactionID),
+                        .uuid(status.appID), .text(status.store.rawValue), .text(status.environment.rawValue),
+                        .text(status.originalTransactionID),
                         .text(status.productID), .text(status.state.rawValue), optional(status.expiresDate),
                         optional(status.gracePeriodExpiresDate), status.autoRenews.map { .bool($0) } ?? .null,
                         status.autoRenewProductID.map { .text($0) } ?? .null, .integer(Int(status.asOf)),
@@ -119,7 +121,7 @@ extension SQLiteStore: NotificationStore {
         }
     }
 
-    private static let statusPlaceholders = "(" + Array(repeating: "?", count: 14).joined(separator: ", ") + ")"
+    private static let statusPlaceholders = "(" + Array(repeating: "?", count: 15).joined(separator: ", ") + ")"
 
     /// Inserts events, each with one pending delivery (due now) per endpoint of its app that takes it.
     func insertEvents(_ events: [WebhookEvent], onlyTaken: Bool = false) async throws {
@@ -218,16 +220,15 @@ extension SQLiteLedgerWriter: NotificationWriting {
                 """
                 UPDATE ledger_transactions SET revocation_date = ?, revocation_reason = ?, revocation_type = ?,
                     revocation_percentage = ?, revocation_as_of = ?
-                WHERE app_id = ? AND environment = ? AND transaction_id = ?
+                WHERE app_id = ? AND store = ? AND environment = ? AND transaction_id = ?
                     AND (revocation_as_of IS NULL OR revocation_as_of <= ?)
                 RETURNING transaction_id
                 """,
                 [
                     optional(transaction?.revocationDate), optional(transaction?.revocationReason.map(Int64.init)),
                     transaction?.revocationType.map { .text($0) } ?? .null,
-                    optional(transaction?.revocationPercentage.map(Int64.init)), .integer(Int(asOf)), .uuid(appID),
-                    .text(environment.rawValue), .text(transactionID), .integer(Int(asOf)),
-                ]
+                    optional(transaction?.revocationPercentage.map(Int64.init)), .integer(Int(asOf)),
+                ] + key + [.text(transactionID), .integer(Int(asOf))]
             ).isEmpty)
     }
 
@@ -237,7 +238,8 @@ extension SQLiteLedgerWriter: NotificationWriting {
             for row in try await store.query(
                 """
                 SELECT * FROM subscription_statuses
-                WHERE app_id = ? AND environment = ? AND original_transaction_id IN (\(SQLiteStore.placeholders(chunk.count)))
+                WHERE app_id = ? AND store = ? AND environment = ?
+                    AND original_transaction_id IN (\(SQLiteStore.placeholders(chunk.count)))
                 """, key + chunk.map { .text($0) })
             {
                 let status = try StoredForm.subscriptionStatus(row)

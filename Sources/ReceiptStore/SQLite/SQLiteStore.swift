@@ -165,11 +165,15 @@ public final class SQLiteStore: TenancyStore, UsageStore {
     /// (servers and the CLI starting together) take turns: a step that finds the database locked past the busy
     /// timeout (a loaded machine, nineteen steps each) is tried again, for up to a minute, rather than fail and leave
     /// the opener to close a connection in the middle of an error.
-    public func migrate() async throws {
+    public func migrate() async throws { try await migrate(through: nil) }
+
+    /// Applies the migrations not yet applied, up to version `last` (nil: every one; a test stops earlier to write
+    /// rows as an older version did).
+    func migrate(through last: Int?) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
         while true {
             do {
-                try await migrateOnce()
+                try await migrateOnce(through: last)
                 return
             } catch let error as ServiceError
                 where error.code == .storage && Self.isLocked(error.reason) && ContinuousClock.now < deadline
@@ -184,11 +188,11 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         reason.contains("database is locked") || reason.contains("SQLITE_BUSY") || reason.contains("busy")
     }
 
-    private func migrateOnce() async throws {
+    private func migrateOnce(through last: Int?) async throws {
         try await run {
             for statement in self.script.preamble { _ = try await self.query(statement) }
         }
-        for migration in script.migrations {
+        for migration in script.migrations where last.map({ migration.version <= $0 }) ?? true {
             try await transaction {
                 let applied = try await self.query(
                     "SELECT 1 FROM schema_migrations WHERE version = ?", [.integer(migration.version)])

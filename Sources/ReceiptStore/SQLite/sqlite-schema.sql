@@ -478,3 +478,102 @@ ALTER TABLE ledger_transactions ADD COLUMN commitment_period INTEGER;
 ALTER TABLE ledger_transactions ADD COLUMN commitment_periods INTEGER;
 ALTER TABLE ledger_transactions ADD COLUMN commitment_expires_date INTEGER;
 ALTER TABLE ledger_transactions ADD COLUMN commitment_price INTEGER;
+
+-- version: 22 The store is a dimension of the ledger's key: every transaction, claim and subscription status is the
+-- App Store's or Google Play's (store: app_store, google_play); the rows before it are the App Store's
+-- SQLite changes a primary key only by rebuilding the table: each is copied, then replaced.
+CREATE TABLE ledger_transactions_v22 (
+    app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    store TEXT NOT NULL CHECK (store IN ('app_store', 'google_play')),
+    environment TEXT NOT NULL,
+    transaction_id TEXT NOT NULL,
+    original_transaction_id TEXT NOT NULL,
+    product_id TEXT NOT NULL,
+    purchase_date INTEGER,
+    original_purchase_date INTEGER,
+    expires_date INTEGER,
+    quantity INTEGER NOT NULL,
+    web_order_line_item_id TEXT,
+    ownership_type TEXT,
+    revocation_date INTEGER,
+    revocation_reason INTEGER,
+    revocation_type TEXT,
+    revocation_percentage INTEGER,
+    first_seen_at INTEGER NOT NULL,
+    last_seen_at INTEGER NOT NULL,
+    first_request_id TEXT NOT NULL,
+    delivered_at INTEGER,
+    apple_finish TEXT CHECK (apple_finish IN ('pending', 'finished', 'failed')),
+    apple_finish_attempts INTEGER NOT NULL DEFAULT 0,
+    apple_finish_due_at INTEGER,
+    apple_finish_error TEXT,
+    apple_finished_at INTEGER,
+    revocation_as_of INTEGER,
+    product_type TEXT,
+    offer_type INTEGER,
+    offer_discount_type TEXT,
+    consumption_milli INTEGER,
+    consumption_delivery TEXT,
+    consumption_reported_at INTEGER,
+    app_transaction_id TEXT,
+    offer_period TEXT,
+    billing_plan_type TEXT,
+    commitment_period INTEGER,
+    commitment_periods INTEGER,
+    commitment_expires_date INTEGER,
+    commitment_price INTEGER,
+    PRIMARY KEY (app_id, store, environment, transaction_id)
+);
+INSERT INTO ledger_transactions_v22 SELECT app_id, 'app_store', environment, transaction_id, original_transaction_id,
+    product_id, purchase_date, original_purchase_date, expires_date, quantity, web_order_line_item_id, ownership_type,
+    revocation_date, revocation_reason, revocation_type, revocation_percentage, first_seen_at, last_seen_at,
+    first_request_id, delivered_at, apple_finish, apple_finish_attempts, apple_finish_due_at, apple_finish_error,
+    apple_finished_at, revocation_as_of, product_type, offer_type, offer_discount_type, consumption_milli,
+    consumption_delivery, consumption_reported_at, app_transaction_id, offer_period, billing_plan_type,
+    commitment_period, commitment_periods, commitment_expires_date, commitment_price
+    FROM ledger_transactions;
+DROP TABLE ledger_transactions;
+ALTER TABLE ledger_transactions_v22 RENAME TO ledger_transactions;
+CREATE INDEX ledger_transactions_original_idx ON ledger_transactions (app_id, original_transaction_id);
+CREATE INDEX ledger_transactions_order_idx ON ledger_transactions (app_id, first_seen_at, environment, transaction_id);
+CREATE INDEX ledger_transactions_apple_finish_idx ON ledger_transactions (apple_finish_due_at)
+    WHERE apple_finish = 'pending';
+CREATE TABLE ledger_claims_v22 (
+    app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    store TEXT NOT NULL CHECK (store IN ('app_store', 'google_play')),
+    environment TEXT NOT NULL,
+    original_transaction_id TEXT NOT NULL,
+    app_user_id TEXT NOT NULL,
+    claimed_at INTEGER NOT NULL,
+    PRIMARY KEY (app_id, store, environment, original_transaction_id)
+);
+INSERT INTO ledger_claims_v22 SELECT app_id, 'app_store', environment, original_transaction_id, app_user_id, claimed_at
+    FROM ledger_claims;
+DROP TABLE ledger_claims;
+ALTER TABLE ledger_claims_v22 RENAME TO ledger_claims;
+CREATE INDEX ledger_claims_user_idx ON ledger_claims (app_id, app_user_id);
+CREATE TABLE subscription_statuses_v22 (
+    app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    store TEXT NOT NULL CHECK (store IN ('app_store', 'google_play')),
+    environment TEXT NOT NULL,
+    original_transaction_id TEXT NOT NULL,
+    product_id TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('active', 'grace_period', 'billing_retry', 'expired', 'revoked')),
+    expires_date INTEGER,
+    grace_period_expires_date INTEGER,
+    auto_renews INTEGER,
+    auto_renew_product_id TEXT,
+    as_of INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    due_at INTEGER,
+    billing_issue_detected_at INTEGER,
+    unsubscribe_detected_at INTEGER,
+    PRIMARY KEY (app_id, store, environment, original_transaction_id)
+);
+INSERT INTO subscription_statuses_v22 SELECT app_id, 'app_store', environment, original_transaction_id, product_id,
+    status, expires_date, grace_period_expires_date, auto_renews, auto_renew_product_id, as_of, updated_at, due_at,
+    billing_issue_detected_at, unsubscribe_detected_at
+    FROM subscription_statuses;
+DROP TABLE subscription_statuses;
+ALTER TABLE subscription_statuses_v22 RENAME TO subscription_statuses;
+CREATE INDEX subscription_statuses_due_idx ON subscription_statuses (due_at) WHERE due_at IS NOT NULL;

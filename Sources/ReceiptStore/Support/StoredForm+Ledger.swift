@@ -31,9 +31,10 @@ extension StoredForm {
                 billingPeriodNumber: period, totalBillingPeriods: periods, expiresDate: expires, price: price)
         }
         return LedgerEntry(
-            appID: try row.uuid("app_id"), environment: try enumValue(try row.text("environment")),
-            transaction: transaction, claimant: try row.optionalText("claimant"),
-            firstSeenAt: try row.date("first_seen_at"), lastSeenAt: try row.date("last_seen_at"),
+            appID: try row.uuid("app_id"), store: try enumValue(try row.text("store")),
+            environment: try enumValue(try row.text("environment")), transaction: transaction,
+            claimant: try row.optionalText("claimant"), firstSeenAt: try row.date("first_seen_at"),
+            lastSeenAt: try row.date("last_seen_at"),
             firstRequestID: try row.text("first_request_id"), deliveredAt: try row.optionalDate("delivered_at"),
             appleFinish: try row.optionalText("apple_finish").map { state in
                 AppleFinishStatus(
@@ -82,7 +83,7 @@ extension StoredForm {
 
     static let ledgerSelect = """
         SELECT t.*, c.app_user_id AS claimant FROM ledger_transactions t LEFT JOIN ledger_claims c
-            ON c.app_id = t.app_id AND c.environment = t.environment
+            ON c.app_id = t.app_id AND c.store = t.store AND c.environment = t.environment
             AND c.original_transaction_id = t.original_transaction_id
         """
 

@@ -6,7 +6,8 @@ extension StoredForm {
     /// A subscription status from `subscription_statuses`' columns.
     static func subscriptionStatus(_ row: some StoredRow) throws -> SubscriptionStatus {
         SubscriptionStatus(
-            appID: try row.uuid("app_id"), environment: try enumValue(try row.text("environment")),
+            appID: try row.uuid("app_id"), store: try enumValue(try row.text("store")),
+            environment: try enumValue(try row.text("environment")),
             originalTransactionID: try row.text("original_transaction_id"), productID: try row.text("product_id"),
             state: try enumValue(try row.text("status")),
             expiresDate: try row.optionalInt("expires_date").map(Int64.init),
@@ -21,7 +22,7 @@ extension StoredForm {
     /// What an insert into `subscription_statuses` does to a stored status (both dialects): replaces it, unless it was
     /// signed later.
     static let statusUpsert = """
-        ON CONFLICT (app_id, environment, original_transaction_id) DO UPDATE SET
+        ON CONFLICT (app_id, store, environment, original_transaction_id) DO UPDATE SET
             product_id = excluded.product_id, status = excluded.status, expires_date = excluded.expires_date,
             grace_period_expires_date = excluded.grace_period_expires_date, auto_renews = excluded.auto_renews,
             auto_renew_product_id = excluded.auto_renew_product_id, as_of = excluded.as_of,

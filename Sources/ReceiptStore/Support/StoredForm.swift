@@ -5,14 +5,14 @@ import ReceiptService
 /// How values the database cannot type natively are written and read back, the same in both stores.
 enum StoredForm {
     /// Allowed environments as a sorted comma-separated list: `production,sandbox`.
-    static func environments(_ environments: Set<AppStoreEnvironment>) -> String {
+    static func environments(_ environments: Set<StoreEnvironment>) -> String {
         environments.map(\.configurationName).sorted().joined(separator: ",")
     }
 
-    static func environments(_ text: String) throws -> Set<AppStoreEnvironment> {
+    static func environments(_ text: String) throws -> Set<StoreEnvironment> {
         Set(
             try text.split(separator: ",").map { name in
-                guard let environment = AppStoreEnvironment(configurationName: String(name)) else {
+                guard let environment = StoreEnvironment(configurationName: String(name)) else {
                     throw corrupt("unknown environment '\(name)'")
                 }
                 return environment

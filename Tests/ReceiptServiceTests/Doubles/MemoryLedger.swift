@@ -31,7 +31,7 @@ final class MemoryLedger: Sendable {
 
     struct Key: Hashable {
         let appID: UUID
-        let environment: AppStoreEnvironment
+        let environment: StoreEnvironment
     }
 
     struct State {
@@ -51,12 +51,12 @@ final class MemoryLedger: Sendable {
     }
 
     /// The writer of an app's ledger in one environment.
-    func writer(_ appID: UUID, _ environment: AppStoreEnvironment) -> Writer {
+    func writer(_ appID: UUID, _ environment: StoreEnvironment) -> Writer {
         Writer(ledger: self, key: Key(appID: appID, environment: environment))
     }
 
     /// The ledger of an app in one environment.
-    func ledger(_ appID: UUID, _ environment: AppStoreEnvironment = .production) -> Ledger {
+    func ledger(_ appID: UUID, _ environment: StoreEnvironment = .production) -> Ledger {
         state.withLock { $0.ledgers[Key(appID: appID, environment: environment)] ?? Ledger() }
     }
 

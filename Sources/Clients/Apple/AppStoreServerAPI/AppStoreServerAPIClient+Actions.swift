@@ -8,12 +8,12 @@ import ReceiptService
 extension AppStoreServerAPIClient {
     public var acceptsTestData: Bool { configuration.acceptsTestSignatures }
 
-    static func environment(_ environment: AppStoreEnvironment) -> Environment {
+    static func environment(_ environment: StoreEnvironment) -> Environment {
         environment == .production ? .production : .sandbox
     }
 
     public func currentStatuses(
-        of id: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+        of id: String, environment: StoreEnvironment, credentials: AppStoreServerAPICredentials
     ) async throws -> [VerifiedReceipt] {
         let answer = try await fetch(
             Call(
@@ -24,7 +24,7 @@ extension AppStoreServerAPIClient {
     }
 
     public func setAppAccountToken(
-        _ token: UUID, originalTransactionID: String, environment: AppStoreEnvironment,
+        _ token: UUID, originalTransactionID: String, environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws {
         var body = JSONObject(capacity: 1)
@@ -38,7 +38,7 @@ extension AppStoreServerAPIClient {
     }
 
     public func extendRenewalDate(
-        originalTransactionID: String, _ extension: RenewalExtension, environment: AppStoreEnvironment,
+        originalTransactionID: String, _ extension: RenewalExtension, environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws -> RenewalExtension.Result {
         let object = try await fetch(
@@ -57,7 +57,7 @@ extension AppStoreServerAPIClient {
     }
 
     public func massExtendRenewalDate(
-        productID: String, storefronts: [String], _ extension: RenewalExtension, environment: AppStoreEnvironment,
+        productID: String, storefronts: [String], _ extension: RenewalExtension, environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws {
         _ = try await fetch(
@@ -69,7 +69,7 @@ extension AppStoreServerAPIClient {
     }
 
     public func massExtensionStatus(
-        productID: String, requestIdentifier: String, environment: AppStoreEnvironment,
+        productID: String, requestIdentifier: String, environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws -> RenewalExtension.MassStatus {
         guard
@@ -92,7 +92,7 @@ extension AppStoreServerAPIClient {
     }
 
     public func appTransactionInfo(
-        of id: String, environment: AppStoreEnvironment?, credentials: AppStoreServerAPICredentials
+        of id: String, environment: StoreEnvironment?, credentials: AppStoreServerAPICredentials
     ) async throws -> VerifiedReceipt {
         let object = try await fetch(
             Call(

@@ -13,12 +13,12 @@ extension AppStoreServerAPIClient: AppStoreServerLooking {
         try await transactionInfo(transactionID, credentials: credentials).verified
     }
 
-    public func history(of id: String, in only: AppStoreEnvironment?, credentials: AppStoreServerAPICredentials)
-        async throws -> (transactions: [VerifiedReceipt], environment: AppStoreEnvironment)
+    public func history(of id: String, in only: StoreEnvironment?, credentials: AppStoreServerAPICredentials)
+        async throws -> (transactions: [VerifiedReceipt], environment: StoreEnvironment)
     {
         var transactions: [VerifiedReceipt] = []
         var revision: String?
-        var environment = AppStoreEnvironment.production
+        var environment = StoreEnvironment.production
         let asked: Environment? = only.map { $0 == .production ? .production : .sandbox }
         for _ in 0..<Self.maximumHistoryPages {
             let page = try await transactionHistory(id, revision: revision, credentials: credentials, in: asked)
@@ -37,7 +37,7 @@ extension AppStoreServerAPIClient: AppStoreServerLooking {
     }
 
     public func finish(
-        _ transactionID: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+        _ transactionID: String, environment: StoreEnvironment, credentials: AppStoreServerAPICredentials
     ) async throws {
         _ = try await fetch(
             Call(
@@ -47,7 +47,7 @@ extension AppStoreServerAPIClient: AppStoreServerLooking {
     }
 
     public func sendConsumption(
-        _ transactionID: String, body: [UInt8], environment: AppStoreEnvironment,
+        _ transactionID: String, body: [UInt8], environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws {
         _ = try await fetch(
@@ -58,7 +58,7 @@ extension AppStoreServerAPIClient: AppStoreServerLooking {
     }
 
     public func notificationHistoryPage(
-        from start: Date, to end: Date, onlyFailures: Bool, paginationToken: String?, environment: AppStoreEnvironment,
+        from start: Date, to end: Date, onlyFailures: Bool, paginationToken: String?, environment: StoreEnvironment,
         credentials: AppStoreServerAPICredentials
     ) async throws -> (payloads: [String], next: String?) {
         let page = try await notificationHistory(
@@ -68,7 +68,7 @@ extension AppStoreServerAPIClient: AppStoreServerLooking {
         return (page.notifications.map(\.signed.jws), next)
     }
 
-    public func requestTestNotification(environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials)
+    public func requestTestNotification(environment: StoreEnvironment, credentials: AppStoreServerAPICredentials)
         async throws -> String
     {
         let object = try await fetch(
@@ -86,7 +86,7 @@ extension AppStoreServerAPIClient: AppStoreServerLooking {
     /// Get Test Notification Status: the results of Apple's attempts to send the test notification `token` names,
     /// oldest first (`SUCCESS`, `TIMED_OUT`, `TLS_ISSUE`, …); empty while Apple has not tried yet.
     public func testNotificationStatus(
-        token: String, environment: AppStoreEnvironment, credentials: AppStoreServerAPICredentials
+        token: String, environment: StoreEnvironment, credentials: AppStoreServerAPICredentials
     ) async throws -> [String] {
         guard !token.isEmpty, token.utf8.count <= 200,
             token.allSatisfy({ $0 == "-" || $0 == "_" || ($0.isASCII && ($0.isLetter || $0.isNumber)) })

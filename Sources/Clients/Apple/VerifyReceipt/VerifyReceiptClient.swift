@@ -46,7 +46,7 @@ public final class VerifyReceiptClient: AppleReceiptVerifying {
         let payload = JSONValue.object(body).encoded
         let deadline = ContinuousClock.now.advanced(by: configuration.totalTimeout)
 
-        var environment = AppStoreEnvironment.production
+        var environment = StoreEnvironment.production
         var redirected = false
         while true {
             let answer = try await exchange(payload, with: environment, until: deadline, logger: logger)
@@ -65,7 +65,7 @@ public final class VerifyReceiptClient: AppleReceiptVerifying {
 
     /// Asks one environment, retrying retryable failures; returns the last answer Apple gave.
     private func exchange(
-        _ payload: [UInt8], with environment: AppStoreEnvironment, until deadline: ContinuousClock.Instant,
+        _ payload: [UInt8], with environment: StoreEnvironment, until deadline: ContinuousClock.Instant,
         logger: Logger
     ) async throws -> AppleReceiptAnswer {
         let url = environment == .sandbox ? configuration.sandboxURL : configuration.productionURL
@@ -110,7 +110,7 @@ public final class VerifyReceiptClient: AppleReceiptVerifying {
     }
 
     /// Counts one exchange and its duration.
-    private func record(_ attempt: Attempt, environment: AppStoreEnvironment, duration: Duration) {
+    private func record(_ attempt: Attempt, environment: StoreEnvironment, duration: Duration) {
         let result: String
         switch attempt {
         case .answered(let answer): result = answer.isRetryable ? "retryable" : "answered"
@@ -129,7 +129,7 @@ public final class VerifyReceiptClient: AppleReceiptVerifying {
     /// One HTTP exchange. Network failures and HTTP 5xx may succeed on retry; a timeout past the deadline, another
     /// HTTP status or a body that is not `verifyReceipt` JSON is final (retrying a wrong answer does not fix it).
     private func send(
-        _ payload: [UInt8], to url: String, environment: AppStoreEnvironment, until deadline: ContinuousClock.Instant,
+        _ payload: [UInt8], to url: String, environment: StoreEnvironment, until deadline: ContinuousClock.Instant,
         logger: Logger
     ) async -> Attempt {
         let name = "verifyReceipt (\(environment.rawValue))"

@@ -133,7 +133,7 @@ enum CustomersPage {
                     var appTransaction: String?
                     do {
                         let (actions, app) = try await scope.appleActions(appID: appID)
-                        let environment = AppStoreEnvironment(configurationName: asked.environment)
+                        let environment = StoreEnvironment(configurationName: asked.environment)
                         let original = form.text("subscription") ?? ""
                         switch action {
                         case "extend":
@@ -209,7 +209,7 @@ enum CustomersPage {
                     Choice(value: $0.name, label: $0.name.replacingOccurrences(of: "_", with: " "))
                 }, extensions: []))
         guard let chosen = asked.app, !asked.user.isEmpty || !asked.original.isEmpty else { return view }
-        let environment = AppStoreEnvironment(configurationName: asked.environment)
+        let environment = StoreEnvironment(configurationName: asked.environment)
         // Another account's app id is unknown here (404).
         let found = try await scope.customer(
             appID: chosen, user: asked.user.isEmpty ? nil : asked.user,

@@ -51,7 +51,7 @@ enum NotificationsPage {
                         case "test", "test-status":
                             guard
                                 let environment = form["environment"].flatMap(
-                                    AppStoreEnvironment.init(configurationName:)),
+                                    StoreEnvironment.init(configurationName:)),
                                 environment != .xcode
                             else { throw ServiceError(.invalidArgument, "choose production or sandbox") }
                             let token =

@@ -1,0 +1,173 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ReceiptCore
+import ReceiptService
+import TestSupport
+import Testing
+
+@testable import ReceiptStore
+
+/// The store (App Store, Google Play) is a dimension of the ledger's key: each store's transactions, claims and
+/// statuses are its own, Apple's Finish Transaction is the App Store's alone, and rows written before the store
+/// was a dimension are the App Store's.
+@Suite struct StoreDimensionTests {
+    typealias Contract = LedgerStoreContractTests
+
+    static func recording(
+        _ app: App, _ store: Store, _ ids: [String], user: String, at offset: TimeInterval = 0
+    ) -> LedgerRecording {
+        var recording = LedgerRecording(
+            appID: app.id, store: store, environment: .production, transactions: ids.map { Contract.purchase($0) },
+            user: user, movesClaims: false, deliversNew: false, requestID: "r-\(store.rawValue)",
+            now: Contract.start.addingTimeInterval(offset))
+        recording.refusesOtherUsers = true
+        return recording
+    }
+
+    static func status(_ app: App, _ store: Store, _ original: String, _ state: SubscriptionStatus.State)
+        -> SubscriptionStatus
+    {
+        SubscriptionStatus(
+            appID: app.id, store: store, environment: .production, originalTransactionID: original,
+            productID: "com.example.coins", state: state, expiresDate: 1_800_000_000_000, asOf: 1_700_000_000_000,
+            updatedAt: Contract.start)
+    }
+
+    @Test(arguments: StoreKind.available)
+    func eachStoreKeepsALedgerOfItsOwn(kind: StoreKind) async throws {
+        try await Contract.withApp(kind) { store, app in
+            // One id in both stores (never so in life: the forms differ) is two rows, each claimed by its own user,
+            // even where the app refuses another user's purchase.
+            let apple = try await store.record(Self.recording(app, .appStore, ["1"], user: "alice"))
+            var google = Self.recording(app, .googlePlay, ["1"], user: "bob", at: 1)
+            google.statuses = [Self.status(app, .googlePlay, "1", .gracePeriod)]
+            let play = try await store.record(google)
+            #expect(apple.map(\.isNew) == [true] && play.map(\.isNew) == [true])
+            #expect(apple[0].entry.store == .appStore && play[0].entry.store == .googlePlay)
+            #expect(play[0].entry.claimant == "bob")
+            let again = try await store.record(Self.recording(app, .googlePlay, ["1"], user: "bob", at: 2))
+            #expect(again.map(\.isNew) == [false] && again[0].entry.store == .googlePlay)
+
+            // A confirmation by id confirms both; Apple's Finish Transaction is asked for the App Store's row alone.
+            let confirmed = try await store.confirmDelivery(
+                appID: app.id, environment: nil, transactionIDs: ["1"], at: Contract.start.addingTimeInterval(3),
+                finishingWithApple: true)
+            let byStore = Dictionary(uniqueKeysWithValues: confirmed.map { ($0.store, $0) })
+            #expect(byStore.count == 2 && confirmed.allSatisfy { $0.deliveredAt != nil })
+            #expect(byStore[.appStore]?.appleFinish?.state == .pending)
+            #expect(byStore[.googlePlay]?.appleFinish == nil)
+
+            // Statuses are each store's: an App Store status beside the Google Play one.
+            var appleStatus = Self.recording(app, .appStore, [], user: "alice", at: 4)
+            appleStatus.statuses = [Self.status(app, .appStore, "1", .expired)]
+            _ = try await store.record(appleStatus)
+            let statuses = try await store.subscriptionStatuses(appID: app.id, originalTransactionIDs: ["1"])
+            #expect(
+                Set(statuses.map { "\($0.store.rawValue) \($0.state.rawValue)" }) == [
+                    "app_store expired", "google_play grace_period",
+                ])
+
+            // Look-ups list both, each with its own claimant.
+            let rows = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
+            #expect(
+                Set(rows.map { "\($0.store.rawValue) \($0.claimant ?? "-")" }) == [
+                    "app_store alice", "google_play bob",
+                ])
+            let bobs = try await store.ledgerEntries(LedgerQuery(appID: app.id, user: "bob", limit: 10))
+            #expect(bobs.map(\.store) == [.googlePlay])
+        }
+    }
+
+    /// A database written before version 22 keeps every row, each the App Store's, its claim and status joined.
+    @Test(arguments: StoreKind.available)
+    func rowsFromBeforeTheStoreWasADimensionAreTheAppStores(kind: StoreKind) async throws {
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let account = TenancyStoreContractTests.account()
+        let app = TenancyStoreContractTests.app(accountID: account.id)
+        let id = app.id.uuidString.lowercased()
+        func check(_ store: any DataStore) async throws {
+            let rows = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
+            #expect(rows.count == 1)
+            #expect(rows.first?.store == .appStore && rows.first?.claimant == "alice")
+            #expect(rows.first?.appleFinish?.state == .pending)
+            let statuses = try await store.subscriptionStatuses(appID: app.id, originalTransactionIDs: ["7"])
+            #expect(statuses.map(\.store) == [.appStore] && statuses.map(\.state) == [.active])
+            // The old row is the App Store's key: seen again, not new.
+            let seen = try await store.record(Self.recording(app, .appStore, ["7"], user: "alice", at: 9))
+            #expect(seen.map(\.isNew) == [false])
+        }
+        switch kind {
+        case .sqlite:
+            try await withTemporaryDirectory { directory in
+                let store = try await SQLiteStore.open(
+                    path: directory.appendingPathComponent("v21.sqlite").path, logger: logger)
+                do {
+                    try await store.migrate(through: 21)
+                    try await store.insertAccount(account)
+                    try await store.insertApp(app)
+                    for statement in [
+                        """
+                        INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id,
+                            product_id, quantity, first_seen_at, last_seen_at, first_request_id, delivered_at,
+                            apple_finish, apple_finish_due_at)
+                        VALUES ('\(id)', 'Production', '7', '7', 'com.example.coins', 1, 1700000000000, 1700000000000,
+                            'r0', 1700000000000, 'pending', 1700000000000)
+                        """,
+                        """
+                        INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
+                        VALUES ('\(id)', 'Production', '7', 'alice', 1700000000000)
+                        """,
+                        """
+                        INSERT INTO subscription_statuses (app_id, environment, original_transaction_id, product_id,
+                            status, expires_date, as_of, updated_at)
+                        VALUES ('\(id)', 'Production', '7', 'com.example.coins', 'active', 1800000000000, 1, 1)
+                        """,
+                    ] {
+                        _ = try await store.query(statement)
+                    }
+                    try await store.migrate()
+                    try await check(store)
+                    try await store.close()
+                } catch {
+                    try? await store.close()
+                    throw error
+                }
+            }
+        case .postgres:
+            try await TestPostgres.withDatabase { url in
+                let store = try PostgresStore(url: url, logger: logger)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await store.run() }
+                    defer { group.cancelAll() }
+                    try await store.migrate(through: 21)
+                    try await store.insertAccount(account)
+                    try await store.insertApp(app)
+                    let at = "TIMESTAMPTZ '2023-11-14 22:13:20+00'"
+                    for statement in [
+                        """
+                        INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id,
+                            product_id, quantity, first_seen_at, last_seen_at, first_request_id, delivered_at,
+                            apple_finish, apple_finish_due_at)
+                        VALUES ('\(id)', 'Production', '7', '7', 'com.example.coins', 1, \(at), \(at), 'r0', \(at),
+                            'pending', \(at))
+                        """,
+                        """
+                        INSERT INTO ledger_claims (app_id, environment, original_transaction_id, app_user_id, claimed_at)
+                        VALUES ('\(id)', 'Production', '7', 'alice', \(at))
+                        """,
+                        """
+                        INSERT INTO subscription_statuses (app_id, environment, original_transaction_id, product_id,
+                            status, expires_date, as_of, updated_at)
+                        VALUES ('\(id)', 'Production', '7', 'com.example.coins', 'active', 1800000000000, 1, \(at))
+                        """,
+                    ] {
+                        try await store.rows(PostgresQuery(unsafeSQL: statement))
+                    }
+                    try await store.migrate()
+                    try await check(store)
+                }
+            }
+        }
+    }
+}
