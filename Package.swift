@@ -66,6 +66,9 @@ let package = Package(
             dependencies: [
                 "ReceiptCore",
                 "ReceiptService",
+                .product(name: "Crypto", package: "swift-crypto"),
+                // RS256 for Google's service account grants.
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -243,6 +246,7 @@ let package = Package(
                 "Clients", "FakeOpenIDProvider",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -255,6 +259,7 @@ let package = Package(
             dependencies: [
                 "ReceiptCore", "ReceiptTestKit", "TestSupport", "Clients", "ReceiptService",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -267,6 +272,8 @@ let package = Package(
             name: "CLITests",
             dependencies: [
                 "TestSupport", "ReceiptService", "ReceiptStore", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strictness
         ),

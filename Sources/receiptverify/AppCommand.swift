@@ -25,6 +25,17 @@ struct AppCommand: AsyncParsableCommand {
         @Option(help: "App Store Server API issuer ID.") var appleIssuerID: String?
         @Option(help: "App Store Server API key ID.") var appleKeyID: String?
         @Option(help: "App Store Server API private key file (.p8, PEM).") var applePrivateKeyFile: String?
+        @Option(
+            name: .customLong("package-name"),
+            help:
+                "An Android package name whose Google Play purchases are the app's; repeat for several (replaces the list)."
+        )
+        var packageNames: [String] = []
+        @Option(
+            help:
+                "The JSON key file Google issues for a service account with access to the app in Play Console (the Google Play Developer API's credentials)."
+        )
+        var googleServiceAccountFile: String?
         @Option(help: "Cipher of /apiencrypted results: aes-256-cbc, aes-256-gcm.") var cipher: String?
         @Flag(
             inversion: .prefixedNo,
@@ -104,6 +115,10 @@ struct AppCommand: AsyncParsableCommand {
                 productCatalog: anyProduct ? [] : products.isEmpty ? nil : products, enrichment: enrichment,
                 idLookups: idLookups, requiresUser: requireUser, appleAppID: appleAppID)
             settings.sharesBundleIDs = shareBundleID
+            if !packageNames.isEmpty { settings.packageNames = packageNames }
+            settings.googleServiceAccountJSON = try googleServiceAccountFile.map {
+                try readSecret($0, what: "Google service account key")
+            }
             settings.refundPolicy = refundPolicy
             settings.consumptionConsent = consumptionConsent
             settings.sampleContentProvided = sampleContentProvided
@@ -197,13 +212,19 @@ struct AppCommand: AsyncParsableCommand {
         @OptionGroup var settings: SettingOptions
         @Flag(help: "Remove the shared secret.") var removeSharedSecret = false
         @Flag(help: "Remove the App Store Server API credentials.") var removeAppleCredentials = false
+        @Flag(help: "Remove the Google Play Developer API credentials.") var removeGoogleCredentials = false
+        @Flag(help: "Remove every Android package name.") var noPackageNames = false
         @Flag(help: "Enable or disable the app (a disabled app gets 401).")
         var availability: Availability?
         @OptionGroup var options: GlobalOptions
 
         func run() async throws {
             let app = try await options.withTenancy {
-                [token, settings, removeSharedSecret, removeAppleCredentials, availability] in
+                [
+                    token, settings, removeSharedSecret, removeAppleCredentials, removeGoogleCredentials,
+                    noPackageNames,
+                    availability
+                ] in
                 var changes = try settings.settings()
                 if removeSharedSecret {
                     guard changes.sharedSecret == nil else {
@@ -212,6 +233,13 @@ struct AppCommand: AsyncParsableCommand {
                     changes.sharedSecret = ""
                 }
                 changes.removeAppleCredentials = removeAppleCredentials
+                changes.removeGoogleCredentials = removeGoogleCredentials
+                if noPackageNames {
+                    guard changes.packageNames == nil else {
+                        throw CommandFailure("give --package-name or --no-package-names, not both")
+                    }
+                    changes.packageNames = []
+                }
                 changes.isEnabled = availability.map { $0 == .enable }
                 return try await $0.updateApp(token: token, settings: changes)
             }

@@ -85,7 +85,7 @@ import Testing
             #expect(resultKey.count == 32)
             #expect(try cli("app", "show", app.token, "--json").json(AppJSON.self).resultKey == nil)
 
-            let dump = try databaseBytes(kind: kind, cli: cli)
+            let dump = try cli.databaseBytes(kind: kind)
             #expect(dump.count > 1000)
             let forbidden: [(String, [UInt8])] = [
                 ("API key", Array(apiKey.utf8)), ("API key secret part", Array(apiKey.dropFirst(12).utf8)),
@@ -341,12 +341,25 @@ import Testing
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
     }
 
+    private func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
+}
+
+extension Array where Element == UInt8 {
+    func contains(_ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, count >= needle.count else { return false }
+        return (0...(count - needle.count)).contains { start in
+            self[start] == needle[0] && Array(self[start..<(start + needle.count)]) == needle
+        }
+    }
+}
+
+extension CLI {
     /// Every byte the database holds: the SQLite files, or a plain-text `pg_dump`.
-    private func databaseBytes(kind: StoreKind, cli: CLI) throws -> [UInt8] {
+    func databaseBytes(kind: StoreKind) throws -> [UInt8] {
         switch kind {
         case .sqlite:
             return try ["", "-wal", "-shm"].flatMap { suffix -> [UInt8] in
-                let path = cli.database + suffix
+                let path = database + suffix
                 guard FileManager.default.fileExists(atPath: path) else { return [] }
                 return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
             }
@@ -354,7 +367,7 @@ import Testing
             let bin = ProcessInfo.processInfo.environment["RECEIPTVERIFY_TEST_PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
             let process = Process()
             process.executableURL = URL(fileURLWithPath: bin + "/pg_dump")
-            let components = URLComponents(string: cli.database)!
+            let components = URLComponents(string: database)!
             process.arguments = [
                 "--host", components.host!, "--port", "\(components.port!)", "--username", components.user!,
                 "--data-only", String(components.path.dropFirst()),
@@ -366,17 +379,6 @@ import Testing
             process.waitUntilExit()
             try #require(process.terminationStatus == 0)
             return Array(data)
-        }
-    }
-
-    private func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
-}
-
-extension Array where Element == UInt8 {
-    func contains(_ needle: [UInt8]) -> Bool {
-        guard !needle.isEmpty, count >= needle.count else { return false }
-        return (0...(count - needle.count)).contains { start in
-            self[start] == needle[0] && Array(self[start..<(start + needle.count)]) == needle
         }
     }
 }

@@ -9,6 +9,7 @@ import ReceiptService
 import Synchronization
 import TestSupport
 import Testing
+import _CryptoExtras
 
 /// The account screen over HTTP: OpenID Connect sign-in against a fake provider (sign-up, a returning user, and
 /// every way a sign-in must fail), sign-in links, cookie flags, CSRF, sessions' expiry, one account never reaching
@@ -334,6 +335,78 @@ import Testing
             #expect(page.contains("rules: answered with the customers&#39; consent, a sample provided"))
             let form = Self.body(try await browser.get("/account/apps/\(app.id.uuidString.lowercased())/edit"))
             #expect(form.contains(#"<option value="rules" selected>"#))
+        }
+    }
+
+    /// The app form sets the Android package names and the Google service account key: the key is sealed and never
+    /// shown again (the page names the service account), a bad key is refused beside its field with nothing written,
+    /// an edit without a key keeps it, and the box removes it.
+    @Test(arguments: StoreKind.available)
+    func googlePlayIdentityAndKeyAreSetOnTheAppForm(kind: StoreKind) async throws {
+        let rsa = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        @Sendable func keyFile(_ email: String, tokenURI: String = "https://oauth2.googleapis.com/token") throws
+            -> String
+        {
+            let fields: [String: String] = [
+                "type": "service_account", "private_key_id": "abc123", "private_key": rsa.pkcs8PEMRepresentation,
+                "client_email": email, "token_uri": tokenURI,
+            ]
+            return String(decoding: try JSONSerialization.data(withJSONObject: fields), as: UTF8.self)
+        }
+        try await AccountScreen.run(kind) { screen in
+            let browser = Browser(screen)
+            try await browser.signIn(email: "a@example.com")
+            let fields: [(String, String)] = [
+                ("name", "Mine"), ("bundle_ids", "com.example.mine"), ("environments", "production"),
+                ("mode", "local"), ("cipher", "aes-256-gcm"), ("claims", "flag"), ("delivery", "once"),
+            ]
+            let refused = try await browser.submit(
+                "/account/apps",
+                fields + [
+                    ("package_names", "com.example.mine"),
+                    (
+                        "google_service_account_key",
+                        try keyFile("a@b.iam.gserviceaccount.com", tokenURI: "http://10.0.0.1/")
+                    ),
+                ])
+            #expect(refused.status == .unprocessableContent)
+            #expect(Self.body(refused).contains(#"id="error-google_credentials""#))
+            #expect(Self.body(refused).contains("not Google&#39;s"))
+            #expect(!Self.body(refused).contains("PRIVATE KEY"))
+            #expect(try await screen.tenancy.apps(account: "a@example.com").isEmpty)
+            let badName = try await browser.submit("/account/apps", fields + [("package_names", "mine")])
+            #expect(Self.body(badName).contains(#"id="error-package_names""#))
+
+            #expect(
+                try await browser.submit(
+                    "/account/apps",
+                    fields + [
+                        ("package_names", "com.example.mine\ncom.example.mine_free"),
+                        ("google_service_account_key", try keyFile("play@mine.iam.gserviceaccount.com")),
+                    ]
+                ).status == .seeOther)
+            let app = try #require(try await screen.tenancy.apps(account: "a@example.com").first)
+            #expect(app.packageNames == ["com.example.mine", "com.example.mine_free"])
+            let opened = try #require(try screen.tenancy.googleCredentials(of: app))
+            #expect(opened.clientEmail == "play@mine.iam.gserviceaccount.com")
+            #expect(opened.privateKeyPEM == rsa.pkcs8PEMRepresentation)
+            let path = "/account/apps/\(app.id.uuidString.lowercased())"
+            let page = Self.body(try await browser.get(path))
+            #expect(page.contains("service account play@mine.iam.gserviceaccount.com"))
+            #expect(page.contains("com.example.mine, com.example.mine_free"))
+            let form = Self.body(try await browser.get(path + "/edit"))
+            #expect(form.contains("com.example.mine_free") && !form.contains("PRIVATE KEY"))
+
+            // An edit without a key keeps it; the box removes it.
+            let names = ("package_names", "com.example.mine")
+            #expect(try await browser.submit(path, fields + [names], from: path + "/edit").status == .seeOther)
+            #expect(try await screen.tenancy.app(token: app.token).googlePlayCredentials == app.googlePlayCredentials)
+            #expect(
+                try await browser.submit(
+                    path, fields + [names, ("remove_google_credentials", "1")], from: path + "/edit"
+                ).status == .seeOther)
+            let removed = try await screen.tenancy.app(token: app.token)
+            #expect(removed.googlePlayCredentials == nil && removed.packageNames == ["com.example.mine"])
         }
     }
 

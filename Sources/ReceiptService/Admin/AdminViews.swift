@@ -137,6 +137,11 @@ public struct AppView: Codable, Sendable, Equatable {
     public let appleKeyID: String?
     /// Whether an App Store Server API private key is stored (never the key).
     public let hasApplePrivateKey: Bool
+    /// The Android package names its Google Play purchases may carry.
+    public let packageNames: [String]
+    /// The Google service account (`client_email`) of its Google Play Developer API credentials, if set (never the
+    /// key).
+    public let googleServiceAccount: String?
     /// The cipher of `/apiencrypted` results.
     public let resultCipher: String
     /// Whether test-signed data is accepted (under ``testAnchors`` only).
@@ -185,6 +190,8 @@ public struct AppView: Codable, Sendable, Equatable {
         case appleIssuerID = "apple_issuer_id"
         case appleKeyID = "apple_key_id"
         case hasApplePrivateKey = "has_apple_private_key"
+        case packageNames = "package_names"
+        case googleServiceAccount = "google_service_account"
         case resultCipher = "result_cipher"
         case allowsTestData = "allows_test_data"
         case testAnchors = "test_anchors"
@@ -213,6 +220,8 @@ public struct AppView: Codable, Sendable, Equatable {
         appleIssuerID = app.appStoreServerCredentials?.issuerID
         appleKeyID = app.appStoreServerCredentials?.keyID
         hasApplePrivateKey = app.appStoreServerCredentials != nil
+        packageNames = app.packageNames
+        googleServiceAccount = app.googlePlayCredentials?.clientEmail
         resultCipher = app.resultCipher.rawValue
         allowsTestData = app.allowsTestData
         testAnchors = app.testAnchors

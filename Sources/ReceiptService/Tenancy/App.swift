@@ -13,7 +13,11 @@ public struct App: Sendable, Hashable {
     public var name: String
     /// The bundle IDs a receipt may carry, in the order given; at least one.
     public var bundleIDs: [BundleID]
-    /// The App Store environments whose receipts are accepted.
+    /// The Android package names (`applicationId`) whose Google Play purchases are the app's, in the order given.
+    public var packageNames: [String] = []
+    /// Credentials for the Google Play Developer API, with the service account's private key sealed.
+    public var googlePlayCredentials: GooglePlayCredentials?
+    /// The environments whose purchases are accepted.
     public var allowedEnvironments: Set<StoreEnvironment>
     /// How receipts are verified.
     public var verificationMode: VerificationMode

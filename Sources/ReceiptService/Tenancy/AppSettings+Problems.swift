@@ -8,6 +8,8 @@ extension AppSettings {
         case idLookups = "id_lookups"
         case appleAppID = "apple_app_id"
         case refunds = "refund_policy"
+        case packageNames = "package_names"
+        case googleCredentials = "google_credentials"
     }
 
     /// Each given field that does not parse, with its error; empty when every given field is good.
@@ -50,6 +52,8 @@ extension AppSettings {
         case .idLookups: idLookups != nil
         case .appleAppID: appleAppID != nil
         case .refunds: refundPolicy != nil || consumptionConsent != nil || sampleContentProvided != nil
+        case .packageNames: packageNames != nil
+        case .googleCredentials: googleServiceAccountJSON != nil || removeGoogleCredentials
         }
     }
 
@@ -78,6 +82,19 @@ extension AppSettings {
                 settings.refundPolicy = refundPolicy
                 settings.consumptionConsent = consumptionConsent
                 settings.sampleContentProvided = sampleContentProvided
+                return settings
+            }()
+        case .packageNames:
+            {
+                var settings = AppSettings()
+                settings.packageNames = packageNames
+                return settings
+            }()
+        case .googleCredentials:
+            {
+                var settings = AppSettings()
+                settings.googleServiceAccountJSON = googleServiceAccountJSON
+                settings.removeGoogleCredentials = removeGoogleCredentials
                 return settings
             }()
         }

@@ -24,6 +24,12 @@ public struct AppSettings: Sendable {
     public var applePrivateKeyPEM: String?
     /// Removes the App Store Server API credentials.
     public var removeAppleCredentials: Bool
+    /// Android package names (`com.example.app`); the empty list removes them.
+    public var packageNames: [String]?
+    /// The Google Play Developer API credentials: the JSON key file Google issues for a service account.
+    public var googleServiceAccountJSON: String?
+    /// Removes the Google Play Developer API credentials.
+    public var removeGoogleCredentials = false
     /// `aes-256-cbc` or `aes-256-gcm`.
     public var resultCipher: String?
     /// Whether test-signed data is accepted (under the bound ``testAnchors`` only).
@@ -96,6 +102,9 @@ public struct AppSettings: Sendable {
         /// `.some(nil)` removes the secret.
         var sharedSecret: String??
         var appleCredentials: (issuerID: String, keyID: String, privateKeyPEM: String)??
+        var packageNames: [String]?
+        /// `.some(nil)` removes them.
+        var googleCredentials: GoogleServiceAccountKey??
         var resultCipher: ResultCipher?
         var allowsTestData: Bool?
         var testAnchors: [String]?
@@ -192,6 +201,29 @@ public struct AppSettings: Sendable {
                 throw ServiceError(.invalidArgument, "Apple private key is not a P-256 private key in PEM")
             }
             parsed.appleCredentials = .some((appleIssuerID.lowercased(), appleKeyID, applePrivateKeyPEM))
+        }
+        if let packageNames {
+            var seen = Set<String>()
+            parsed.packageNames = try packageNames.map { text in
+                guard GoogleServiceAccountKey.isPackageName(text) else {
+                    throw ServiceError(
+                        .invalidArgument,
+                        "malformed Android package name '\(Validation.printable(text))': expected one like com.example.app"
+                    )
+                }
+                guard seen.insert(text).inserted else {
+                    throw ServiceError(.invalidArgument, "package name '\(text)' is given twice")
+                }
+                return text
+            }
+        }
+        if removeGoogleCredentials {
+            guard googleServiceAccountJSON == nil else {
+                throw ServiceError(.invalidArgument, "cannot both set and remove the Google service account key")
+            }
+            parsed.googleCredentials = .some(nil)
+        } else if let googleServiceAccountJSON {
+            parsed.googleCredentials = .some(try GoogleServiceAccountKey(json: googleServiceAccountJSON))
         }
         if let resultCipher {
             parsed.resultCipher = try Self.choice(resultCipher, "result cipher", expected: "aes-256-cbc or aes-256-gcm")

@@ -307,6 +307,7 @@ public struct TenancyService: Sendable {
     /// The claims policy, delivery mode, product catalog, enrichment, id look-ups, required user, Apple app id and
     /// bound test anchors, where given.
     private func apply(answerSettingsOf parsed: AppSettings.Parsed, to app: inout App) {
+        if let names = parsed.packageNames { app.packageNames = names }
         if let policy = parsed.claimsPolicy { app.claimsPolicy = policy }
         if let mode = parsed.deliveryMode { app.deliveryMode = mode }
         if let catalog = parsed.productCatalog { app.catalog = catalog }
@@ -462,12 +463,33 @@ public struct TenancyService: Sendable {
             issuerID: key.issuerID, keyID: key.keyID, privateKeyPEM: key.privateKeyPEM, bundleID: bundleID)
     }
 
+    /// The app's Google Play Developer API credentials with the private key in clear (PEM), if it has them.
+    public func googleCredentials(of app: App) throws -> GoogleServiceAccount? {
+        try app.googlePlayCredentials.map {
+            GoogleServiceAccount(
+                clientEmail: $0.clientEmail, keyID: $0.keyID, tokenURI: $0.tokenURI,
+                privateKeyPEM: String(
+                    decoding: try $0.privateKey.open(
+                        context: App.secretContext(appID: app.id, purpose: "google_private_key"), with: masterKey),
+                    as: UTF8.self))
+        }
+    }
+
     private func apply(secretsOf parsed: AppSettings.Parsed, to app: inout App) throws {
         if let sharedSecret = parsed.sharedSecret {
             app.sharedSecret = try sharedSecret.map {
                 try SealedSecret.seal(
                     Array($0.utf8), context: App.secretContext(appID: app.id, purpose: "shared_secret"),
                     with: masterKey)
+            }
+        }
+        if let key = parsed.googleCredentials {
+            app.googlePlayCredentials = try key.map {
+                GooglePlayCredentials(
+                    clientEmail: $0.clientEmail, keyID: $0.keyID, tokenURI: $0.tokenURI,
+                    privateKey: try SealedSecret.seal(
+                        Array($0.privateKeyPEM.utf8),
+                        context: App.secretContext(appID: app.id, purpose: "google_private_key"), with: masterKey))
             }
         }
         if let credentials = parsed.appleCredentials {

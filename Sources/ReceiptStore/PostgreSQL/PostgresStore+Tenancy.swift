@@ -176,14 +176,17 @@ extension PostgresStore {
                 INSERT INTO apps (id, account_id, token, name, allowed_environments, verification_mode, shared_secret,
                     apple_issuer_id, apple_key_id, apple_private_key, result_cipher, result_key, allows_test_data,
                     enabled, claims_policy, delivery_mode, product_catalog, enrichment, id_lookups, requires_user,
-                    apple_app_id, locked, test_anchors, product_terms, refund_answers, created_at, updated_at)
+                    apple_app_id, locked, test_anchors, product_terms, refund_answers, package_names,
+                    google_client_email, google_key_id, google_token_uri, google_private_key, created_at, updated_at)
                 VALUES (\(app.id), \(app.accountID), \(app.token), \(app.name), \(columns.environments),
                     \(app.verificationMode.rawValue), \(columns.sharedSecret), \(columns.issuerID), \(columns.keyID),
                     \(columns.privateKey), \(app.resultCipher.rawValue), \(columns.resultKey), \(app.allowsTestData),
                     \(app.isEnabled), \(app.claimsPolicy.rawValue), \(app.deliveryMode.rawValue),
                     \(columns.productCatalog), \(app.enrichment.rawValue), \(app.idLookups.rawValue),
                     \(app.requiresUser), \(app.appleAppID), \(app.isLocked), \(columns.testAnchors),
-                    \(columns.productTerms), \(app.refundAnswers.storedForm), \(app.createdAt), \(app.updatedAt))
+                    \(columns.productTerms), \(app.refundAnswers.storedForm), \(columns.packageNames),
+                    \(app.googlePlayCredentials?.clientEmail), \(app.googlePlayCredentials?.keyID),
+                    \(app.googlePlayCredentials?.tokenURI), \(columns.googleKey), \(app.createdAt), \(app.updatedAt))
                 """, on: connection)
             try await self.insertBundleIDs(of: app, on: connection)
             return true
@@ -205,7 +208,11 @@ extension PostgresStore {
                     enrichment = \(app.enrichment.rawValue), id_lookups = \(app.idLookups.rawValue),
                     requires_user = \(app.requiresUser), apple_app_id = \(app.appleAppID), locked = \(app.isLocked),
                     test_anchors = \(columns.testAnchors), product_terms = \(columns.productTerms),
-                    refund_answers = \(app.refundAnswers.storedForm), updated_at = \(app.updatedAt)
+                    refund_answers = \(app.refundAnswers.storedForm), package_names = \(columns.packageNames),
+                    google_client_email = \(app.googlePlayCredentials?.clientEmail),
+                    google_key_id = \(app.googlePlayCredentials?.keyID),
+                    google_token_uri = \(app.googlePlayCredentials?.tokenURI), google_private_key = \(columns.googleKey),
+                    updated_at = \(app.updatedAt)
                 WHERE id = \(app.id) RETURNING id
                 """, on: connection)
             guard !updated.isEmpty else { return false }
@@ -273,6 +280,8 @@ private struct StoredApp {
     let productCatalog: String?
     let testAnchors: String
     let productTerms: String
+    let packageNames: String
+    let googleKey: Data?
 
     init(_ app: App) {
         environments = StoredForm.environments(app.allowedEnvironments)
@@ -284,5 +293,7 @@ private struct StoredApp {
         productCatalog = app.productCatalog.map(StoredForm.commaSeparated)
         testAnchors = StoredForm.commaSeparated(app.testAnchors)
         productTerms = StoredForm.productTerms(app.catalog)
+        packageNames = StoredForm.commaSeparated(app.packageNames)
+        googleKey = app.googlePlayCredentials.map { Data($0.privateKey.bytes) }
     }
 }

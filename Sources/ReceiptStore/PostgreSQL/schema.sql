@@ -467,3 +467,12 @@ ALTER TABLE subscription_statuses ADD COLUMN store TEXT NOT NULL DEFAULT 'app_st
 ALTER TABLE subscription_statuses ALTER COLUMN store DROP DEFAULT;
 ALTER TABLE subscription_statuses DROP CONSTRAINT subscription_statuses_pkey;
 ALTER TABLE subscription_statuses ADD PRIMARY KEY (app_id, store, environment, original_transaction_id);
+
+-- version: 23 Google Play: an app's Android package names and its Google Play Developer API credentials (a service
+-- account's identity; its private key sealed with the master key)
+-- package_names: comma-separated, in the order given.
+ALTER TABLE apps ADD COLUMN package_names TEXT NOT NULL DEFAULT '';
+ALTER TABLE apps ADD COLUMN google_client_email TEXT;
+ALTER TABLE apps ADD COLUMN google_key_id TEXT;
+ALTER TABLE apps ADD COLUMN google_token_uri TEXT;
+ALTER TABLE apps ADD COLUMN google_private_key BYTEA;

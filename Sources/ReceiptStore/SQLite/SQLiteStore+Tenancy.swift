@@ -167,8 +167,9 @@ extension SQLiteStore {
                 INSERT INTO apps (id, account_id, token, name, allowed_environments, verification_mode, shared_secret,
                     apple_issuer_id, apple_key_id, apple_private_key, result_cipher, result_key, allows_test_data,
                     enabled, claims_policy, delivery_mode, product_catalog, enrichment, id_lookups, requires_user,
-                    apple_app_id, locked, test_anchors, product_terms, refund_answers, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    apple_app_id, locked, test_anchors, product_terms, refund_answers, package_names,
+                    google_client_email, google_key_id, google_token_uri, google_private_key, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [.uuid(app.id), .uuid(app.accountID), .text(app.token)] + Self.appColumns(app)
                     + [.millis(app.createdAt), .millis(app.updatedAt)])
@@ -185,7 +186,8 @@ extension SQLiteStore {
                     apple_issuer_id = ?, apple_key_id = ?, apple_private_key = ?, result_cipher = ?, result_key = ?,
                     allows_test_data = ?, enabled = ?, claims_policy = ?, delivery_mode = ?, product_catalog = ?,
                     enrichment = ?, id_lookups = ?, requires_user = ?, apple_app_id = ?, locked = ?, test_anchors = ?,
-                    product_terms = ?, refund_answers = ?, token = ?,
+                    product_terms = ?, refund_answers = ?, package_names = ?, google_client_email = ?,
+                    google_key_id = ?, google_token_uri = ?, google_private_key = ?, token = ?,
                     updated_at = ?
                 WHERE id = ? RETURNING id
                 """,
@@ -257,7 +259,11 @@ extension SQLiteStore {
             .text(app.enrichment.rawValue), .text(app.idLookups.rawValue), .bool(app.requiresUser),
             app.appleAppID.map { .integer(Int($0)) } ?? .null, .bool(app.isLocked),
             .text(StoredForm.commaSeparated(app.testAnchors)), .text(StoredForm.productTerms(app.catalog)),
-            .text(app.refundAnswers.storedForm),
+            .text(app.refundAnswers.storedForm), .text(StoredForm.commaSeparated(app.packageNames)),
+            app.googlePlayCredentials.map { .text($0.clientEmail) } ?? .null,
+            app.googlePlayCredentials.map { .text($0.keyID) } ?? .null,
+            app.googlePlayCredentials.map { .text($0.tokenURI) } ?? .null,
+            .bytes(app.googlePlayCredentials?.privateKey.bytes),
         ]
     }
 

@@ -577,3 +577,12 @@ INSERT INTO subscription_statuses_v22 SELECT app_id, 'app_store', environment, o
 DROP TABLE subscription_statuses;
 ALTER TABLE subscription_statuses_v22 RENAME TO subscription_statuses;
 CREATE INDEX subscription_statuses_due_idx ON subscription_statuses (due_at) WHERE due_at IS NOT NULL;
+
+-- version: 23 Google Play: an app's Android package names and its Google Play Developer API credentials (a service
+-- account's identity; its private key sealed with the master key)
+-- package_names: comma-separated, in the order given.
+ALTER TABLE apps ADD COLUMN package_names TEXT NOT NULL DEFAULT '';
+ALTER TABLE apps ADD COLUMN google_client_email TEXT;
+ALTER TABLE apps ADD COLUMN google_key_id TEXT;
+ALTER TABLE apps ADD COLUMN google_token_uri TEXT;
+ALTER TABLE apps ADD COLUMN google_private_key BLOB;

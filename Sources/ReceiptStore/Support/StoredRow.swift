@@ -84,6 +84,14 @@ extension StoredForm {
             throw corrupt("apps.refund_answers is not a refund policy: \(refunds)")
         }
         app.refundAnswers = answers
+        app.packageNames = commaSeparated(try row.text("package_names"))
+        if let email = try row.optionalText("google_client_email"), let keyID = try row.optionalText("google_key_id"),
+            let tokenURI = try row.optionalText("google_token_uri"),
+            let key = try row.optionalBytes("google_private_key")
+        {
+            app.googlePlayCredentials = GooglePlayCredentials(
+                clientEmail: email, keyID: keyID, tokenURI: tokenURI, privateKey: SealedSecret(bytes: key))
+        }
         return app
     }
 

@@ -165,6 +165,8 @@ struct AppView: PageView {
     var mode: String
     var sharedSecret: String
     var credentials: String
+    var packageNames: String
+    var googleCredentials: String
     var cipher: String
     var testData: String
     var claims: String
@@ -193,6 +195,8 @@ struct AppView: PageView {
         mode = app.verificationMode.rawValue
         sharedSecret = app.sharedSecret == nil ? "none" : "set"
         credentials = app.appStoreServerCredentials.map { "key \($0.keyID)" } ?? "none"
+        packageNames = app.packageNames.isEmpty ? "none" : app.packageNames.joined(separator: ", ")
+        googleCredentials = app.googlePlayCredentials.map { "service account \($0.clientEmail)" } ?? "none"
         cipher = app.resultCipher.rawValue
         testData =
             !app.allowsTestData
@@ -269,6 +273,9 @@ struct AppForm: PageView {
     var appleIssuerID: String
     var appleKeyID: String
     var appleAppID: String
+    var packageNames: String
+    var hasGoogleCredentials: Bool
+    var googleServiceAccount: String
     var errors: [String: String]
     var formError: String?
 
@@ -325,6 +332,9 @@ struct AppForm: PageView {
         appleIssuerID = form?["apple_issuer_id"] ?? app?.appStoreServerCredentials?.issuerID ?? ""
         appleKeyID = form?["apple_key_id"] ?? app?.appStoreServerCredentials?.keyID ?? ""
         appleAppID = form?["apple_app_id"] ?? app?.appleAppID.map(String.init) ?? ""
+        packageNames = form?["package_names"] ?? app?.packageNames.joined(separator: "\n") ?? ""
+        hasGoogleCredentials = app?.googlePlayCredentials != nil
+        googleServiceAccount = app?.googlePlayCredentials?.clientEmail ?? ""
         errors = Dictionary(uniqueKeysWithValues: problems.map { ($0.key.rawValue, $0.value) })
     }
 
@@ -367,6 +377,10 @@ struct AppForm: PageView {
         settings.refundPolicy = form["refund_policy"]
         settings.consumptionConsent = form.isChecked("consumption_consent")
         settings.sampleContentProvided = form.isChecked("sample_content_provided")
+        settings.packageNames = lines("package_names")
+        // The key is replaced only when one is given: the form shows the service account, not its key.
+        settings.googleServiceAccountJSON = form.text("google_service_account_key")
+        settings.removeGoogleCredentials = form.isChecked("remove_google_credentials")
         return settings
     }
 }

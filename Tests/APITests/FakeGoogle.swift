@@ -1,0 +1,151 @@
+import Crypto
+import Foundation
+import Hummingbird
+import NIOCore
+import ReceiptCore
+import ReceiptService
+import Synchronization
+import _CryptoExtras
+
+/// A stand-in for Google's OAuth 2.0 token endpoint on loopback, checking each JWT bearer grant as Google does: a form
+/// POST with the grant type, an RS256 assertion signed by the service account's key and naming its key id, the
+/// account as issuer, the Play Developer API's scope, Google's token URI as audience, and a lifetime of at most an
+/// hour issued now. It answers with scripted replies, or with a fresh access token.
+final class FakeGoogle: Sendable {
+    /// One scripted reply of the token endpoint.
+    enum Reply: Sendable {
+        /// 200 with a new token living this many seconds.
+        case token(expiresIn: Int)
+        /// This status with Google's error body (`{"error": …}`).
+        case error(Int, String)
+    }
+
+    /// A service account Google knows: its identity and key.
+    struct Account: Sendable {
+        let email: String
+        let keyID: String
+        let key: _RSA.Signing.PrivateKey
+
+        /// The JSON key file Google issues for it.
+        var keyFile: String {
+            var object = JSONObject()
+            object.append("type", .string("service_account"))
+            object.append("project_id", .string("receiptverify-test"))
+            object.append("private_key_id", .string(keyID))
+            object.append("private_key", .string(key.pkcs8PEMRepresentation))
+            object.append("client_email", .string(email))
+            object.append("client_id", .string("100000000000000000001"))
+            object.append("auth_uri", .string("https://accounts.google.com/o/oauth2/auth"))
+            object.append("token_uri", .string("https://oauth2.googleapis.com/token"))
+            return JSONValue.object(object).encodedString
+        }
+
+        /// The opened credentials the server holds for it.
+        var credentials: GoogleServiceAccount {
+            GoogleServiceAccount(
+                clientEmail: email, keyID: keyID, tokenURI: "https://oauth2.googleapis.com/token",
+                privateKeyPEM: key.pkcs8PEMRepresentation)
+        }
+
+        /// A new account with a fresh 2048-bit key.
+        static func make(_ name: String = "verifier") throws -> Account {
+            Account(
+                email: "\(name)@receiptverify-test.iam.gserviceaccount.com",
+                keyID: Hex.encode(SecureRandom.bytes(20)), key: try _RSA.Signing.PrivateKey(keySize: .bits2048))
+        }
+    }
+
+    private struct State {
+        var accounts: [String: Account] = [:]
+        var replies: [Reply] = []
+        var grants = 0
+        var refusedAssertions: [String] = []
+        var issued: Set<String> = []
+    }
+
+    private let state = Mutex(State())
+
+    /// Lets `account` be granted tokens.
+    func add(_ account: Account) { state.withLock { $0.accounts[account.email] = account } }
+    /// Queues token replies; with none queued a valid grant gets a token of an hour.
+    func script(_ replies: Reply...) { state.withLock { $0.replies.append(contentsOf: replies) } }
+    /// Grant requests received.
+    var grants: Int { state.withLock { $0.grants } }
+    /// Why each refused assertion was refused.
+    var refusedAssertions: [String] { state.withLock { $0.refusedAssertions } }
+    /// Whether `token` is one this fake granted.
+    func issued(_ token: String) -> Bool { state.withLock { $0.issued.contains(token) } }
+
+    /// The routes: `POST /token`.
+    func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.post("/token") { request, _ in await self.grant(request) }
+        return router
+    }
+
+    private func grant(_ request: Request) async -> Response {
+        state.withLock { $0.grants += 1 }
+        let body = (try? await request.body.collect(upTo: 1 << 16)).map { String(buffer: $0) } ?? ""
+        guard request.headers[.contentType] == "application/x-www-form-urlencoded" else {
+            return refuse("content type is not a form", status: 400, error: "invalid_request")
+        }
+        let form = Dictionary(
+            body.split(separator: "&").map { pair -> (String, String) in
+                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                return (parts[0], (parts.count > 1 ? parts[1] : "").removingPercentEncoding ?? "")
+            }, uniquingKeysWith: { first, _ in first })
+        guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer", let assertion = form["assertion"]
+        else { return refuse("not a JWT bearer grant", status: 400, error: "unsupported_grant_type") }
+        if let reason = check(assertion) { return refuse(reason, status: 400, error: "invalid_grant") }
+        let reply = state.withLock { $0.replies.isEmpty ? Reply.token(expiresIn: 3_599) : $0.replies.removeFirst() }
+        switch reply {
+        case .token(let seconds):
+            let token = "ya29." + Hex.encode(SecureRandom.bytes(24))
+            state.withLock { _ = $0.issued.insert(token) }
+            return json(#"{"access_token":"\#(token)","expires_in":\#(seconds),"token_type":"Bearer"}"#, status: .ok)
+        case .error(let status, let error):
+            return json(#"{"error":"\#(error)"}"#, status: .init(code: status))
+        }
+    }
+
+    /// Why Google would refuse `assertion`, or nil.
+    private func check(_ assertion: String) -> String? {
+        let parts = assertion.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]),
+            let claimBytes = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2]),
+            let header = try? JSONParser.parse(headerBytes), let claims = try? JSONParser.parse(claimBytes)
+        else { return "not a JWT" }
+        guard header["alg"]?.stringValue == "RS256", header["typ"]?.stringValue == "JWT" else { return "not RS256" }
+        guard let email = claims["iss"]?.stringValue, let account = state.withLock({ $0.accounts[email] }) else {
+            return "unknown service account"
+        }
+        guard header["kid"]?.stringValue == account.keyID else { return "another key id" }
+        guard
+            account.key.publicKey.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature), for: Data((parts[0] + "." + parts[1]).utf8),
+                padding: .insecurePKCS1v1_5)
+        else { return "bad signature" }
+        guard claims["scope"]?.stringValue == "https://www.googleapis.com/auth/androidpublisher" else {
+            return "another scope"
+        }
+        guard claims["aud"]?.stringValue == "https://oauth2.googleapis.com/token" else { return "another audience" }
+        guard case .integer(let issuedAt)? = claims["iat"], case .integer(let expires)? = claims["exp"] else {
+            return "no iat or exp"
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        guard abs(issuedAt - now) <= 60 else { return "iat is not now" }
+        guard expires > issuedAt, expires - issuedAt <= 3_600 else { return "lifetime over an hour" }
+        return nil
+    }
+
+    private func refuse(_ reason: String, status: Int, error: String) -> Response {
+        state.withLock { $0.refusedAssertions.append(reason) }
+        return json(#"{"error":"\#(error)","error_description":"\#(reason)"}"#, status: .init(code: status))
+    }
+
+    private func json(_ text: String, status: HTTPResponse.Status) -> Response {
+        Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+}
