@@ -75,11 +75,11 @@ swift build --build-tests
 export RECEIPTVERIFY_BIN="$(swift build --show-bin-path)/receiptverify"
 
 # The suites that hold the server to time bounds under attack (floods, slow clients, a silent database, the timing
-# of 401s), or Apple's clients to a request pace or to a fake Apple answering from this test process in time, run
+# of 401s), or Apple's and Google's clients to a request pace or to a fake answering from this test process in time, run
 # after the others and one test at a time: on two shared cores, the rest of the suite running beside them would only
 # measure the machine (LedgerAPITests' two servers answering forty concurrent requests ran out of the HTTP client's
 # connection wait there). Everything else runs in parallel first.
-timed='ConsumptionAnswerTests|AppleActionsTests|LedgerAPITests|AbuseRunTests|OutageTests|ConnectionTests|StrangerCostTests|AppStoreServerAPITests|ServerAPIAnswersTests|NotificationAPITests|ProxyAPITests|AppleAPITests|WebhookManagementTests|NotificationSetupPageTests|CustomerImportTests'
+timed='GooglePlayAPITests|GoogleAccessTokensTests|ConsumptionAnswerTests|AppleActionsTests|LedgerAPITests|AbuseRunTests|OutageTests|ConnectionTests|StrangerCostTests|AppStoreServerAPITests|ServerAPIAnswersTests|NotificationAPITests|ProxyAPITests|AppleAPITests|WebhookManagementTests|NotificationSetupPageTests|CustomerImportTests'
 if [ -n "${SWIFT_TEST_ARGS:-}" ]; then
     log "testing (SQLite and PostgreSQL): $SWIFT_TEST_ARGS"
     # shellcheck disable=SC2086

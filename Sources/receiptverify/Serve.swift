@@ -137,6 +137,26 @@ struct Serve: AsyncParsableCommand {
     )
     var storekitExtensionPollSeconds: String?
 
+    @Option(
+        name: .customLong("google-play-api-url"),
+        help:
+            "Google Play Developer API base URL. Env: RECEIPTVERIFY_GOOGLE_PLAY_API_URL. Default: https://androidpublisher.googleapis.com"
+    )
+    var googlePlayAPIURL: String?
+
+    @Option(
+        name: .customLong("google-oauth-token-url"),
+        help:
+            "Google's OAuth 2.0 token endpoint, where every service account grant is sent (whatever a key names). Env: RECEIPTVERIFY_GOOGLE_OAUTH_TOKEN_URL. Default: https://oauth2.googleapis.com/token"
+    )
+    var googleOAuthTokenURL: String?
+
+    @Option(
+        help:
+            "Seconds a Google Play Developer API answer is reused for the same purchase (0: never). Env: RECEIPTVERIFY_GOOGLE_PLAY_CACHE_SECONDS. Default: 30"
+    )
+    var googlePlayCacheSeconds: String?
+
     @Option(help: "Seconds for one webhook delivery attempt (1-60). Env: RECEIPTVERIFY_WEBHOOK_TIMEOUT. Default: 10")
     var webhookTimeout: String?
 
@@ -266,6 +286,8 @@ struct Serve: AsyncParsableCommand {
             "storekit-timeout": storekitTimeout, "storekit-cache-seconds": storekitCacheSeconds,
             "storekit-finish-retry-seconds": storekitFinishRetrySeconds,
             "storekit-extension-poll-seconds": storekitExtensionPollSeconds, "webhook-timeout": webhookTimeout,
+            "google-play-api-url": googlePlayAPIURL, "google-oauth-token-url": googleOAuthTokenURL,
+            "google-play-cache-seconds": googlePlayCacheSeconds,
             "webhook-retry-seconds": webhookRetrySeconds,
             "notification-reconcile-hours": notificationReconcileHours,
             "webhook-deliveries-per-second": webhookDeliveriesPerSecond,

@@ -7,10 +7,12 @@ import ReceiptService
 import Synchronization
 import _CryptoExtras
 
-/// A stand-in for Google's OAuth 2.0 token endpoint on loopback, checking each JWT bearer grant as Google does: a form
-/// POST with the grant type, an RS256 assertion signed by the service account's key and naming its key id, the
+/// A stand-in for Google on loopback: the OAuth 2.0 token endpoint, checking each JWT bearer grant as Google does (a
+/// form POST with the grant type, an RS256 assertion signed by the service account's key and naming its key id, the
 /// account as issuer, the Play Developer API's scope, Google's token URI as audience, and a lifetime of at most an
-/// hour issued now. It answers with scripted replies, or with a fresh access token.
+/// hour issued now), answering with scripted replies or a fresh access token; and the Google Play Developer API's
+/// purchase resources (androidpublisher v3, in Google's documented shapes), answered only for a token it granted to
+/// an account granted the package, as Play Console does.
 final class FakeGoogle: Sendable {
     /// One scripted reply of the token endpoint.
     enum Reply: Sendable {
@@ -60,7 +62,14 @@ final class FakeGoogle: Sendable {
         var replies: [Reply] = []
         var grants = 0
         var refusedAssertions: [String] = []
-        var issued: Set<String> = []
+        var issued: [String: String] = [:]
+        /// Packages each account may read (Play Console's users and permissions).
+        var grantedPackages: [String: Set<String>] = [:]
+        /// Resources by path (`PACKAGE/products/PRODUCT/TOKEN`, `PACKAGE/subscriptionsv2/TOKEN`).
+        var resources: [String: String] = [:]
+        /// Statuses answered to the next resource requests, in order, before any resource.
+        var failures: [Int] = []
+        var resourceRequests: [String] = []
     }
 
     private let state = Mutex(State())
@@ -74,13 +83,79 @@ final class FakeGoogle: Sendable {
     /// Why each refused assertion was refused.
     var refusedAssertions: [String] { state.withLock { $0.refusedAssertions } }
     /// Whether `token` is one this fake granted.
-    func issued(_ token: String) -> Bool { state.withLock { $0.issued.contains(token) } }
+    func issued(_ token: String) -> Bool { state.withLock { $0.issued[token] != nil } }
+    /// Lets `account` read `package`'s purchases.
+    func grant(_ account: Account, package: String) {
+        state.withLock { $0.grantedPackages[account.email, default: []].insert(package) }
+    }
+    /// Sets the `ProductPurchase` of `product` bought with `token` in `package`.
+    func setProduct(_ package: String, _ product: String, token: String, _ json: String) {
+        state.withLock { $0.resources["\(package)/products/\(product)/\(token)"] = json }
+    }
+    /// Sets the `SubscriptionPurchaseV2` bought with `token` in `package`.
+    func setSubscription(_ package: String, token: String, _ json: String) {
+        state.withLock { $0.resources["\(package)/subscriptionsv2/\(token)"] = json }
+    }
+    /// Answers the next resource requests with these statuses (Google's error body), in order.
+    func fail(_ statuses: Int...) { state.withLock { $0.failures.append(contentsOf: statuses) } }
+    /// The resource paths asked for, in order.
+    var resourceRequests: [String] { state.withLock { $0.resourceRequests } }
 
-    /// The routes: `POST /token`.
+    /// The routes: `POST /token` and the purchase resources under `/androidpublisher/v3`.
     func router() -> Router<BasicRequestContext> {
         let router = Router()
         router.post("/token") { request, _ in await self.grant(request) }
+        let applications = "/androidpublisher/v3/applications/:package/purchases"
+        router.get("\(applications)/products/:product/tokens/:token") { request, context in
+            let package = context.parameters.get("package") ?? ""
+            return self.resource(
+                request, package: package,
+                key:
+                    "\(package)/products/\(context.parameters.get("product") ?? "")/\(context.parameters.get("token") ?? "")"
+            )
+        }
+        router.get("\(applications)/subscriptionsv2/tokens/:token") { request, context in
+            let package = context.parameters.get("package") ?? ""
+            return self.resource(
+                request, package: package, key: "\(package)/subscriptionsv2/\(context.parameters.get("token") ?? "")")
+        }
         return router
+    }
+
+    /// A resource, as Google answers: 401 without a token it granted, 403 for an account without access to the
+    /// package, 404 for a purchase it does not know.
+    private func resource(_ request: Request, package: String, key: String) -> Response {
+        let authorization = request.headers[.authorization] ?? ""
+        let token = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : ""
+        return state.withLock { state in
+            state.resourceRequests.append(key)
+            guard let email = state.issued[token] else {
+                return Self.googleError(401, "Request had invalid authentication credentials.")
+            }
+            if !state.failures.isEmpty {
+                return Self.googleError(state.failures.removeFirst(), "scripted failure")
+            }
+            guard state.grantedPackages[email]?.contains(package) == true else {
+                return Self.googleError(
+                    403, "The current user has insufficient permissions to perform the requested operation.")
+            }
+            guard let json = state.resources[key] else {
+                return Self.googleError(404, "The purchase token was not found.")
+            }
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: json)))
+        }
+    }
+
+    /// Google's error body (`{"error": {"code", "message", "status"}}`).
+    private static func googleError(_ code: Int, _ message: String) -> Response {
+        Response(
+            status: .init(code: code), headers: [.contentType: "application/json"],
+            body: .init(
+                byteBuffer: ByteBuffer(
+                    string: #"{"error":{"code":\#(code),"message":"\#(message)","errors":[{"message":"\#(message)"}]}}"#
+                )))
     }
 
     private func grant(_ request: Request) async -> Response {
@@ -101,11 +176,19 @@ final class FakeGoogle: Sendable {
         switch reply {
         case .token(let seconds):
             let token = "ya29." + Hex.encode(SecureRandom.bytes(24))
-            state.withLock { _ = $0.issued.insert(token) }
+            let email = grantee(assertion)
+            state.withLock { $0.issued[token] = email }
             return json(#"{"access_token":"\#(token)","expires_in":\#(seconds),"token_type":"Bearer"}"#, status: .ok)
         case .error(let status, let error):
             return json(#"{"error":"\#(error)"}"#, status: .init(code: status))
         }
+    }
+
+    /// The service account an assertion (already checked) is from.
+    private func grantee(_ assertion: String) -> String {
+        let claims = assertion.split(separator: ".").dropFirst().first.flatMap { Base64URL.decode($0) }
+            .flatMap { try? JSONParser.parse($0) }
+        return claims?["iss"]?.stringValue ?? ""
     }
 
     /// Why Google would refuse `assertion`, or nil.

@@ -96,6 +96,9 @@ import Testing
             // The old row is the App Store's key: seen again, not new.
             let seen = try await store.record(Self.recording(app, .appStore, ["7"], user: "alice", at: 9))
             #expect(seen.map(\.isNew) == [false])
+            // The app migrated with it: no package names, no Google credentials.
+            let migrated = try #require(try await store.app(id: app.id))
+            #expect(migrated.packageNames.isEmpty && migrated.googlePlayCredentials == nil)
         }
         switch kind {
         case .sqlite:
@@ -104,9 +107,18 @@ import Testing
                     path: directory.appendingPathComponent("v21.sqlite").path, logger: logger)
                 do {
                     try await store.migrate(through: 21)
-                    try await store.insertAccount(account)
-                    try await store.insertApp(app)
+                    // The account and app as version 21 wrote them (today's statements name later columns).
                     for statement in [
+                        """
+                        INSERT INTO accounts (id, name, email, plan_name, enabled, created_at, updated_at)
+                        VALUES ('\(account.id.uuidString.lowercased())', 'A', 'a@example.com', 'free', 1, 1, 1)
+                        """,
+                        """
+                        INSERT INTO apps (id, account_id, token, name, allowed_environments, verification_mode,
+                            result_cipher, result_key, allows_test_data, enabled, created_at, updated_at)
+                        VALUES ('\(id)', '\(account.id.uuidString.lowercased())', 'app_v21', 'A', 'production',
+                            'local', 'aes-256-gcm', x'00', 0, 1, 1, 1)
+                        """,
                         """
                         INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id,
                             product_id, quantity, first_seen_at, last_seen_at, first_request_id, delivered_at,
@@ -141,10 +153,19 @@ import Testing
                     group.addTask { try await store.run() }
                     defer { group.cancelAll() }
                     try await store.migrate(through: 21)
-                    try await store.insertAccount(account)
-                    try await store.insertApp(app)
                     let at = "TIMESTAMPTZ '2023-11-14 22:13:20+00'"
+                    // The account and app as version 21 wrote them (today's statements name later columns).
                     for statement in [
+                        """
+                        INSERT INTO accounts (id, name, email, plan_name, enabled, created_at, updated_at)
+                        VALUES ('\(account.id.uuidString.lowercased())', 'A', 'a@example.com', 'free', true, \(at), \(at))
+                        """,
+                        """
+                        INSERT INTO apps (id, account_id, token, name, allowed_environments, verification_mode,
+                            result_cipher, result_key, allows_test_data, enabled, created_at, updated_at)
+                        VALUES ('\(id)', '\(account.id.uuidString.lowercased())', 'app_v21', 'A', 'production',
+                            'local', 'aes-256-gcm', '\\x00'::bytea, false, true, \(at), \(at))
+                        """,
                         """
                         INSERT INTO ledger_transactions (app_id, environment, transaction_id, original_transaction_id,
                             product_id, quantity, first_seen_at, last_seen_at, first_request_id, delivered_at,

@@ -11,6 +11,8 @@ public struct GooglePlayConfiguration: Sendable {
     public var refusedCredentialsPause: Duration
     /// The largest answer read from Google.
     public var maximumResponseSize: Int
+    /// How long an answer of Google's is reused for the same purchase (zero: never).
+    public var cacheLifetime: Duration
 
     /// Google's public endpoints.
     public static let googleAPIURL = "https://androidpublisher.googleapis.com"
@@ -20,8 +22,10 @@ public struct GooglePlayConfiguration: Sendable {
     /// Creates a configuration; the defaults are Google's endpoints.
     public init(
         apiURL: String = googleAPIURL, tokenURL: String = googleTokenURL, timeout: Duration = .seconds(10),
-        refusedCredentialsPause: Duration = .seconds(300), maximumResponseSize: Int = 1 << 20
+        refusedCredentialsPause: Duration = .seconds(300), maximumResponseSize: Int = 1 << 20,
+        cacheLifetime: Duration = .seconds(30)
     ) {
+        self.cacheLifetime = cacheLifetime
         self.apiURL = apiURL
         self.tokenURL = tokenURL
         self.timeout = timeout

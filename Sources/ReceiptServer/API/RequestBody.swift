@@ -82,6 +82,11 @@ enum RequestBody {
         request.extendReasonCode = try fields.text("extend_reason_code")
         request.requestIdentifier = try fields.text("request_identifier")
         request.storefrontCountryCodes = try fields.list("storefront_country_codes", limit: 300)
+        request.store = try fields.text("store")
+        request.packageName = try fields.text("package_name")
+        request.purchaseToken = try fields.text("purchase_token", limit: GooglePlayPurchase.maximumTokenLength)
+        request.purchaseType = try fields.text("purchase_type")
+        request.purchase = try fields.text("purchase", limit: 8_192)
         request.limit = try fields.text("limit").map { text throws(Unreadable) in
             guard let limit = Int(text), (1...VerificationRequest.maximumPageSize).contains(limit) else {
                 throw Unreadable(reason: "field 'limit' must be a whole number from 1 to 1000")
@@ -204,7 +209,8 @@ enum RequestBody {
         "original_transaction_id", "transaction_ids", "cursor", "limit", "app_transaction_id", "action", "url",
         "event_types", "endpoint_id", "grace_hours", "event_id", "state", "kind", "offer_id", "application_username",
         "allow_introductory_offer", "bundle_id", "consumption_percentage", "delivery_status", "app_account_token",
-        "extend_by_days", "extend_reason_code", "request_identifier", "storefront_country_codes",
+        "extend_by_days", "extend_reason_code", "request_identifier", "storefront_country_codes", "store",
+        "package_name", "purchase_token", "purchase_type", "purchase",
     ]
 
     /// A field name fit for a log line: a name we read, or "an unknown field" (a client may put anything in a name,

@@ -81,7 +81,7 @@ public struct ServeSettings: Sendable {
         if metricsPort != 0, metricsPort == port {
             throw Invalid(description: "the metrics port must differ from the main port (\(port))")
         }
-        return ServerConfiguration(
+        var configuration = ServerConfiguration(
             hostname: text("hostname")?.text ?? "127.0.0.1", port: port, store: store,
             trustAnchorDirectory: trustAnchorDirectory, replacesBuiltInRoots: replacesBuiltInRoots,
             maximumBodySize: bodySize,
@@ -115,6 +115,17 @@ public struct ServeSettings: Sendable {
             notificationReconcileInterval: try number("notification-reconcile-hours", 0...168, default: 6).nonZero.map {
                 .seconds($0 * 3_600)
             })
+        configuration.googlePlay = try googlePlay()
+        return configuration
+    }
+
+    /// The Google Play Developer API client's settings: its base URL and Google's token endpoint (both Google's by
+    /// default; a stand-in's in tests), and how long an answer is reused.
+    func googlePlay() throws -> GooglePlayConfiguration {
+        GooglePlayConfiguration(
+            apiURL: try url("google-play-api-url", default: GooglePlayConfiguration.googleAPIURL),
+            tokenURL: try url("google-oauth-token-url", default: GooglePlayConfiguration.googleTokenURL),
+            cacheLifetime: .seconds(try number("google-play-cache-seconds", 0...3_600, default: 30)))
     }
 
     /// The App Store Server API client's settings. Signed answers may chain to a `--trust-anchors` root only when

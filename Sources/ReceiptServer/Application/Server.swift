@@ -33,8 +33,10 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
     let apple = VerifyReceiptClient(configuration: configuration.apple, metrics: metrics.factory)
     let storeKit = AppStoreServerAPIClient(
         configuration: configuration.storeKit, verifier: verifier, metrics: metrics.factory, logger: logger)
+    let googlePlay = GooglePlayClient(
+        configuration: configuration.googlePlay, metrics: metrics.factory, logger: logger)
     let verification = VerificationService(
-        verifier: verifier, apple: apple, storeKit: storeKit,
+        verifier: verifier, apple: apple, storeKit: storeKit, googlePlay: googlePlay,
         factsLifetime: min(.seconds(1), configuration.storeKit.cacheLifetime))
     let openID = configuration.openID.map { OpenIDClient(configuration: $0, logger: logger) }
     do {
@@ -58,10 +60,12 @@ public func runServer(configuration: ServerConfiguration, masterKey: MasterKey, 
         }
         try await apple.shutdown()
         try await storeKit.shutdown()
+        try await googlePlay.shutdown()
         try await openID?.shutdown()
     } catch {
         try? await apple.shutdown()
         try? await storeKit.shutdown()
+        try? await googlePlay.shutdown()
         try? await openID?.shutdown()
         throw error
     }

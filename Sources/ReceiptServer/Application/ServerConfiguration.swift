@@ -112,6 +112,8 @@ public struct ServerConfiguration: Sendable {
     public var customers: CustomerSettings
     /// How the App Store Server API is reached (enriched answers, look-ups by id, Finish Transaction).
     public var storeKit: AppStoreServerAPIConfiguration
+    /// How the Google Play Developer API and Google's token endpoint are reached.
+    public var googlePlay: GooglePlayConfiguration = .init()
     /// The first wait before a failed Finish Transaction is asked again (doubling up to six hours).
     public var appleFinishFirstRetry: Duration
     /// Seconds between asks of Apple where a mass renewal-date extension stands.

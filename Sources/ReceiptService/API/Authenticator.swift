@@ -55,6 +55,7 @@ public final class Authenticator: Sendable {
         let resultKey: [UInt8]
         let sharedSecret: String?
         let appleKey: (issuerID: String, keyID: String, privateKeyPEM: String)?
+        let googleAccount: GoogleServiceAccount?
     }
 
     /// Creates an authenticator over the tenancy store.
@@ -90,7 +91,7 @@ public final class Authenticator: Sendable {
         let opened = try secrets(of: app)
         return Caller(
             account: key.account, apiKeyID: key.keyID, app: app, resultKey: opened.resultKey,
-            sharedSecret: opened.sharedSecret, appleKey: opened.appleKey)
+            sharedSecret: opened.sharedSecret, appleKey: opened.appleKey, googleAccount: opened.googleAccount)
     }
 
     /// Checks the API key alone, before a request's body is read; throws as
@@ -218,7 +219,8 @@ public final class Authenticator: Sendable {
         }
         let opened = AppSecrets(
             updatedAt: app.updatedAt, resultKey: try tenancy.resultKey(of: app),
-            sharedSecret: try tenancy.sharedSecret(of: app), appleKey: try tenancy.appleCredentials(of: app))
+            sharedSecret: try tenancy.sharedSecret(of: app), appleKey: try tenancy.appleCredentials(of: app),
+            googleAccount: try tenancy.googleCredentials(of: app))
         remember(opened, at: app.id, in: secrets, now: now)
         return opened
     }

@@ -17,6 +17,8 @@ public struct Caller: Sendable {
     let sharedSecret: String?
     /// The app's App Store Server API key in clear, if it has one.
     let appleKey: (issuerID: String, keyID: String, privateKeyPEM: String)?
+    /// The app's Google service account with its key in clear, if it has one.
+    var googleAccount: GoogleServiceAccount? = nil
 
     /// Whether `password` is the app's stored shared secret (compared in constant time, as digests); nil when the
     /// app has none to compare with. The verifyReceipt drop-in answers 21004 for a mismatch, as Apple did.

@@ -4,6 +4,8 @@ import ReceiptCore
 ///
 /// Apple's own codes (21000-21010, 21100-21199) keep Apple's meaning; the others mirror an HTTP status.
 public enum ResponseStatus {
+    /// A Google Play purchase awaiting payment: nothing may be delivered yet.
+    public static let pending = 202
     /// The request body is not readable form or JSON, or a field has the wrong type.
     public static let badRequest = 400
     /// Missing or wrong API key or app token, or a disabled account or app.
@@ -31,6 +33,7 @@ public enum ResponseStatus {
     public static func description(of status: Int) -> String {
         if let known = VerificationStatus(rawValue: status) { return known.description }
         switch status {
+        case pending: return "The purchase is pending: the customer has not paid yet"
         case badRequest: return "The request body could not be read"
         case unauthorized: return "The API key or app token is not valid"
         case paymentRequired: return "The account's plan does not include this endpoint"
@@ -60,7 +63,7 @@ public enum ResponseStatus {
     public static func httpStatus(of status: Int) -> Int {
         switch status {
         case 0, 21000...21199: return 200
-        case 400...599: return status
+        case pending, 400...599: return status
         default: return 500
         }
     }

@@ -12,6 +12,8 @@ public struct VerificationOutcome: Sendable {
         case local
         /// Apple's `verifyReceipt`.
         case apple
+        /// The Google Play Developer API.
+        case googlePlay = "google_play"
         /// Neither: the request was refused before verification.
         case none
     }
@@ -48,6 +50,10 @@ public struct VerificationOutcome: Sendable {
     public var renewals: [JSONObject] = []
     /// The verdict's environment, for the ledger (valid answers only).
     public var environment: StoreEnvironment?
+    /// The store whose purchases the verdict holds, for the ledger.
+    public var store: Store = .appStore
+    /// Subscriptions' statuses the store stated beside the purchases (Google Play's), written with the recording.
+    public var statedStatuses: [SubscriptionStatus] = []
     /// The receipt's environment, when a 403 is for an environment the app does not allow (the verifyReceipt
     /// drop-in answers 21007 or 21008 then).
     public var disallowedEnvironment: StoreEnvironment?
@@ -113,6 +119,9 @@ public struct VerificationOutcome: Sendable {
         /// An id alone, resolved through the App Store Server API: Apple vouches for the purchase, but nothing proves
         /// the caller holds it.
         case idLookup = "id-lookup"
+        /// A Google Play purchase token, whose purchase the Google Play Developer API stated: Google vouches for the
+        /// purchase, and the token (given to the buyer's device only) for its holder.
+        case playDeveloperAPI = "google-play-api"
     }
 
     /// Whether the receipt was found valid.

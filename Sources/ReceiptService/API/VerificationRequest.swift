@@ -66,6 +66,16 @@ public struct VerificationRequest: Sendable, Equatable {
     public var extendReasonCode: String?
     public var requestIdentifier: String?
     public var storefrontCountryCodes: [String]?
+    /// The store of the purchase (`app_store`, the default, or `google_play`).
+    public var store: String?
+    /// Google Play: the Android package the purchase was made in.
+    public var packageName: String?
+    /// Google Play: the purchase's token.
+    public var purchaseToken: String?
+    /// Google Play: `product` (a one-time product) or `subscription`, where the app's catalog does not say.
+    public var purchaseType: String?
+    /// Google Play: the client's `Purchase.getOriginalJson()`, which names the package, product and token.
+    public var purchase: String?
 
     /// Creates a request; every field defaults to "not sent".
     public init(

@@ -12,6 +12,8 @@ public struct VerificationService: Sendable {
     public let apple: (any AppleReceiptVerifying)?
     /// Apple's App Store Server API, for enriched answers and look-ups by id; nil when the server runs without it.
     public let storeKit: (any AppStoreServerLooking)?
+    /// The Google Play Developer API, for Google Play purchases; nil when the server runs without it.
+    public let googlePlay: (any GooglePlayLooking)?
     /// Enriched fields of the last moments, per app and customer.
     let serverFactsMemo: AnswerCache<ServerFacts>
 
@@ -21,8 +23,9 @@ public struct VerificationService: Sendable {
     ///   customer (at most as long as the client reuses Apple's answers; zero: never).
     public init(
         verifier: ReceiptVerifier?, apple: (any AppleReceiptVerifying)?, storeKit: (any AppStoreServerLooking)? = nil,
-        factsLifetime: Duration = .seconds(1)
+        googlePlay: (any GooglePlayLooking)? = nil, factsLifetime: Duration = .seconds(1)
     ) {
+        self.googlePlay = googlePlay
         serverFactsMemo = AnswerCache(lifetime: factsLifetime)
         self.verifier = verifier
         self.apple = apple
@@ -40,6 +43,15 @@ public struct VerificationService: Sendable {
     private func decide(_ request: VerificationRequest, for caller: Caller, logger: Logger) async
         -> VerificationOutcome
     {
+        if let store = request.store {
+            switch Store(name: store) {
+            case .googlePlay?: return await verifyGooglePlay(request, for: caller, logger: logger)
+            case .appStore?: break
+            case nil:
+                return Self.badRequest(
+                    "store must be app_store or google_play", detail: "unknown store '\(store.prefix(40))'")
+            }
+        }
         guard let text = request.receipt, !text.isEmpty else {
             // An id without a receipt is an assertion about a receipt that is missing, unless a look-up is asked for.
             if request.lookup, request.transactionID != nil || request.appTransactionID != nil {

@@ -49,12 +49,6 @@ public struct CustomerView: Sendable, Equatable {
     public var activeEntitlements: [String] { entitlements.filter(\.isActive).map(\.name) }
 }
 
-/// The store a purchase was made in: a dimension of the ledger and the customer view.
-public enum PurchaseStore: String, Sendable, Hashable {
-    /// Apple's App Store.
-    case appStore = "app_store"
-}
-
 /// What part of a subscription a period is (the latest period's offer).
 public enum PeriodType: String, Sendable, Hashable {
     /// A free trial (an introductory offer that is free).
@@ -100,7 +94,7 @@ public struct EntitlementState: Sendable, Equatable {
     /// The environment.
     public var environment: StoreEnvironment
     /// The store.
-    public var store: PurchaseStore
+    public var store: Store
     /// Apple's ownership of the granting purchase (`PURCHASED`, `FAMILY_SHARED`), when stated.
     public var ownershipType: String?
     /// When the granting period (or purchase) was bought.
@@ -130,7 +124,7 @@ public struct SubscriptionState: Sendable, Equatable {
     /// The environment.
     public var environment: StoreEnvironment
     /// The store.
-    public var store: PurchaseStore
+    public var store: Store
     /// Where it stands: active, grace period, billing retry, expired, revoked.
     public var status: SubscriptionStatus.State
     /// Whether it grants its entitlements now.
@@ -180,7 +174,7 @@ public struct PurchaseState: Sendable, Equatable {
     /// The environment.
     public var environment: StoreEnvironment
     /// The store.
-    public var store: PurchaseStore
+    public var store: Store
     /// Whether it grants its entitlements now (a non-consumable not refunded); nil for a consumable or an unknown
     /// kind.
     public var isActive: Bool?

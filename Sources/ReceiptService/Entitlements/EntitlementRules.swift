@@ -154,7 +154,7 @@ public enum EntitlementRules {
         return SubscriptionState(
             productID: productID, originalTransactionID: transaction.originalTransactionID,
             transactionID: transaction.transactionID, kind: .autoRenewable, environment: latest.environment,
-            store: .appStore, status: state, isActive: state.isEntitled,
+            store: latest.store, status: state, isActive: state.isEntitled,
             entitlements: grants(productID, products: products), purchasedAt: transaction.purchaseDate,
             originalPurchasedAt: sorted.compactMap {
                 $0.transaction.originalPurchaseDate ?? $0.transaction.purchaseDate
@@ -183,7 +183,7 @@ public enum EntitlementRules {
         return SubscriptionState(
             productID: transaction.productID, originalTransactionID: transaction.originalTransactionID,
             transactionID: transaction.transactionID, kind: .nonRenewing(duration), environment: entry.environment,
-            store: .appStore, status: state, isActive: state == .active,
+            store: entry.store, status: state, isActive: state == .active,
             entitlements: grants(transaction.productID, products: products), purchasedAt: transaction.purchaseDate,
             originalPurchasedAt: transaction.originalPurchaseDate ?? transaction.purchaseDate, expiresAt: expiresAt,
             gracePeriodExpiresAt: nil, willRenew: false, autoRenewProductID: nil, periodType: .normal,
@@ -198,7 +198,7 @@ public enum EntitlementRules {
         return PurchaseState(
             productID: transaction.productID, transactionID: transaction.transactionID,
             originalTransactionID: transaction.originalTransactionID, kind: kind, environment: entry.environment,
-            store: .appStore, isActive: kind == .nonConsumable ? transaction.revocationDate == nil : nil,
+            store: entry.store, isActive: kind == .nonConsumable ? transaction.revocationDate == nil : nil,
             entitlements: grants(transaction.productID, products: products), purchasedAt: transaction.purchaseDate,
             quantity: transaction.quantity, ownershipType: transaction.inAppOwnershipType,
             refundedAt: transaction.revocationDate)

@@ -40,14 +40,16 @@ extension Ledger {
         }
         outcome.user = user
         let now = Date()
-        let stated = outcome.renewals.compactMap { renewal in
-            SubscriptionStatus(
-                renewal: renewal, purchases: outcome.purchases, appID: caller.app.id, environment: environment,
-                now: now)
-        }
+        let stated =
+            outcome.statedStatuses
+            + outcome.renewals.compactMap { renewal in
+                SubscriptionStatus(
+                    renewal: renewal, purchases: outcome.purchases, appID: caller.app.id, environment: environment,
+                    now: now)
+            }
         switch try await decide(
-            outcome.purchases, environment: environment, user: user, app: caller.app, requestID: requestID,
-            statuses: stated, now: now)
+            outcome.purchases, store: outcome.store, environment: environment, user: user, app: caller.app,
+            requestID: requestID, statuses: stated, now: now)
         {
         case .deliver(let entries, let recorded):
             outcome.transactions = entries
@@ -58,8 +60,11 @@ extension Ledger {
             var seen = Set<String>()
             let originals = outcome.purchases.map(\.originalTransactionID).filter { seen.insert($0).inserted }
             do {
+                // A status this answer's recording wrote is read back from the store, not from a view that may not
+                // have heard of the write yet.
                 let known = try await statuses.statuses(
-                    appID: caller.app.id, originals: originals, environment: environment)
+                    appID: caller.app.id, originals: originals, environment: environment,
+                    fresh: recorded && !stated.isEmpty)
                 if !known.isEmpty { outcome.subscriptions = known.map { .object($0.json) } }
             } catch {
                 logger.warning(

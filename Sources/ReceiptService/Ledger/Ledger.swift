@@ -152,6 +152,7 @@ public final class Ledger: Sendable {
         // What a backend needs to decide alone: where the purchase was made (a sandbox purchase is free), and until
         // when a subscription period runs.
         object.append("environment", .string(entry.environment.rawValue))
+        entry.appendStore(to: &object)
         if let expires = transaction.expiresDate {
             object.append("expires_date_ms", .integer(expires))
             // Delivered or not, an ended period unlocks nothing: the customer's entitlements say what does.

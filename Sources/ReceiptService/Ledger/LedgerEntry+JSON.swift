@@ -10,6 +10,7 @@ extension LedgerEntry {
         object.append("original_transaction_id", .string(transaction.originalTransactionID))
         object.append("product_id", .string(transaction.productID))
         object.append("environment", .string(environment.rawValue))
+        appendStore(to: &object)
         if let date = transaction.purchaseDate { object.append("purchase_date_ms", .integer(date)) }
         if let date = transaction.originalPurchaseDate { object.append("original_purchase_date_ms", .integer(date)) }
         if let date = transaction.expiresDate { object.append("expires_date_ms", .integer(date)) }
@@ -25,6 +26,12 @@ extension LedgerEntry {
         if let deliveredAt { object.append("delivered_at", .string(Self.rfc3339(deliveredAt))) }
         appendAppleFinish(to: &object)
         return object
+    }
+
+    /// The row's store as `store`, for a store other than the App Store (whose rows, older than the store's
+    /// dimension, say nothing of it).
+    public func appendStore(to object: inout JSONObject) {
+        if store != .appStore { object.append("store", .string(store.rawValue)) }
     }
 
     /// Apple's Finish Transaction of the confirmed delivery as `apple_finish` (`state`, `attempts`, `last_error`,

@@ -34,10 +34,12 @@ public final class SubscriptionStatusView: Sendable {
     }
 
     /// The statuses of these original transactions of the app, in the order of `originals` (each in every
-    /// environment it has one, or only in `environment`).
-    public func statuses(appID: UUID, originals: [String], environment: StoreEnvironment? = nil) async throws
-        -> [SubscriptionStatus]
-    {
+    /// environment it has one, or only in `environment`). `fresh` reads them from the store whatever is remembered:
+    /// for an answer whose own recording wrote statuses, which the marker of another database (PostgreSQL's
+    /// notifications arrive a moment after the commit) may not have announced yet.
+    public func statuses(
+        appID: UUID, originals: [String], environment: StoreEnvironment? = nil, fresh: Bool = false
+    ) async throws -> [SubscriptionStatus] {
         guard !originals.isEmpty else { return [] }
         let marker = store.statusChangeMarker()
         var known: [String: [SubscriptionStatus]] = [:]
@@ -48,7 +50,9 @@ public final class SubscriptionStatusView: Sendable {
                 state.marker = marker
             }
             for original in originals {
-                if marker != nil, let cached = state.statuses[Key(appID: appID, originalTransactionID: original)] {
+                if marker != nil, !fresh,
+                    let cached = state.statuses[Key(appID: appID, originalTransactionID: original)]
+                {
                     known[original] = cached
                 } else {
                     missing.append(original)

@@ -1,0 +1,13 @@
+import ReceiptCore
+
+/// The Google Play Developer API's purchase resources, as ``VerificationService`` asks for them (the client in
+/// `Clients/Google` answers; tests put a fake Google behind it). Each answer is Google's resource as it came; a
+/// failure is a ``GooglePlayError``.
+public protocol GooglePlayLooking: Sendable {
+    /// `purchases.products.get`: the `ProductPurchase` of `productID` bought with `token` in `packageName`.
+    func productPurchase(packageName: String, productID: String, token: String, account: GoogleServiceAccount)
+        async throws -> JSONObject
+    /// `purchases.subscriptionsv2.get`: the `SubscriptionPurchaseV2` bought with `token` in `packageName`.
+    func subscriptionPurchase(packageName: String, token: String, account: GoogleServiceAccount) async throws
+        -> JSONObject
+}

@@ -1,0 +1,269 @@
+import Foundation
+import ReceiptCore
+import TestSupport
+import Testing
+
+/// Google Play purchases through `/api` on a live server, both stores, against a fake Google speaking the real
+/// protocol (token grant checked as Google does, androidpublisher v3 resources answered only to a granted account):
+/// one-time products and subscriptions recorded once in the ledger with the store, pending, cancelled and test
+/// purchases told apart, the app's checks before Google is asked, and Google's refusals and failures answered
+/// clearly.
+@Suite struct GooglePlayAPITests {
+    static let package = "com.example.android"
+
+    /// A live server pointed at a fake Google, with one account known to Google and granted the package.
+    static func withGoogle(
+        _ kind: StoreKind, serveArguments: [String] = [],
+        _ body: @Sendable (LiveService, FakeGoogle, FakeGoogle.Account) async throws -> Void
+    ) async throws {
+        let fake = FakeGoogle()
+        let account = try FakeGoogle.Account.make()
+        fake.add(account)
+        fake.grant(account, package: package)
+        try await withLoopbackServer(fake.router(), label: "fake-google") { google in
+            try await withLiveService(
+                kind,
+                serveArguments: [
+                    "--google-play-api-url", google, "--google-oauth-token-url", google + "/token",
+                ] + serveArguments
+            ) { service in
+                try await body(service, fake, account)
+            }
+        }
+    }
+
+    /// A tenant whose app sells on Google Play with `account`'s key; `arguments` are more `app add` flags.
+    static func tenant(_ service: LiveService, _ account: FakeGoogle.Account, _ arguments: [String] = []) throws
+        -> LiveService.Tenant
+    {
+        let keyFile = service.cli.directory.appendingPathComponent("play-\(UUID().uuidString).json")
+        try account.keyFile.write(to: keyFile, atomically: true, encoding: .utf8)
+        return try service.tenant(
+            appArguments: ["--package-name", package, "--google-service-account-file", keyFile.path] + arguments)
+    }
+
+    static func verify(_ service: LiveService, _ tenant: LiveService.Tenant, _ fields: [(String, String)]) async throws
+        -> (LiveService.Answer, JSONObject)
+    {
+        let answer = try await service.post(
+            form: [("apikey", tenant.apiKey), ("token", tenant.token), ("store", "google_play")] + fields)
+        return (answer, try answer.json())
+    }
+
+    static func product(
+        orderID: String = "GPA.3391-0000-1111-22222", state: Int = 0, testPurchase: Bool = false,
+        user: String? = "user-1"
+    ) -> String {
+        """
+        {"kind":"androidpublisher#productPurchase","purchaseTimeMillis":"1790000000123","purchaseState":\(state),\
+        "consumptionState":0,"developerPayload":"","orderId":"\(orderID)","acknowledgementState":0,\
+        "quantity":1,"regionCode":"FR"\(testPurchase ? #","purchaseType":0"# : "")\
+        \(user.map { #","obfuscatedExternalAccountId":"\#($0)""# } ?? "")}
+        """
+    }
+
+    static func subscription(
+        state: String = "SUBSCRIPTION_STATE_ACTIVE", orderID: String = "GPA.3391-5555-6666-77777",
+        expires: String = "2099-01-01T00:00:00.123456Z", renews: Bool = true, user: String = "user-2"
+    ) -> String {
+        """
+        {"kind":"androidpublisher#subscriptionPurchaseV2","regionCode":"FR","startTime":"2026-11-01T10:00:00.5Z",\
+        "subscriptionState":"\(state)","latestOrderId":"\(orderID)",\
+        "acknowledgementState":"ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED",\
+        "externalAccountIdentifiers":{"obfuscatedExternalAccountId":"\(user)"},\
+        "lineItems":[{"productId":"premium_monthly","expiryTime":"\(expires)","latestSuccessfulOrderId":"\(orderID)",\
+        "autoRenewingPlan":{"autoRenewEnabled":\(renews)},"offerDetails":{"basePlanId":"monthly"}}]}
+        """
+    }
+
+    @Test(arguments: StoreKind.available)
+    func aOneTimeProductIsVerifiedRecordedOnceAndDelivered(kind: StoreKind) async throws {
+        try await Self.withGoogle(kind) { service, fake, account in
+            let tenant = try Self.tenant(service, account, ["--product", "coins_100=consumable"])
+            fake.setProduct(Self.package, "coins_100", token: "tok.one-1", Self.product())
+            let fields = [("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tok.one-1")]
+            let (first, answer) = try await Self.verify(service, tenant, fields)
+            #expect(first.httpStatus == 200, "\(first.text)")
+            #expect(answer["status"] == .integer(0))
+            #expect(answer["store"]?.stringValue == "google_play")
+            #expect(answer["environment"]?.stringValue == "Production")
+            #expect(answer["assurance"]?.stringValue == "google-play-api")
+            #expect(answer["google_play"]?["orderId"]?.stringValue == "GPA.3391-0000-1111-22222")
+            let transaction = try #require(answer["transactions"]?.arrayValue?.first)
+            #expect(transaction["transaction_id"]?.stringValue == "GPA.3391-0000-1111-22222")
+            #expect(transaction["store"]?.stringValue == "google_play")
+            #expect(transaction["state"]?.stringValue == "new" && transaction["deliver"] == .bool(true))
+            // The user the app set at purchase (obfuscatedExternalAccountId) claims it.
+            #expect(answer["customer"]?["app_user_id"]?.stringValue == "user-1")
+
+            // Again: seen, not delivered twice, and Google was asked once (its answer is reused for the cache period).
+            let (_, again) = try await Self.verify(service, tenant, fields)
+            let seen = try #require(again["transactions"]?.arrayValue?.first)
+            #expect(seen["state"]?.stringValue == "seen" && seen["deliver"] == .bool(false))
+            #expect(fake.resourceRequests.count == 1 && fake.grants == 1)
+
+            // The ledger holds one Google Play row, claimed by the user.
+            let rows = try await service.post(
+                "/api/transactions",
+                form: [("apikey", tenant.apiKey), ("token", tenant.token), ("app_user_id", "user-1")]
+            ).json()
+            let row = try #require(rows["transactions"]?.arrayValue?.first)
+            #expect(rows["transactions"]?.arrayValue?.count == 1)
+            #expect(row["store"]?.stringValue == "google_play" && row["app_user_id"]?.stringValue == "user-1")
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func pendingCancelledTestAndForeignPurchasesAreToldApart(kind: StoreKind) async throws {
+        try await Self.withGoogle(kind) { service, fake, account in
+            let tenant = try Self.tenant(service, account, ["--environment", "production"])
+            func ask(_ token: String, _ more: [(String, String)] = [("purchase_type", "product")]) async throws
+                -> (LiveService.Answer, JSONObject)
+            {
+                try await Self.verify(
+                    service, tenant,
+                    [("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", token)] + more)
+            }
+            fake.setProduct(Self.package, "coins_100", token: "pending", Self.product(orderID: "GPA.1", state: 2))
+            let (pending, pendingAnswer) = try await ask("pending")
+            #expect(pending.httpStatus == 202 && pendingAnswer["status"] == .integer(202))
+            #expect(pendingAnswer["description"]?.stringValue?.contains("pending") == true)
+            #expect(pendingAnswer["transactions"] == nil)
+
+            fake.setProduct(Self.package, "coins_100", token: "cancelled", Self.product(orderID: "GPA.2", state: 1))
+            let (cancelled, cancelledAnswer) = try await ask("cancelled")
+            #expect(cancelled.httpStatus == 403)
+            #expect(cancelledAnswer["description"]?.stringValue?.contains("cancelled") == true)
+
+            // A license tester's purchase is the Sandbox environment, which this app does not allow.
+            fake.setProduct(
+                Self.package, "coins_100", token: "tester", Self.product(orderID: "GPA.3", testPurchase: true))
+            let (tester, _) = try await ask("tester")
+            #expect(tester.httpStatus == 403)
+            let sandboxTenant = try Self.tenant(service, account, ["--environment", "sandbox"])
+            let (_, sandbox) = try await Self.verify(
+                service, sandboxTenant,
+                [
+                    ("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tester"),
+                    ("purchase_type", "product"),
+                ])
+            #expect(sandbox["status"] == .integer(0) && sandbox["environment"]?.stringValue == "Sandbox")
+
+            // Refused before Google is asked: another app's package, a missing field, an unknown kind.
+            let asked = fake.resourceRequests.count
+            let (foreign, foreignAnswer) = try await Self.verify(
+                service, tenant,
+                [
+                    ("package_name", "com.other.app"), ("product_id", "coins_100"), ("purchase_token", "pending"),
+                    ("purchase_type", "product"),
+                ])
+            #expect(foreign.httpStatus == 403)
+            #expect(foreignAnswer["description"]?.stringValue?.contains("package_name") == true)
+            let (noPackage, _) = try await Self.verify(
+                service, tenant, [("product_id", "coins_100"), ("purchase_token", "x"), ("purchase_type", "product")])
+            #expect(noPackage.httpStatus == 400)
+            let (noKind, noKindAnswer) = try await ask("pending", [])
+            #expect(noKind.httpStatus == 400)
+            #expect(noKindAnswer["description"]?.stringValue?.contains("purchase_type") == true)
+            let (badToken, _) = try await ask("bad token!")
+            #expect(badToken.httpStatus == 400)
+            #expect(fake.resourceRequests.count == asked)
+
+            // A token Google does not know.
+            let (unknown, unknownAnswer) = try await ask("never-issued")
+            #expect(unknown.httpStatus == 403)
+            #expect(unknownAnswer["description"]?.stringValue?.contains("does not know") == true)
+
+            // The client's Purchase.getOriginalJson() names the package, product and token.
+            let original =
+                #"{"orderId":"GPA.2","packageName":"com.example.android","productId":"coins_100","purchaseToken":"cancelled"}"#
+            let (byJSON, _) = try await Self.verify(
+                service, tenant, [("purchase", original), ("purchase_type", "product")])
+            #expect(byJSON.httpStatus == 403)
+            let (disagreeing, _) = try await Self.verify(
+                service, tenant, [("purchase", original), ("purchase_token", "pending"), ("purchase_type", "product")])
+            #expect(disagreeing.httpStatus == 400)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func aSubscriptionGivesItsStatusEntitlementsAndRenewals(kind: StoreKind) async throws {
+        try await Self.withGoogle(kind, serveArguments: ["--google-play-cache-seconds", "0"]) {
+            service, fake, account in
+            let tenant = try Self.tenant(service, account, ["--product", "premium_monthly=auto_renewable:pro"])
+            fake.setSubscription(Self.package, token: "sub-1", Self.subscription())
+            let fields = [
+                ("package_name", Self.package), ("product_id", "premium_monthly"), ("purchase_token", "sub-1"),
+            ]
+            let (_, answer) = try await Self.verify(service, tenant, fields)
+            #expect(answer["status"] == .integer(0), "\(answer)")
+            let first = try #require(answer["transactions"]?.arrayValue?.first)
+            #expect(first["original_transaction_id"]?.stringValue == "GPA.3391-5555-6666-77777")
+            #expect(first["expires_date_ms"] == .integer(4_070_908_800_123))
+            #expect(answer["subscriptions"]?.arrayValue?.first?["status"]?.stringValue == "active")
+            let entitlements = answer["customer"]?["entitlements"]?.arrayValue ?? []
+            let pro = try #require(entitlements.first { $0["name"]?.stringValue == "pro" })
+            #expect(pro["active"] == .bool(true) && pro["store"]?.stringValue == "google_play")
+            #expect(pro["expires_at"]?.stringValue?.hasPrefix("2099-01-01T00:00:00") == true)
+
+            // A renewal: a new order of the same original, the status still the subscription's.
+            fake.setSubscription(
+                Self.package, token: "sub-1", Self.subscription(orderID: "GPA.3391-5555-6666-77777..0"))
+            let (_, renewed) = try await Self.verify(service, tenant, fields)
+            let renewal = try #require(renewed["transactions"]?.arrayValue?.first)
+            #expect(renewal["transaction_id"]?.stringValue == "GPA.3391-5555-6666-77777..0")
+            #expect(renewal["original_transaction_id"]?.stringValue == "GPA.3391-5555-6666-77777")
+            #expect(renewal["state"]?.stringValue == "new")
+
+            // On hold: the status says so, and the purchase is still Google's to state.
+            fake.setSubscription(
+                Self.package, token: "sub-1",
+                Self.subscription(state: "SUBSCRIPTION_STATE_ON_HOLD", orderID: "GPA.3391-5555-6666-77777..0"))
+            let (_, held) = try await Self.verify(service, tenant, fields)
+            #expect(held["subscriptions"]?.arrayValue?.first?["status"]?.stringValue == "billing_retry")
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func aRefusedKeyAndGooglesFailuresAreAnsweredClearly(kind: StoreKind) async throws {
+        try await Self.withGoogle(kind, serveArguments: ["--google-play-cache-seconds", "0"]) {
+            service, fake, account in
+            // A key Google does not know: a 500 naming the key, not retryable, and not asked again in a loop.
+            let stranger = try FakeGoogle.Account.make("stranger")
+            let refusedTenant = try Self.tenant(service, stranger)
+            let fields = [
+                ("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tok"),
+                ("purchase_type", "product"),
+            ]
+            for _ in 0..<3 {
+                let (refused, answer) = try await Self.verify(service, refusedTenant, fields)
+                #expect(refused.httpStatus == 500)
+                #expect(answer["description"]?.stringValue?.contains("service account key") == true)
+                #expect(answer["retryable"] == nil)
+            }
+            #expect(fake.grants == 1 && fake.refusedAssertions == ["unknown service account"])
+
+            // Google's failures of the moment are retryable 500s; an account without access to the package is told.
+            let tenant = try Self.tenant(service, account)
+            fake.setProduct(Self.package, "coins_100", token: "tok", Self.product())
+            fake.fail(503, 429)
+            for _ in 0..<2 {
+                let (failed, answer) = try await Self.verify(service, tenant, fields)
+                #expect(failed.httpStatus == 500 && answer["retryable"] == .bool(true), "\(answer)")
+            }
+            let (_, valid) = try await Self.verify(service, tenant, fields)
+            #expect(valid["status"] == .integer(0))
+            let outsider = try FakeGoogle.Account.make("outsider")
+            fake.add(outsider)
+            let outsiderTenant = try Self.tenant(service, outsider)
+            let (denied, deniedAnswer) = try await Self.verify(service, outsiderTenant, fields)
+            #expect(denied.httpStatus == 500)
+            #expect(deniedAnswer["description"]?.stringValue?.contains("Play Console") == true)
+            // No key at all: the app is told how to set one.
+            let bare = try service.tenant(appArguments: ["--package-name", Self.package])
+            let (keyless, keylessAnswer) = try await Self.verify(service, bare, fields)
+            #expect(keyless.httpStatus == 403)
+            #expect(keylessAnswer["description"]?.stringValue?.contains("service account key") == true)
+        }
+    }
+}
