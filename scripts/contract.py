@@ -41,6 +41,10 @@ any of these entries (a check whose entry is missing fails the coverage check, n
   notification_token        an app of the fixtures' Server Notification (com.audaos.audarecorder), allowing sandbox;
                             used by nothing else, so that the notification is new to it (200, then a duplicate)
   notification_disabled_token  an app like notification_token, disabled (`app update --disable`) (401)
+  google_token, google_result_key  an app with the Android package com.example.contract, a Google service account key
+                            and a catalog of coins_100 (consumable) and premium_monthly (auto_renewable:pro), allowing
+                            sandbox and production (needs --fake-google-port)
+  google_client_email, google_public_key_file  that service account and its public key (PEM), to check every grant
 """
 
 from __future__ import annotations
@@ -592,6 +596,170 @@ class FakeApple:
 
 # Apple's App Store Server API, faked with Apple's own signed data (the fixtures' voicerec subscription, signed by
 # Apple): the id in the path chooses the answer.
+class FakeGoogle:
+    """A local stand-in for Google (the server's --google-play-api-url and --google-oauth-token-url point at
+    http://127.0.0.1:PORT and PORT/token): the token endpoint checks each JWT bearer grant as Google does (RS256 by the
+    service account's key when `cryptography` is installed, its email as issuer, the androidpublisher scope, Google's
+    token URI as audience, at most an hour); the purchase resources answer only a token it granted.
+
+    | purchase token | answer |
+    |---|---|
+    | PRODUCT | a paid ProductPurchase of coins_100, not acknowledged |
+    | PENDING | a ProductPurchase of coins_100 awaiting payment |
+    | SUBSCRIPTION | an active SubscriptionPurchaseV2 of premium_monthly |
+    | any other | 404 |
+
+    Acknowledgements (POST …:acknowledge) answer 204 for a known token and are recorded."""
+
+    PACKAGE = "com.example.contract"
+    PRODUCT = "contract-product-token"
+    PENDING = "contract-pending-token"
+    SUBSCRIPTION = "contract-subscription-token"
+
+    def __init__(self, port: int, client_email: str, public_key_pem: bytes | None):
+        self.port = port
+        self.client_email = client_email
+        self.public_key = None
+        if public_key_pem:
+            try:
+                from cryptography.hazmat.primitives.serialization import load_pem_public_key
+                self.public_key = load_pem_public_key(public_key_pem)
+            except ImportError:
+                pass
+        self.issued: set[str] = set()
+        self.bad_grants: list[str] = []
+        self.acknowledged: list[str] = []
+        self.lock = threading.Lock()
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def grant_problem(self, form: dict[str, list[str]]) -> str | None:
+        """What Google would refuse in a grant, or None."""
+        if form.get("grant_type") != ["urn:ietf:params:oauth:grant-type:jwt-bearer"]:
+            return f"grant_type {form.get('grant_type')}"
+        parts = (form.get("assertion") or [""])[0].split(".")
+        if len(parts) != 3:
+            return "not a compact JWS"
+        try:
+            header = json.loads(base64.urlsafe_b64decode(parts[0] + "==="))
+            claims = json.loads(base64.urlsafe_b64decode(parts[1] + "==="))
+            signature = base64.urlsafe_b64decode(parts[2] + "===")
+        except ValueError:
+            return "not base64url JSON"
+        if header.get("alg") != "RS256" or header.get("typ") != "JWT" or not header.get("kid"):
+            return f"header {header}"
+        if claims.get("iss") != self.client_email or claims.get("aud") != "https://oauth2.googleapis.com/token" \
+                or claims.get("scope") != "https://www.googleapis.com/auth/androidpublisher":
+            return f"claims {claims}"
+        now = time.time()
+        if not (abs(claims.get("iat", 0) - now) <= 60 and 0 < claims.get("exp", 0) - claims.get("iat", 0) <= 3600):
+            return f"iat/exp {claims.get('iat')}/{claims.get('exp')}"
+        if self.public_key is not None:
+            from cryptography.exceptions import InvalidSignature
+            from cryptography.hazmat.primitives import hashes
+            from cryptography.hazmat.primitives.asymmetric import padding
+            try:
+                self.public_key.verify(signature, f"{parts[0]}.{parts[1]}".encode(), padding.PKCS1v15(),
+                                       hashes.SHA256())
+            except InvalidSignature:
+                return "the signature does not verify with the service account's key"
+        return None
+
+    def resource(self, path: str) -> tuple[int, dict | None]:
+        prefix = f"/androidpublisher/v3/applications/{self.PACKAGE}/purchases/"
+        if not path.startswith(prefix):
+            return 404, None
+        rest = path[len(prefix):]
+        product = {"kind": "androidpublisher#productPurchase", "purchaseTimeMillis": "1790000000123",
+                   "consumptionState": 0, "developerPayload": "", "acknowledgementState": 0, "quantity": 1,
+                   "regionCode": "FR", "obfuscatedExternalAccountId": "contract-user"}
+        if rest == f"products/coins_100/tokens/{self.PRODUCT}":
+            return 200, {**product, "purchaseState": 0, "orderId": "GPA.3300-0000-0000-00001"}
+        if rest == f"products/coins_100/tokens/{self.PENDING}":
+            return 200, {**product, "purchaseState": 2, "orderId": "GPA.3300-0000-0000-00002"}
+        if rest == f"subscriptionsv2/tokens/{self.SUBSCRIPTION}":
+            return 200, {
+                "kind": "androidpublisher#subscriptionPurchaseV2", "regionCode": "FR",
+                "startTime": "2026-11-01T10:00:00.5Z", "subscriptionState": "SUBSCRIPTION_STATE_ACTIVE",
+                "latestOrderId": "GPA.3300-0000-0000-00003",
+                "acknowledgementState": "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED",
+                "externalAccountIdentifiers": {"obfuscatedExternalAccountId": "contract-user"},
+                "lineItems": [{"productId": "premium_monthly", "expiryTime": "2099-01-01T00:00:00Z",
+                               "latestSuccessfulOrderId": "GPA.3300-0000-0000-00003",
+                               "autoRenewingPlan": {"autoRenewEnabled": True}}]}
+        return 404, {"error": {"code": 404, "message": "The purchase token was not found."}}
+
+    def _handler(self) -> type:
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *_: Any) -> None:
+                pass
+
+            def reply(self, status: int, body: dict | None) -> None:
+                data = json.dumps(body).encode() if body is not None else b""
+                self.send_response(status)
+                if body is not None:
+                    self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def authorized(self) -> bool:
+                token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                with fake.lock:
+                    return token in fake.issued
+
+            def do_POST(self) -> None:  # noqa: N802: http.server's name
+                sent = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path == "/token":
+                    from urllib.parse import parse_qs
+                    problem = fake.grant_problem(parse_qs(sent.decode()))
+                    if problem:
+                        with fake.lock:
+                            fake.bad_grants.append(problem)
+                        self.reply(400, {"error": "invalid_grant", "error_description": problem})
+                        return
+                    token = "ya29." + secrets.token_hex(16)
+                    with fake.lock:
+                        fake.issued.add(token)
+                    self.reply(200, {"access_token": token, "expires_in": 3599, "token_type": "Bearer"})
+                    return
+                if not self.authorized():
+                    self.reply(401, {"error": {"code": 401}})
+                    return
+                match = re.match(r"^(/androidpublisher/v3/applications/[^/]+/purchases/)(products|subscriptions)/"
+                                 r"([^/]+)/tokens/([^/:]+):acknowledge$", self.path)
+                if match is None:
+                    self.reply(404, None)
+                    return
+                prefix, kind, product, token = match.groups()
+                lookup = f"{prefix}products/{product}/tokens/{token}" if kind == "products" \
+                    else f"{prefix}subscriptionsv2/tokens/{token}"
+                status, _ = fake.resource(lookup)
+                if status != 200:
+                    self.reply(404, {"error": {"code": 404}})
+                    return
+                with fake.lock:
+                    fake.acknowledged.append(f"{kind}/{product}/{token}")
+                self.reply(204, None)
+
+            def do_GET(self) -> None:  # noqa: N802: http.server's name
+                if not self.authorized():
+                    self.reply(401, {"error": {"code": 401}})
+                    return
+                self.reply(*fake.resource(self.path))
+
+        return Handler
+
+
 class FakeAppStoreServer:
     """A local stand-in for the App Store Server API (the server's --storekit-production-url and
     --storekit-sandbox-url point at http://127.0.0.1:PORT/production and /sandbox). The fixtures' subscription is a
@@ -1652,6 +1820,90 @@ class Run:
 
     # The App Store Server API: enriched answers, look-ups by id (docs/app-store-server-api.md).
 
+    def google_play(self, route: str, google: FakeGoogle) -> None:
+        """Google Play purchases (store=google_play) against the fake Google: a paid product, a pending one, a
+        subscription, what is refused before and by Google; on /api the ledger rows and their acknowledgement."""
+        print(f"Google Play on {route} (fake Google)")
+        c = self.c
+        sealed = route == "/apiencrypted"
+        token, result_key = self.cred["google_token"], self.cred.get("google_result_key")
+
+        def verify(label: str, fields: dict, expect: int, check: Callable[[dict], list[str]] | None = None) -> None:
+            body = {"token": token, "store": "google_play", "package_name": FakeGoogle.PACKAGE, **fields}
+            self.valid_request(f"{route} Google Play {label}", "application/x-www-form-urlencoded", body, route=route)
+
+            def extra(a: Answer, value: Any) -> list[str]:
+                if sealed and expect == 200 and isinstance(value, str):
+                    if not result_key:
+                        return ["no google_result_key to open the sealed answer"]
+                    value = json.loads(open_sealed(value, result_key, "aes-256-cbc") or b"{}")
+                    errors = self.doc.errors(self.doc.schema("ValidAnswer"), value)
+                    if errors:
+                        return [f"sealed plaintext: {error}" for error in errors]
+                    c.record_sealed(value)
+                if not isinstance(value, dict):
+                    return [f"not a JSON object: {value!r}"]
+                return check(value) if check is not None else []
+            c.check(f"POST {route} Google Play {label}", self.post(route, body), expect, extra=extra)
+
+        def product(b: dict) -> list[str]:
+            entries = b.get("transactions") or [{}]
+            wanted = {"status": 0, "store": "google_play", "assurance": "google-play-api", "environment": "Production"}
+            problems = [f"{k} {b.get(k)!r}, expected {v!r}" for k, v in wanted.items() if b.get(k) != v]
+            if (b.get("google_play") or {}).get("orderId") != "GPA.3300-0000-0000-00001":
+                problems.append(f"google_play {b.get('google_play')!r}")
+            if entries[0].get("store") != "google_play" or entries[0].get("transaction_id") != "GPA.3300-0000-0000-00001":
+                problems.append(f"transactions {entries!r}")
+            return problems
+        verify("a paid product", {"product_id": "coins_100", "purchase_token": FakeGoogle.PRODUCT}, 200, product)
+        if sealed:
+            return
+        verify("a pending product", {"product_id": "coins_100", "purchase_token": FakeGoogle.PENDING}, 202,
+               lambda b: [] if b.get("status") == 202 and b.get("store") == "google_play" else [f"answer {b!r}"])
+
+        def subscription(b: dict) -> list[str]:
+            statuses = [s.get("status") for s in b.get("subscriptions") or []]
+            entitlements = [(e.get("name"), e.get("store")) for e in (b.get("customer") or {}).get("entitlements", [])]
+            return ([] if statuses == ["active"] else [f"subscriptions {statuses}"]) + \
+                ([] if ("pro", "google_play") in entitlements else [f"entitlements {entitlements}"])
+        verify("an active subscription", {"product_id": "premium_monthly", "purchase_token": FakeGoogle.SUBSCRIPTION},
+               200, subscription)
+        verify("a token Google does not know",
+               {"product_id": "coins_100", "purchase_token": "contract-unknown-token"}, 403)
+        verify("another app's package", {"package_name": "com.example.other", "product_id": "coins_100",
+                                         "purchase_token": FakeGoogle.PRODUCT}, 403)
+        verify("a malformed token", {"product_id": "coins_100", "purchase_token": "not a token"}, 400)
+        verify("no purchase type where the catalog says none",
+               {"product_id": "not_in_catalog", "purchase_token": FakeGoogle.PRODUCT}, 403)
+        # The user's rows: the store and, once the server asked Google, the product's acknowledgement.
+        deadline = time.time() + 15
+        while True:
+            body = {"token": token, "app_user_id": "contract-user"}
+            answer = self.post("/api/transactions", body)
+            rows = answer.json().get("transactions", []) if answer.status == 200 else []
+            states = {r.get("transaction_id"): (r.get("google_acknowledgement") or {}).get("state") for r in rows}
+            if states.get("GPA.3300-0000-0000-00001") == "acknowledged" or time.time() > deadline:
+                break
+            time.sleep(0.3)
+        self.valid_request("look-up of Google Play rows", "application/x-www-form-urlencoded", body,
+                           route="/api/transactions")
+
+        def ledger(a: Answer, b: Any) -> list[str]:
+            rows = b.get("transactions", []) if isinstance(b, dict) else []
+            problems = [f"row {r.get('transaction_id')} store {r.get('store')!r}" for r in rows
+                        if r.get("store") != "google_play"]
+            states = {r.get("transaction_id"): (r.get("google_acknowledgement") or {}).get("state") for r in rows}
+            if states.get("GPA.3300-0000-0000-00001") != "acknowledged":
+                problems.append(f"the product's acknowledgement {states}")
+            with google.lock:
+                if f"products/coins_100/{FakeGoogle.PRODUCT}" not in google.acknowledged:
+                    problems.append(f"Google received the acknowledgements {google.acknowledged}")
+            return problems
+        c.check("POST /api/transactions Google Play rows", answer, 200, extra=ledger)
+        with google.lock:
+            for problem in google.bad_grants:
+                c.fail("Google token grant", problem)
+
     def storekit(self, route: str) -> None:
         print(f"App Store Server API on {route} (fake App Store Server API)")
         c, fake = self.c, FakeAppStoreServer
@@ -2211,6 +2463,10 @@ def main() -> int:
                         help="serve a fake App Store Server API on this port (the server's --storekit-production-url "
                              "must be http://127.0.0.1:PORT/production and --storekit-sandbox-url "
                              "http://127.0.0.1:PORT/sandbox); needs the fixtures and the storekit_* credentials")
+    parser.add_argument("--fake-google-port", type=int,
+                        help="serve a fake Google (token endpoint and Play Developer API) on this port (the server's "
+                             "--google-play-api-url must be http://127.0.0.1:PORT and --google-oauth-token-url "
+                             "http://127.0.0.1:PORT/token); needs the google_* credentials")
     parser.add_argument("--receipt-bundle-id", default="com.revenuecat.sampleapp",
                         help="the receipt's bundle ID (fake Apple answers without fixtures)")
     parser.add_argument("--max-body-size", type=int, default=2 << 20, help="the server's --max-body-size")
@@ -2254,6 +2510,17 @@ def main() -> int:
         for name in ("latest_receipt", "latest_expired_receipt_info", "pending_renewal_info", "is-retryable",
                      "exception", "retryable", "receipt"):
             contract.fields_not_exercised[name] = reason
+    google = None
+    if args.fake_google_port and credentials.get("google_token"):
+        public_key = credentials.get("google_public_key_file")
+        google = FakeGoogle(args.fake_google_port, credentials.get("google_client_email", ""),
+                            Path(public_key).read_bytes() if public_key else None)
+        google.start()
+    else:
+        reason = "Google is not faked (--fake-google-port and google_token)"
+        contract.not_exercised[("POST", "/api", 202)] = reason
+        for name in ("google_play", "google_acknowledgement"):
+            contract.fields_not_exercised[name] = reason
     storekit = None
     if args.fake_storekit_port and run.fixtures and credentials.get("storekit_token"):
         public_key = credentials.get("storekit_public_key_file")
@@ -2286,6 +2553,8 @@ def main() -> int:
                 run.apple(route)
             if storekit is not None:
                 run.storekit(route)
+            if google is not None:
+                run.google_play(route, google)
         run.drop_in()
         run.notifications()
         run.ledger()
@@ -2304,6 +2573,8 @@ def main() -> int:
     finally:
         if fake is not None:
             fake.stop()
+        if google is not None:
+            google.stop()
         if storekit is not None:
             storekit.stop()
             if any("look-up" in failure for failure in contract.failures) or args.verbose:

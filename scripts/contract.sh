@@ -137,6 +137,22 @@ NOTIFICATION_TOKEN=$(app main --name notifications --bundle-id com.audaos.audare
 NOTIFICATION_DISABLED_TOKEN=$(app main --name notifications-disabled --bundle-id com.audaos.audarecorder \
     --environment sandbox --mode local | field token)
 rv app update "$NOTIFICATION_DISABLED_TOKEN" --disable >/dev/null
+# Google Play: a fresh RSA key for a service account (contract.py's fake Google checks every grant's signature with
+# its public half), an app of a package with that key and a catalog of a consumable and a subscription.
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$WORK/google-key.pem" 2>/dev/null
+openssl pkey -in "$WORK/google-key.pem" -pubout -out "$WORK/google-key.pub" 2>/dev/null
+GOOGLE_EMAIL=verifier@contract-play.iam.gserviceaccount.com
+python3 - "$WORK/google-key.pem" "$GOOGLE_EMAIL" >"$WORK/google-key.json" <<'PY'
+import json, sys
+print(json.dumps({"type": "service_account", "project_id": "contract-play", "private_key_id": "0123456789abcdef",
+                  "private_key": open(sys.argv[1]).read(), "client_email": sys.argv[2],
+                  "token_uri": "https://oauth2.googleapis.com/token"}))
+PY
+GOOGLE_TOKEN=$(app main --name google --bundle-id "$BUNDLE" --environment sandbox --environment production \
+    --mode local --cipher aes-256-cbc --package-name com.example.contract \
+    --google-service-account-file "$WORK/google-key.json" --product coins_100=consumable \
+    --product premium_monthly=auto_renewable:pro | field token)
+GOOGLE_RESULT_KEY=$(rv app show "$GOOGLE_TOKEN" --reveal-key --json | field result_key)
 key other >/dev/null
 OTHER_ACCOUNT_TOKEN=$(app other --bundle-id "$BUNDLE" --environment sandbox | field token)
 PLAIN_KEY=$(key plain)
@@ -167,7 +183,9 @@ cat >"$WORK/credentials.json" <<EOF
   "storekit_issuer_id": "$ISSUER_ID", "storekit_key_id": "$APPLE_KEY_ID",
   "storekit_public_key_file": "$WORK/apple-key.pub",
   "enriched_token": "$ENRICHED_TOKEN", "refusing_token": "$REFUSING_TOKEN",
-  "notification_token": "$NOTIFICATION_TOKEN", "notification_disabled_token": "$NOTIFICATION_DISABLED_TOKEN"
+  "notification_token": "$NOTIFICATION_TOKEN", "notification_disabled_token": "$NOTIFICATION_DISABLED_TOKEN",
+  "google_token": "$GOOGLE_TOKEN", "google_result_key": "$GOOGLE_RESULT_KEY", "google_client_email": "$GOOGLE_EMAIL",
+  "google_public_key_file": "$WORK/google-key.pub"
 }
 EOF
 
@@ -175,6 +193,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 PORT=$(free_port)
 APPLE_PORT=$(free_port)
 STOREKIT_PORT=$(free_port)
+GOOGLE_PORT=$(free_port)
 MAX_BODY_SIZE=2097152
 # Two bodies at the size limit: contract.py holds this budget with idle connections to get a 503 (memory).
 MAX_BODY_MEMORY=4194304
@@ -188,6 +207,8 @@ log "starting $BIN serve on port $PORT (log: $WORK/server.log)"
     --apple-attempts 2 --apple-timeout 5 \
     --storekit-production-url "http://127.0.0.1:$STOREKIT_PORT/production" \
     --storekit-sandbox-url "http://127.0.0.1:$STOREKIT_PORT/sandbox" --storekit-timeout 5 \
+    --google-play-api-url "http://127.0.0.1:$GOOGLE_PORT" --google-oauth-token-url "http://127.0.0.1:$GOOGLE_PORT/token" \
+    --google-acknowledge-retry-seconds 1 \
     --log-level warning >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 100); do
@@ -210,7 +231,7 @@ log "contract.py"
 # shellcheck disable=SC2086 # CONTRACT_ARGS is a list of arguments
 python3 scripts/contract.py --url "$BASE" --spec "$SPEC" --credentials "$WORK/credentials.json" \
     --receipt "$RECEIPT" --fixtures "$FIXTURES" --receipt-bundle-id "$BUNDLE" --fake-apple-port "$APPLE_PORT" \
-    --fake-storekit-port "$STOREKIT_PORT" \
+    --fake-storekit-port "$STOREKIT_PORT" --fake-google-port "$GOOGLE_PORT" \
     --max-body-size "$MAX_BODY_SIZE" --max-body-memory "$MAX_BODY_MEMORY" ${OPS_ARGS[@]+"${OPS_ARGS[@]}"} \
     ${CONTRACT_ARGS:-} || status=1
 
@@ -252,6 +273,9 @@ if [ "${SKIP_SCHEMATHESIS:-0}" != 1 ]; then
 [parameters]
 "body.apikey" = "$MAIN_KEY"
 "body.token" = "$TOKEN"
+# Apple's inputs only: a Google Play request (store google_play) names a package, token and JSON whose forms the
+# schema can state only in part (the JSON text of purchase); GooglePlayAPITests checks those answers on a live server.
+"body.store" = "app_store"
 
 [[operations]]
 include-operation-id = "lookUpTransactions"

@@ -157,6 +157,12 @@ struct Serve: AsyncParsableCommand {
     )
     var googlePlayCacheSeconds: String?
 
+    @Option(
+        help:
+            "Seconds before a failed Google acknowledgement (of a delivered purchase) is asked again, doubling up to 6 h. Env: RECEIPTVERIFY_GOOGLE_ACKNOWLEDGE_RETRY_SECONDS. Default: 60"
+    )
+    var googleAcknowledgeRetrySeconds: String?
+
     @Option(help: "Seconds for one webhook delivery attempt (1-60). Env: RECEIPTVERIFY_WEBHOOK_TIMEOUT. Default: 10")
     var webhookTimeout: String?
 
@@ -288,6 +294,7 @@ struct Serve: AsyncParsableCommand {
             "storekit-extension-poll-seconds": storekitExtensionPollSeconds, "webhook-timeout": webhookTimeout,
             "google-play-api-url": googlePlayAPIURL, "google-oauth-token-url": googleOAuthTokenURL,
             "google-play-cache-seconds": googlePlayCacheSeconds,
+            "google-acknowledge-retry-seconds": googleAcknowledgeRetrySeconds,
             "webhook-retry-seconds": webhookRetrySeconds,
             "notification-reconcile-hours": notificationReconcileHours,
             "webhook-deliveries-per-second": webhookDeliveriesPerSecond,

@@ -70,6 +70,10 @@ final class FakeGoogle: Sendable {
         /// Statuses answered to the next resource requests, in order, before any resource.
         var failures: [Int] = []
         var resourceRequests: [String] = []
+        /// Statuses answered to the next acknowledgements, in order.
+        var acknowledgementFailures: [Int] = []
+        /// The purchases acknowledged (`PACKAGE/products/PRODUCT/TOKEN`, `PACKAGE/subscriptions/PRODUCT/TOKEN`).
+        var acknowledged: [String] = []
     }
 
     private let state = Mutex(State())
@@ -98,6 +102,12 @@ final class FakeGoogle: Sendable {
     }
     /// Answers the next resource requests with these statuses (Google's error body), in order.
     func fail(_ statuses: Int...) { state.withLock { $0.failures.append(contentsOf: statuses) } }
+    /// Answers the next acknowledgements with these statuses, in order.
+    func failAcknowledgements(_ statuses: Int...) {
+        state.withLock { $0.acknowledgementFailures.append(contentsOf: statuses) }
+    }
+    /// The purchases acknowledged, in order (`PACKAGE/products/PRODUCT/TOKEN` or `PACKAGE/subscriptions/…`).
+    var acknowledged: [String] { state.withLock { $0.acknowledged } }
     /// The resource paths asked for, in order.
     var resourceRequests: [String] { state.withLock { $0.resourceRequests } }
 
@@ -113,6 +123,15 @@ final class FakeGoogle: Sendable {
                 key:
                     "\(package)/products/\(context.parameters.get("product") ?? "")/\(context.parameters.get("token") ?? "")"
             )
+        }
+        for kind in ["products", "subscriptions"] {
+            router.post("\(applications)/\(kind)/:product/tokens/:token") { request, context in
+                let action = context.parameters.get("token") ?? ""
+                guard action.hasSuffix(":acknowledge") else { return Self.googleError(404, "No such method.") }
+                return self.acknowledge(
+                    request, package: context.parameters.get("package") ?? "", kind: kind,
+                    product: context.parameters.get("product") ?? "", token: String(action.dropLast(12)))
+            }
         }
         router.get("\(applications)/subscriptionsv2/tokens/:token") { request, context in
             let package = context.parameters.get("package") ?? ""
@@ -145,6 +164,32 @@ final class FakeGoogle: Sendable {
             return Response(
                 status: .ok, headers: [.contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(string: json)))
+        }
+    }
+
+    /// An acknowledgement, as Google answers it: 204 for a purchase it knows (already acknowledged included), 404 else.
+    private func acknowledge(_ request: Request, package: String, kind: String, product: String, token: String)
+        -> Response
+    {
+        let authorization = request.headers[.authorization] ?? ""
+        let bearer = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : ""
+        return state.withLock { state in
+            guard let email = state.issued[bearer] else {
+                return Self.googleError(401, "Request had invalid authentication credentials.")
+            }
+            if !state.acknowledgementFailures.isEmpty {
+                return Self.googleError(state.acknowledgementFailures.removeFirst(), "scripted failure")
+            }
+            guard state.grantedPackages[email]?.contains(package) == true else {
+                return Self.googleError(403, "The current user has insufficient permissions.")
+            }
+            let resource =
+                kind == "products" ? "\(package)/products/\(product)/\(token)" : "\(package)/subscriptionsv2/\(token)"
+            guard state.resources[resource] != nil else {
+                return Self.googleError(404, "The purchase token was not found.")
+            }
+            state.acknowledged.append("\(package)/\(kind)/\(product)/\(token)")
+            return Response(status: .noContent)
         }
     }
 

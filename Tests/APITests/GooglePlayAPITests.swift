@@ -224,6 +224,40 @@ import Testing
         }
     }
 
+    /// An upgrade (a new purchase token linking the old one) takes over the old subscription's rights: the old
+    /// subscription is ended, and the customer holds the entitlement once, from the new purchase.
+    @Test(arguments: StoreKind.available)
+    func anUpgradeEndsTheSubscriptionItReplaces(kind: StoreKind) async throws {
+        try await Self.withGoogle(kind) { service, fake, account in
+            let tenant = try Self.tenant(
+                service, account,
+                ["--product", "premium_monthly=auto_renewable:pro", "--product", "premium_yearly=auto_renewable:pro"])
+            fake.setSubscription(Self.package, token: "sub-old", Self.subscription(orderID: "GPA.20"))
+            _ = try await Self.verify(
+                service, tenant,
+                [("package_name", Self.package), ("product_id", "premium_monthly"), ("purchase_token", "sub-old")])
+            let upgraded = Self.subscription(orderID: "GPA.21")
+                .replacingOccurrences(of: "premium_monthly", with: "premium_yearly")
+                .replacingOccurrences(
+                    of: #""regionCode":"FR","#, with: #""regionCode":"FR","linkedPurchaseToken":"sub-old","#)
+            fake.setSubscription(Self.package, token: "sub-new", upgraded)
+            let (_, answer) = try await Self.verify(
+                service, tenant,
+                [("package_name", Self.package), ("product_id", "premium_yearly"), ("purchase_token", "sub-new")])
+            #expect(answer["status"] == .integer(0), "\(answer)")
+            let customer = try #require(answer["customer"])
+            let statuses = Dictionary(
+                uniqueKeysWithValues: (customer["subscriptions"]?.arrayValue ?? []).compactMap { item in
+                    item["original_transaction_id"]?.stringValue.map { ($0, item["status"]?.stringValue ?? "") }
+                })
+            #expect(statuses["GPA.20"] == "expired", "\(statuses)")
+            #expect(statuses["GPA.21"] == "active", "\(statuses)")
+            let pro = (customer["entitlements"]?.arrayValue ?? []).filter { $0["name"]?.stringValue == "pro" }
+            #expect(pro.count == 1 && pro.first?["original_transaction_id"]?.stringValue == "GPA.21")
+            #expect(pro.first?["active"] == .bool(true))
+        }
+    }
+
     @Test(arguments: StoreKind.available)
     func aRefusedKeyAndGooglesFailuresAreAnsweredClearly(kind: StoreKind) async throws {
         try await Self.withGoogle(kind, serveArguments: ["--google-play-cache-seconds", "0"]) {
@@ -264,6 +298,77 @@ import Testing
             let (keyless, keylessAnswer) = try await Self.verify(service, bare, fields)
             #expect(keyless.httpStatus == 403)
             #expect(keylessAnswer["description"]?.stringValue?.contains("service account key") == true)
+        }
+    }
+
+    /// Google refunds a purchase not acknowledged within three days: a delivered one is acknowledged by the server
+    /// (at once in `once` mode, on the backend's confirmation in `confirm` mode), retried after a failure, and never
+    /// asked when Google says it is acknowledged already; the ledger shows where each stands.
+    @Test(arguments: StoreKind.available)
+    func deliveredPurchasesAreAcknowledgedOnceRetriedAndShown(kind: StoreKind) async throws {
+        try await Self.withGoogle(kind, serveArguments: ["--google-acknowledge-retry-seconds", "1"]) {
+            service, fake, account in
+            let tenant = try Self.tenant(service, account, ["--product", "coins_100=consumable"])
+            func waitFor(_ what: String, _ condition: () -> Bool) async throws {
+                let end = ContinuousClock.now + .seconds(20)
+                while !condition() {
+                    guard ContinuousClock.now < end else { throw SetupError("\(what) did not happen in 20 s") }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            func row(_ tenant: LiveService.Tenant, _ id: String) async throws -> JSONObject? {
+                let rows = try await service.post(
+                    "/api/transactions",
+                    form: [("apikey", tenant.apiKey), ("token", tenant.token), ("original_transaction_id", id)]
+                ).json()
+                guard case .object(let row)? = rows["transactions"]?.arrayValue?.first else { return nil }
+                return row
+            }
+            // Once mode: delivered by the answer, acknowledged after one failure of Google's.
+            fake.failAcknowledgements(503)
+            fake.setProduct(Self.package, "coins_100", token: "tok-ack", Self.product(orderID: "GPA.10"))
+            let (_, answer) = try await Self.verify(
+                service, tenant,
+                [("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tok-ack")])
+            #expect(answer["transactions"]?.arrayValue?.first?["deliver"] == .bool(true))
+            try await waitFor("the acknowledgement") {
+                fake.acknowledged.contains("\(Self.package)/products/coins_100/tok-ack")
+            }
+            let acknowledged = try #require(try await row(tenant, "GPA.10")?["google_acknowledgement"])
+            #expect(acknowledged["state"]?.stringValue == "acknowledged" && acknowledged["attempts"] == .integer(2))
+
+            // Already acknowledged by Google (the app did it on the device): never asked.
+            fake.setProduct(
+                Self.package, "coins_100", token: "tok-done",
+                Self.product(orderID: "GPA.11").replacingOccurrences(
+                    of: #""acknowledgementState":0"#, with: #""acknowledgementState":1"#))
+            _ = try await Self.verify(
+                service, tenant,
+                [("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tok-done")])
+            let done = try #require(try await row(tenant, "GPA.11")?["google_acknowledgement"])
+            #expect(done["state"]?.stringValue == "acknowledged" && done["attempts"] == .integer(0))
+
+            // Confirm mode: nothing until the backend confirms the delivery; a subscription's own endpoint then.
+            let confirming = try Self.tenant(
+                service, account, ["--delivery", "confirm", "--product", "premium_monthly=auto_renewable:pro"])
+            fake.setSubscription(
+                Self.package, token: "sub-ack",
+                Self.subscription(orderID: "GPA.12").replacingOccurrences(
+                    of: "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED", with: "ACKNOWLEDGEMENT_STATE_PENDING"))
+            _ = try await Self.verify(
+                service, confirming,
+                [("package_name", Self.package), ("product_id", "premium_monthly"), ("purchase_token", "sub-ack")])
+            try await Task.sleep(for: .seconds(2))
+            #expect(!fake.acknowledged.contains { $0.hasSuffix("/sub-ack") })
+            #expect(try await row(confirming, "GPA.12")?["google_acknowledgement"] == nil)
+            let confirmed = try await service.post(
+                "/api/transactions/delivered",
+                form: [("apikey", confirming.apiKey), ("token", confirming.token), ("transaction_ids", "GPA.12")])
+            #expect(confirmed.httpStatus == 200, "\(confirmed.text)")
+            try await waitFor("the subscription's acknowledgement") {
+                fake.acknowledged.contains("\(Self.package)/subscriptions/premium_monthly/sub-ack")
+            }
+            #expect(fake.acknowledged.count == 2)
         }
     }
 }

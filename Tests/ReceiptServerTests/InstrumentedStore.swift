@@ -6,6 +6,7 @@ import Synchronization
 /// A real store (SQLite, from the caller) seen through a window that counts the reads a request can cause and can
 /// hold them, as a database that stops answering would: the tests of what strangers and outages cost.
 final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionStore, AppleFinishStore,
+    GoogleAcknowledgementStore,
     ConsumptionAnswerStore, RenewalExtensionStore, NotificationStore, WebhookStore, RetentionStore, ReconciliationStore
 {
     let base: any DataStore
@@ -172,6 +173,19 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     }
     func claimAppleFinishes(dueBy now: Date, lease: Duration, limit: Int) async throws -> [AppleFinishTask] {
         try await base.claimAppleFinishes(dueBy: now, lease: lease, limit: limit)
+    }
+    func claimGoogleAcknowledgements(dueBy now: Date, lease: Duration, limit: Int) async throws
+        -> [GoogleAcknowledgementTask]
+    {
+        try await base.claimGoogleAcknowledgements(dueBy: now, lease: lease, limit: limit)
+    }
+    func recordGoogleAcknowledgement(_ task: GoogleAcknowledgementTask, outcome: AppleFinishOutcome, at date: Date)
+        async throws
+    {
+        try await base.recordGoogleAcknowledgement(task, outcome: outcome, at: date)
+    }
+    func pendingGoogleAcknowledgements(deliveredBefore date: Date) async throws -> Int {
+        try await base.pendingGoogleAcknowledgements(deliveredBefore: date)
     }
     func recordAppleFinish(_ task: AppleFinishTask, outcome: AppleFinishOutcome, at date: Date) async throws {
         try await base.recordAppleFinish(task, outcome: outcome, at: date)

@@ -79,6 +79,66 @@ import Testing
         }
     }
 
+    /// A delivered Google Play purchase's acknowledgement is made pending by the delivery (a first answer, or the
+    /// backend's confirmation), claimed under a lease, and recorded; Google's own acknowledgement stands.
+    @Test(arguments: StoreKind.available)
+    func googleAcknowledgementsArePendingOnDeliveryClaimedAndRecorded(kind: StoreKind) async throws {
+        try await Contract.withApp(kind) { store, app in
+            func google(_ id: String, acknowledged: Bool = false) -> PurchaseTransaction {
+                var transaction = Contract.purchase(id)
+                transaction.productType = nil
+                transaction.purchaseToken = "token-" + id
+                transaction.packageName = "com.example.android"
+                transaction.isAcknowledged = acknowledged
+                return transaction
+            }
+            var delivered = Self.recording(app, .googlePlay, [], user: "u")
+            delivered.transactions = [google("GPA.1"), google("GPA.2", acknowledged: true)]
+            delivered.deliversNew = true
+            let recorded = try await store.record(delivered)
+            #expect(recorded.map { $0.entry.googleAcknowledgement?.state } == [.pending, .finished])
+            var offered = Self.recording(app, .googlePlay, [], user: "u", at: 1)
+            offered.transactions = [google("GPA.3")]
+            #expect(try await store.record(offered).first?.entry.googleAcknowledgement == nil)
+            // An Apple row is never Google's to acknowledge.
+            _ = try await store.record(Self.recording(app, .appStore, ["4"], user: "u", at: 1))
+            let confirmed = try await store.confirmDelivery(
+                appID: app.id, environment: nil, transactionIDs: ["GPA.3", "4"],
+                at: Contract.start.addingTimeInterval(2), finishingWithApple: false)
+            let states = Dictionary(
+                uniqueKeysWithValues: confirmed.map { ($0.transaction.transactionID, $0.googleAcknowledgement?.state) })
+            #expect(states.count == 2 && states["GPA.3"] == .pending && states["4"] == .some(nil))
+
+            let now = Contract.start.addingTimeInterval(10)
+            let claimed = try await store.claimGoogleAcknowledgements(dueBy: now, lease: .seconds(60), limit: 10)
+            #expect(claimed.map(\.transactionID).sorted() == ["GPA.1", "GPA.3"])
+            #expect(claimed.allSatisfy { $0.packageName == "com.example.android" && !$0.isSubscription })
+            #expect(claimed.first { $0.transactionID == "GPA.1" }?.purchaseToken == "token-GPA.1")
+            // Leased: not claimed again meanwhile.
+            #expect(try await store.claimGoogleAcknowledgements(dueBy: now, lease: .seconds(60), limit: 10).isEmpty)
+            #expect(try await store.pendingGoogleAcknowledgements(deliveredBefore: now) == 2)
+
+            let first = try #require(claimed.first { $0.transactionID == "GPA.1" })
+            let third = try #require(claimed.first { $0.transactionID == "GPA.3" })
+            try await store.recordGoogleAcknowledgement(first, outcome: .finished, at: now)
+            try await store.recordGoogleAcknowledgement(
+                third, outcome: .retry(next: now.addingTimeInterval(5), error: "Google answered 503"), at: now)
+            let rows = Dictionary(
+                uniqueKeysWithValues: try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).map {
+                    ($0.transaction.transactionID, $0)
+                })
+            #expect(rows["GPA.1"]?.googleAcknowledgement?.state == .finished)
+            #expect(rows["GPA.1"]?.googleAcknowledgement?.finishedAt == now)
+            #expect(rows["GPA.3"]?.googleAcknowledgement?.attempts == 1)
+            #expect(rows["GPA.3"]?.googleAcknowledgement?.lastError == "Google answered 503")
+            #expect(try await store.pendingGoogleAcknowledgements(deliveredBefore: now) == 1)
+            // Due again at its retry time.
+            let again = try await store.claimGoogleAcknowledgements(
+                dueBy: now.addingTimeInterval(6), lease: .seconds(60), limit: 10)
+            #expect(again.map(\.transactionID) == ["GPA.3"] && again.first?.attempts == 1)
+        }
+    }
+
     /// A database written before version 22 keeps every row, each the App Store's, its claim and status joined.
     @Test(arguments: StoreKind.available)
     func rowsFromBeforeTheStoreWasADimensionAreTheAppStores(kind: StoreKind) async throws {

@@ -54,20 +54,36 @@ public final class GooglePlayClient: GooglePlayLooking {
             endpoint: "subscriptionsv2_get", account: account)
     }
 
+    public func acknowledge(
+        packageName: String, productID: String, token: String, isSubscription: Bool, account: GoogleServiceAccount
+    ) async throws {
+        let kind = isSubscription ? "subscriptions" : "products"
+        _ = try await send(
+            "/androidpublisher/v3/applications/\(Self.segment(packageName))/purchases/\(kind)/"
+                + "\(Self.segment(productID))/tokens/\(Self.segment(token)):acknowledge",
+            method: .POST, endpoint: "\(kind)_acknowledge", account: account)
+    }
+
     /// A GET of `path`, from the cache when the same account asked for it within its lifetime.
     private func get(_ path: String, endpoint: String, account: GoogleServiceAccount) async throws -> JSONObject {
         try await answers.value("\(account.clientEmail) \(account.keyID) \(path)") {
-            try await self.send(path, endpoint: endpoint, account: account)
+            try await self.send(path, method: .GET, endpoint: endpoint, account: account)
         }.value
     }
 
-    private func send(_ path: String, endpoint: String, account: GoogleServiceAccount) async throws -> JSONObject {
+    private func send(_ path: String, method: HTTPMethod, endpoint: String, account: GoogleServiceAccount)
+        async throws -> JSONObject
+    {
         let deadline = ContinuousClock.now + configuration.timeout
         // A token Google no longer takes (revoked, or its key rotated) is dropped and granted anew, once.
         for attempt in 0..<2 {
             let token = try await tokens.token(for: account, deadline: deadline)
             var request = HTTPClientRequest(url: configuration.apiURL + path)
-            request.method = .GET
+            request.method = method
+            if method == .POST {
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.body = .bytes(ByteBuffer(string: "{}"))
+            }
             request.headers.add(name: "Authorization", value: "Bearer " + token)
             request.headers.add(name: "Accept", value: "application/json")
             let remaining = ContinuousClock.now.duration(to: deadline)
@@ -84,6 +100,9 @@ public final class GooglePlayClient: GooglePlayLooking {
             }
             count(endpoint, String(status))
             switch status {
+            case 200 where method == .POST, 204 where method == .POST:
+                // An acknowledgement answers an empty body.
+                return JSONObject()
             case 200:
                 guard case .object(let object)? = try? JSONParser.parse(body) else {
                     throw GooglePlayError(.invalidResponse, "Google answered 200 with a body that is not a JSON object")

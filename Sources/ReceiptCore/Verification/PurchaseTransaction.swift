@@ -53,6 +53,14 @@ public struct PurchaseTransaction: Sendable, Equatable {
     public var billingPlanType: String?
     /// `commitmentInfo`: the commitment a period billed monthly belongs to (API 1.21).
     public var commitment: Commitment?
+    /// Google Play: the purchase token (one per purchase; a subscription's renewals share it).
+    public var purchaseToken: String?
+    /// Google Play: the Android package the purchase was made in.
+    public var packageName: String?
+    /// Google Play: the token of the purchase this one replaced (an upgrade, downgrade or re-subscription).
+    public var linkedPurchaseToken: String?
+    /// Google Play: whether Google says the purchase is acknowledged (not stored: the ledger keeps its own state).
+    public var isAcknowledged: Bool?
     /// When the statement of this transaction was signed, in milliseconds since 1970: a JWS's `signedDate`, a
     /// receipt's creation date, the time Apple answered; nil when unknown. A revocation it states (or lacks) is
     /// weighed against newer statements by it (docs/notifications.md, "Effects").

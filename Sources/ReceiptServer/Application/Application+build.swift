@@ -64,6 +64,14 @@ public func buildApplication(
                 pollAfter: configuration.renewalExtensionPollInterval,
                 callTimeout: configuration.storeKit.totalTimeout, deadline: components.deadline, logger: logger))
     }
+    if let googlePlay = verification.googlePlay {
+        extraServices.append(
+            GoogleAcknowledger(
+                store: tenancy.store, tenancy: tenancy, googlePlay: googlePlay,
+                policy: RetryPolicy(first: configuration.googleAcknowledgeFirstRetry),
+                callTimeout: configuration.googlePlay.timeout, deadline: components.deadline,
+                metrics: metrics.factory, logger: logger))
+    }
     extraServices.append(
         WebhookDeliverer(
             store: tenancy.store, tenancy: tenancy,

@@ -116,6 +116,8 @@ public struct ServeSettings: Sendable {
                 .seconds($0 * 3_600)
             })
         configuration.googlePlay = try googlePlay()
+        configuration.googleAcknowledgeFirstRetry = .seconds(
+            try number("google-acknowledge-retry-seconds", 1...3_600, default: 60))
         return configuration
     }
 

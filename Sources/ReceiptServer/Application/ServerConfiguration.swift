@@ -114,6 +114,8 @@ public struct ServerConfiguration: Sendable {
     public var storeKit: AppStoreServerAPIConfiguration
     /// How the Google Play Developer API and Google's token endpoint are reached.
     public var googlePlay: GooglePlayConfiguration = .init()
+    /// The first wait before a failed Google acknowledgement is asked again (doubling up to six hours).
+    public var googleAcknowledgeFirstRetry: Duration = .seconds(60)
     /// The first wait before a failed Finish Transaction is asked again (doubling up to six hours).
     public var appleFinishFirstRetry: Duration
     /// Seconds between asks of Apple where a mass renewal-date extension stands.

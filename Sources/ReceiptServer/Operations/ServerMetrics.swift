@@ -29,6 +29,8 @@ import Synchronization
 /// | `receiptverify_connections_open` | | open client connections |
 /// | `receiptverify_storekit_requests_total` | endpoint, environment, status | App Store Server API exchanges (HTTP status or `network`) |
 /// | `receiptverify_google_requests_total` | endpoint, result | Google exchanges: the token grant, the Play Developer API's resources (HTTP status or `network`) |
+/// | `receiptverify_google_acknowledgements_total` | result | Google acknowledgements of delivered purchases |
+/// | `receiptverify_google_acknowledgements_overdue` | | delivered purchases over 48 h old still not acknowledged |
 /// | `receiptverify_storekit_request_duration_seconds` | endpoint | their duration, histogram |
 /// | `receiptverify_storekit_retries_total` | | retries after a retryable failure |
 /// | `receiptverify_storekit_rate_limit_wait_seconds` | | waits for the app's request budget or Apple's `Retry-After` |

@@ -29,6 +29,12 @@ extension VerificationService {
             return .rejected(
                 source: .none, reason: "package '\(named.package)' is not the app's", description: Self.foreignPackage)
         }
+        // A product outside the app's catalog is refused before anything else is asked of it.
+        if let catalog = app.productCatalog, let product = named.product, !catalog.contains(product) {
+            return .rejected(
+                source: .none, reason: "product '\(product)' is not in the app's catalog",
+                description: TenantChecks.productNotInCatalog)
+        }
         // The kind: the catalog's, else the request's.
         let catalogKind = named.product.flatMap { id in app.catalog?.first { $0.id == id }?.kind }
         let kind: GooglePlayPurchase.Kind
@@ -42,11 +48,6 @@ extension VerificationService {
         case (nil, let other?):
             return Self.badRequest(
                 "purchase_type must be product or subscription", detail: "purchase type '\(other.prefix(40))'")
-        }
-        if let catalog = app.productCatalog, let product = named.product, !catalog.contains(product) {
-            return .rejected(
-                source: .none, reason: "product '\(product)' is not in the app's catalog",
-                description: TenantChecks.productNotInCatalog)
         }
         guard kind == .subscription || named.product != nil else {
             return Self.badRequest("product_id is required for a one-time product", detail: "no product_id")
@@ -84,8 +85,10 @@ extension VerificationService {
             purchase =
                 switch kind {
                 case .product:
-                    try GooglePlayPurchase.product(resource, productID: named.product ?? "", token: named.token)
-                case .subscription: try GooglePlayPurchase.subscription(resource, token: named.token)
+                    try GooglePlayPurchase.product(
+                        resource, productID: named.product ?? "", token: named.token, packageName: named.package)
+                case .subscription:
+                    try GooglePlayPurchase.subscription(resource, token: named.token, packageName: named.package)
                 }
         } catch let error as GooglePlayError {
             return Self.outcome(for: error)

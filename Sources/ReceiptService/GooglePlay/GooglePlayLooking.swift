@@ -10,4 +10,9 @@ public protocol GooglePlayLooking: Sendable {
     /// `purchases.subscriptionsv2.get`: the `SubscriptionPurchaseV2` bought with `token` in `packageName`.
     func subscriptionPurchase(packageName: String, token: String, account: GoogleServiceAccount) async throws
         -> JSONObject
+    /// `purchases.products.acknowledge` or `purchases.subscriptions.acknowledge`: acknowledges the purchase of
+    /// `productID` bought with `token` (Google refunds one left unacknowledged for three days).
+    func acknowledge(
+        packageName: String, productID: String, token: String, isSubscription: Bool, account: GoogleServiceAccount
+    ) async throws
 }

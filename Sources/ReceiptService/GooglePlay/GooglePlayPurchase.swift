@@ -63,7 +63,9 @@ public struct GooglePlayPurchase: Sendable {
     }
 
     /// Reads a `ProductPurchase` of `productID` bought with `token`.
-    public static func product(_ resource: JSONObject, productID: String, token: String) throws -> GooglePlayPurchase {
+    public static func product(_ resource: JSONObject, productID: String, token: String, packageName: String? = nil)
+        throws -> GooglePlayPurchase
+    {
         guard case .integer(let purchaseState)? = resource["purchaseState"] else {
             throw GooglePlayError(.invalidResponse, "Google's ProductPurchase has no purchaseState")
         }
@@ -79,13 +81,16 @@ public struct GooglePlayPurchase: Sendable {
         let purchased = try millis(resource["purchaseTimeMillis"], "purchaseTimeMillis")
         var quantity = 1
         if case .integer(let stated)? = resource["quantity"], stated > 0, stated <= 1_000_000 { quantity = Int(stated) }
-        let transaction = PurchaseTransaction(
+        var transaction = PurchaseTransaction(
             transactionID: orderID, originalTransactionID: orderID, productID: productID, purchaseDate: purchased,
             originalPurchaseDate: purchased, quantity: quantity, inAppOwnershipType: "PURCHASED")
         var isTest = false
         if case .integer(let type)? = resource["purchaseType"] { isTest = type == 0 }
         var acknowledged = false
         if case .integer(let value)? = resource["acknowledgementState"] { acknowledged = value == 1 }
+        transaction.purchaseToken = token
+        transaction.packageName = packageName
+        transaction.isAcknowledged = acknowledged
         return GooglePlayPurchase(
             kind: .product, state: state, environment: isTest ? .sandbox : .production,
             transactions: state == .purchased ? [transaction] : [],
@@ -93,7 +98,9 @@ public struct GooglePlayPurchase: Sendable {
     }
 
     /// Reads a `SubscriptionPurchaseV2` bought with `token`.
-    public static func subscription(_ resource: JSONObject, token: String) throws -> GooglePlayPurchase {
+    public static func subscription(_ resource: JSONObject, token: String, packageName: String? = nil) throws
+        -> GooglePlayPurchase
+    {
         guard let subscriptionState = resource["subscriptionState"]?.stringValue else {
             throw GooglePlayError(.invalidResponse, "Google's SubscriptionPurchaseV2 has no subscriptionState")
         }
@@ -104,6 +111,8 @@ public struct GooglePlayPurchase: Sendable {
             default: .purchased
             }
         let started = try resource["startTime"].map { try time($0, "startTime") }
+        let acknowledged = resource["acknowledgementState"]?.stringValue == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"
+        let linked = resource["linkedPurchaseToken"]?.stringValue
         var transactions: [PurchaseTransaction] = []
         var autoRenews: Bool?
         for item in resource["lineItems"]?.arrayValue ?? [] {
@@ -119,13 +128,17 @@ public struct GooglePlayPurchase: Sendable {
                 renewing = true
                 if case .bool(let enabled)? = plan["autoRenewEnabled"] { autoRenews = enabled }
             }
-            transactions.append(
-                PurchaseTransaction(
-                    transactionID: orderID, originalTransactionID: original, productID: productID,
-                    purchaseDate: original == orderID ? started : nil, originalPurchaseDate: started,
-                    expiresDate: try line["expiryTime"].map { try time($0, "expiryTime") },
-                    inAppOwnershipType: "PURCHASED",
-                    productType: renewing ? "Auto-Renewable Subscription" : "Non-Renewing Subscription"))
+            var transaction = PurchaseTransaction(
+                transactionID: orderID, originalTransactionID: original, productID: productID,
+                purchaseDate: original == orderID ? started : nil, originalPurchaseDate: started,
+                expiresDate: try line["expiryTime"].map { try time($0, "expiryTime") },
+                inAppOwnershipType: "PURCHASED",
+                productType: renewing ? "Auto-Renewable Subscription" : "Non-Renewing Subscription")
+            transaction.purchaseToken = token
+            transaction.packageName = packageName
+            transaction.linkedPurchaseToken = linked
+            transaction.isAcknowledged = acknowledged
+            transactions.append(transaction)
         }
         guard state != .purchased || !transactions.isEmpty else {
             throw GooglePlayError(.invalidResponse, "Google's SubscriptionPurchaseV2 names no order of a paid item")
@@ -137,8 +150,7 @@ public struct GooglePlayPurchase: Sendable {
         return GooglePlayPurchase(
             kind: .subscription, state: state, environment: resource["testPurchase"] == nil ? .production : .sandbox,
             transactions: state == .purchased ? transactions : [], user: user,
-            isAcknowledged: resource["acknowledgementState"]?.stringValue == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED",
-            linkedPurchaseToken: resource["linkedPurchaseToken"]?.stringValue, subscriptionState: subscriptionState,
+            isAcknowledged: acknowledged, linkedPurchaseToken: linked, subscriptionState: subscriptionState,
             autoRenews: autoRenews)
     }
 

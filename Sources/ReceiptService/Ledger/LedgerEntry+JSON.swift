@@ -25,7 +25,23 @@ extension LedgerEntry {
         object.append("first_request_id", .string(firstRequestID))
         if let deliveredAt { object.append("delivered_at", .string(Self.rfc3339(deliveredAt))) }
         appendAppleFinish(to: &object)
+        appendGoogleAcknowledgement(to: &object)
         return object
+    }
+
+    /// Google Play's acknowledgement of the delivered purchase as `google_acknowledgement` (`state`: `pending`,
+    /// `acknowledged` or `failed`; `attempts`, `last_error`, `acknowledged_at`), appended to `object`; nothing when
+    /// none was asked.
+    public func appendGoogleAcknowledgement(to object: inout JSONObject) {
+        guard let status = googleAcknowledgement else { return }
+        var acknowledgement = JSONObject(capacity: 4)
+        acknowledgement.append("state", .string(status.state == .finished ? "acknowledged" : status.state.rawValue))
+        acknowledgement.append("attempts", .integer(Int64(status.attempts)))
+        if let error = status.lastError, status.state != .finished {
+            acknowledgement.append("last_error", .string(error))
+        }
+        if let at = status.finishedAt { acknowledgement.append("acknowledged_at", .string(Self.rfc3339(at))) }
+        object.append("google_acknowledgement", .object(acknowledgement))
     }
 
     /// The row's store as `store`, for a store other than the App Store (whose rows, older than the store's

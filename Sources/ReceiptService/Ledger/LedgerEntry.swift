@@ -25,6 +25,9 @@ public struct LedgerEntry: Sendable, Equatable {
     public var deliveredAt: Date?
     /// Apple's Finish Transaction of a confirmed delivery, for apps with App Store Server API credentials.
     public var appleFinish: AppleFinishStatus?
+    /// Google Play's acknowledgement of a delivered purchase (its state, attempts and error, as Apple's finish's;
+    /// `finished` is acknowledged, by us or already by Google).
+    public var googleAcknowledgement: AppleFinishStatus?
     /// The signed date (milliseconds since 1970) of the statement that last set or cleared the revocation; an older
     /// statement changes it no more.
     public var revocationAsOf: Int64?
@@ -112,6 +115,16 @@ public struct LedgerRecording: Sendable {
             appID: appID, store: store, environment: environment, transaction: transaction, claimant: claimant,
             firstSeenAt: now, lastSeenAt: now, firstRequestID: requestID, deliveredAt: nil)
         if deliversNew && mayDeliver(entry) { entry.deliveredAt = now }
+        if store == .googlePlay, transaction.purchaseToken != nil {
+            // Google's own acknowledgement stands; else one is asked once the purchase is delivered.
+            if transaction.isAcknowledged == true {
+                entry.googleAcknowledgement = AppleFinishStatus(
+                    state: .finished, attempts: 0, lastError: nil, finishedAt: nil)
+            } else if entry.deliveredAt != nil {
+                entry.googleAcknowledgement = AppleFinishStatus(
+                    state: .pending, attempts: 0, lastError: nil, finishedAt: nil)
+            }
+        }
         return entry
     }
 

@@ -230,11 +230,33 @@ extension LedgerRecorder {
     }
 
     /// Writes the statuses that recordings of one app and environment state (``LedgerRecording/statuses``), in their
-    /// order; the `subscription.status_changed` events of those that changed a state.
+    /// order, and ends the subscriptions their purchases replaced (Google Play's `linkedPurchaseToken`: an upgrade, a
+    /// downgrade or a re-subscription takes over the old token's rights); the `subscription.status_changed` events of
+    /// those that changed a state.
     static func statusEvents(of recordings: [LedgerRecording], with writer: some LedgerWriting) async throws
         -> [WebhookEvent]
     {
-        let stated = recordings.flatMap { recording in recording.statuses.map { (recording, $0) } }
+        var stated = recordings.flatMap { recording in recording.statuses.map { (recording, $0) } }
+        for recording in recordings {
+            let own = Set(recording.transactions.compactMap(\.purchaseToken))
+            let linked = Set(recording.transactions.compactMap(\.linkedPurchaseToken)).subtracting(own)
+            guard !linked.isEmpty else { continue }
+            let ownOriginals = Set(recording.originalTransactionIDs)
+            let now = recording.now.millisecondsSince1970
+            for replaced in try await writer.originals(ofPurchaseTokens: linked.sorted())
+            where !ownOriginals.contains(replaced.original) {
+                stated.append(
+                    (
+                        recording,
+                        SubscriptionStatus(
+                            appID: recording.appID, store: recording.store, environment: recording.environment,
+                            // Its period's end, so that the statement is about its latest period; its rights end now.
+                            originalTransactionID: replaced.original, productID: replaced.productID, state: .expired,
+                            expiresDate: replaced.expires ?? now, autoRenews: false, asOf: now,
+                            updatedAt: recording.now)
+                    ))
+            }
+        }
         guard !stated.isEmpty else { return [] }
         let (changes, _) = try await SubscriptionStatus.merge(stated.map(\.1), with: writer)
         return changes.map { change in

@@ -14,6 +14,11 @@ public protocol LedgerWriting {
     func insertIfAbsent(_ entries: [LedgerEntry]) async throws -> Set<String>
     /// The stored entries of these transactions, by transaction id (claimants not filled in).
     func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry]
+    /// The original transactions (each once, with a product of theirs and their latest expiry) of the rows bought with
+    /// these purchase tokens (Google Play's), sorted.
+    func originals(ofPurchaseTokens tokens: [String]) async throws -> [(
+        original: String, productID: String, expires: Int64?
+    )]
     /// Claims each original transaction of `claims` that has no claimant for its user (the first pair of an original
     /// wins), then returns the claimants of `originals` (sorted, distinct); unclaimed ones are absent.
     func claims(_ claims: [(original: String, user: String)], reading originals: [String], at date: Date)

@@ -91,7 +91,11 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
                 UPDATE ledger_transactions SET delivered_at = \(date),
                     apple_finish = CASE WHEN store = 'app_store' AND environment <> 'Xcode' THEN \(finishState) END,
                     apple_finish_due_at = CASE WHEN store = 'app_store' AND environment <> 'Xcode'
-                        THEN \(finishDue)::timestamptz END
+                        THEN \(finishDue)::timestamptz END,
+                    google_ack = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN 'pending'
+                        ELSE google_ack END,
+                    google_ack_due_at = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN \(date)
+                        ELSE google_ack_due_at END
                 WHERE app_id = \(appID) AND transaction_id = ANY(\(transactionIDs)) AND delivered_at IS NULL
                     AND revocation_date IS NULL AND (\(environment)::text IS NULL OR environment = \(environment))
                 RETURNING transaction_id
@@ -320,6 +324,10 @@ struct PostgresLedgerWriter: LedgerWriting {
         let commitmentPeriods = transactions.map { $0.commitment?.totalBillingPeriods.map(Int64.init) ?? none }
         let commitmentExpires = transactions.map { $0.commitment?.expiresDate ?? none }
         let commitmentPrice = transactions.map { $0.commitment?.price ?? none }
+        let tokens = transactions.map { $0.purchaseToken ?? noText }
+        let packages = transactions.map { $0.packageName ?? noText }
+        let linked = transactions.map { $0.linkedPurchaseToken ?? noText }
+        let acks = entries.map { StoredForm.googleAck($0).state ?? noText }
         let delivered = entries.map { $0.deliveredAt != nil }
         let seen = entries.map { $0.firstSeenAt.millisecondsSince1970 }
         let requests = entries.map(\.firstRequestID)
@@ -330,7 +338,8 @@ struct PostgresLedgerWriter: LedgerWriting {
                 revocation_date, revocation_reason, revocation_type, revocation_percentage, first_seen_at,
                 last_seen_at, first_request_id, delivered_at, product_type, offer_type, offer_discount_type,
                 app_transaction_id, offer_period, billing_plan_type, commitment_period, commitment_periods,
-                commitment_expires_date, commitment_price)
+                commitment_expires_date, commitment_price, purchase_token, package_name, linked_purchase_token,
+                google_ack, google_ack_due_at)
             SELECT \(appID), \(purchaseStore), \(environment), t.id, t.original, t.product, NULLIF(t.purchased, \(none)),
                 NULLIF(t.originally, \(none)), NULLIF(t.expires, \(none)), t.quantity, NULLIF(t.line_item, \(noText)),
                 NULLIF(t.ownership, \(noText)), NULLIF(t.revoked, \(none)), NULLIF(t.reason, \(none)),
@@ -339,24 +348,46 @@ struct PostgresLedgerWriter: LedgerWriting {
                 NULLIF(t.discount, \(noText)), NULLIF(t.app_transaction, \(noText)),
                 NULLIF(t.offer_period, \(noText)), NULLIF(t.plan, \(noText)), NULLIF(t.commitment_period, \(none)),
                 NULLIF(t.commitment_periods, \(none)), NULLIF(t.commitment_expires, \(none)),
-                NULLIF(t.commitment_price, \(none))
+                NULLIF(t.commitment_price, \(none)), NULLIF(t.token, \(noText)), NULLIF(t.package, \(noText)),
+                NULLIF(t.linked, \(noText)), NULLIF(t.ack, \(noText)), CASE WHEN t.ack = 'pending' THEN seen_at.at END
             FROM UNNEST(\(ids)::text[], \(originals)::text[], \(products)::text[], \(purchased)::int8[],
                 \(originallyPurchased)::int8[], \(expires)::int8[], \(quantities)::int8[], \(lineItems)::text[],
                 \(ownership)::text[], \(revoked)::int8[], \(reasons)::int8[], \(types)::text[], \(percentages)::int8[],
                 \(delivered)::bool[], \(seen)::int8[], \(requests)::text[], \(kinds)::text[], \(offers)::int8[],
                 \(discounts)::text[], \(appTransactions)::text[], \(offerPeriods)::text[], \(plans)::text[],
                 \(commitmentPeriod)::int8[], \(commitmentPeriods)::int8[], \(commitmentExpires)::int8[],
-                \(commitmentPrice)::int8[])
+                \(commitmentPrice)::int8[], \(tokens)::text[], \(packages)::text[], \(linked)::text[],
+                \(acks)::text[])
                 WITH ORDINALITY AS t(id, original, product, purchased, originally, expires, quantity, line_item,
                     ownership, revoked, reason, type, percentage, delivered, seen, request, kind, offer, discount,
                     app_transaction, offer_period, plan, commitment_period, commitment_periods, commitment_expires,
-                    commitment_price, position),
+                    commitment_price, token, package, linked, ack, position),
                 -- Exact milliseconds (a division by 1000.0 would round through a double).
                 LATERAL (SELECT TIMESTAMPTZ 'epoch' + t.seen * INTERVAL '1 millisecond' AS at) AS seen_at
             ORDER BY t.position
             ON CONFLICT DO NOTHING RETURNING transaction_id
             """, on: connection)
         return Set(try rows.map { try $0["transaction_id"].decode(String.self) })
+    }
+
+    func originals(ofPurchaseTokens tokens: [String]) async throws -> [(
+        original: String, productID: String, expires: Int64?
+    )] {
+        guard !tokens.isEmpty else { return [] }
+        return try await store.rows(
+            """
+            SELECT original_transaction_id, min(product_id) AS product_id, max(expires_date) AS expires_date
+            FROM ledger_transactions
+            WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
+                AND purchase_token = ANY(\(tokens)::text[])
+            GROUP BY original_transaction_id ORDER BY original_transaction_id
+            """, on: connection
+        ).map {
+            (
+                try $0.text("original_transaction_id"), try $0.text("product_id"),
+                try $0.optionalInt("expires_date").map(Int64.init)
+            )
+        }
     }
 
     func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry] {
@@ -378,7 +409,10 @@ struct PostgresLedgerWriter: LedgerWriting {
     func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool {
         !(try await store.rows(
             """
-            UPDATE ledger_transactions SET delivered_at = \(date)
+            UPDATE ledger_transactions SET delivered_at = \(date),
+                google_ack = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN 'pending' ELSE google_ack END,
+                google_ack_due_at = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN \(date)
+                    ELSE google_ack_due_at END
             WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
                 AND transaction_id = \(transactionID) AND delivered_at IS NULL
             RETURNING transaction_id

@@ -476,3 +476,21 @@ ALTER TABLE apps ADD COLUMN google_client_email TEXT;
 ALTER TABLE apps ADD COLUMN google_key_id TEXT;
 ALTER TABLE apps ADD COLUMN google_token_uri TEXT;
 ALTER TABLE apps ADD COLUMN google_private_key BYTEA;
+
+-- version: 24 Google Play purchases on the ledger: each row's purchase token, package and linked (replaced) token, and
+-- its acknowledgement, asked of Google once the purchase is delivered (Google refunds one unacknowledged for three days)
+-- google_ack: NULL (not asked: not delivered yet, or not Google's), 'pending', 'acknowledged' (by us or already by
+-- Google) or 'failed'; google_ack_due_at: the next attempt (leased while a server asks).
+ALTER TABLE ledger_transactions ADD COLUMN purchase_token TEXT;
+ALTER TABLE ledger_transactions ADD COLUMN package_name TEXT;
+ALTER TABLE ledger_transactions ADD COLUMN linked_purchase_token TEXT;
+ALTER TABLE ledger_transactions ADD COLUMN google_ack TEXT
+    CHECK (google_ack IN ('pending', 'acknowledged', 'failed'));
+ALTER TABLE ledger_transactions ADD COLUMN google_ack_attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE ledger_transactions ADD COLUMN google_ack_due_at TIMESTAMPTZ;
+ALTER TABLE ledger_transactions ADD COLUMN google_ack_error TEXT;
+ALTER TABLE ledger_transactions ADD COLUMN google_acknowledged_at TIMESTAMPTZ;
+CREATE INDEX ledger_transactions_google_ack_idx ON ledger_transactions (google_ack_due_at)
+    WHERE google_ack = 'pending';
+CREATE INDEX ledger_transactions_token_idx ON ledger_transactions (app_id, purchase_token)
+    WHERE purchase_token IS NOT NULL;

@@ -74,14 +74,17 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
                     """
                     UPDATE ledger_transactions SET delivered_at = ?,
                         apple_finish = CASE WHEN ? AND store = 'app_store' AND environment <> 'Xcode' THEN 'pending' END,
-                        apple_finish_due_at = CASE WHEN ? AND store = 'app_store' AND environment <> 'Xcode' THEN ? END
+                        apple_finish_due_at = CASE WHEN ? AND store = 'app_store' AND environment <> 'Xcode' THEN ? END,
+                        google_ack = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN 'pending' ELSE google_ack END,
+                        google_ack_due_at = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN ?
+                            ELSE google_ack_due_at END
                     WHERE app_id = ? AND transaction_id IN (\(list)) AND delivered_at IS NULL
                         AND revocation_date IS NULL AND (? IS NULL OR environment = ?)
                     RETURNING transaction_id
                     """,
                     [
                         .millis(date), .integer(finishingWithApple ? 1 : 0), .integer(finishingWithApple ? 1 : 0),
-                        .millis(date), .uuid(appID),
+                        .millis(date), .millis(date), .uuid(appID),
                     ] + chunk.map { .text($0) } + [environment, environment])
                 updated = updated || !confirmed.isEmpty
                 entries += try await self.query(
@@ -303,7 +306,8 @@ struct SQLiteLedgerWriter: LedgerWriting {
                     revocation_date, revocation_reason, revocation_type, revocation_percentage, first_seen_at,
                     last_seen_at, first_request_id, delivered_at, product_type, offer_type, offer_discount_type,
                     app_transaction_id, offer_period, billing_plan_type, commitment_period, commitment_periods,
-                    commitment_expires_date, commitment_price)
+                    commitment_expires_date, commitment_price, purchase_token, package_name, linked_purchase_token,
+                    google_ack, google_ack_due_at)
                 VALUES \(Array(repeating: Self.rowPlaceholders, count: chunk.count).joined(separator: ", "))
                 ON CONFLICT DO NOTHING RETURNING transaction_id
                 """, chunk.flatMap(values))
@@ -312,9 +316,9 @@ struct SQLiteLedgerWriter: LedgerWriting {
         return inserted
     }
 
-    private static let rowPlaceholders = "(" + Array(repeating: "?", count: 30).joined(separator: ", ") + ")"
+    private static let rowPlaceholders = "(" + Array(repeating: "?", count: 35).joined(separator: ", ") + ")"
 
-    /// The 30 values of an entry's row, in the insert's column order.
+    /// The 35 values of an entry's row, in the insert's column order.
     private func values(_ entry: LedgerEntry) -> [SQLiteData] {
         let transaction = entry.transaction
         let optional: (Int64?) -> SQLiteData = { $0.map { .integer(Int($0)) } ?? .null }
@@ -335,7 +339,30 @@ struct SQLiteLedgerWriter: LedgerWriting {
             optional(transaction.commitment?.billingPeriodNumber.map(Int64.init)),
             optional(transaction.commitment?.totalBillingPeriods.map(Int64.init)),
             optional(transaction.commitment?.expiresDate), optional(transaction.commitment?.price),
+            transaction.purchaseToken.map { .text($0) } ?? .null, transaction.packageName.map { .text($0) } ?? .null,
+            transaction.linkedPurchaseToken.map { .text($0) } ?? .null,
+            StoredForm.googleAck(entry).state.map { .text($0) } ?? .null, .millis(StoredForm.googleAck(entry).due),
         ]
+    }
+
+    func originals(ofPurchaseTokens tokens: [String]) async throws -> [(
+        original: String, productID: String, expires: Int64?
+    )] {
+        guard !tokens.isEmpty else { return [] }
+        return try await store.query(
+            """
+            SELECT original_transaction_id, min(product_id) AS product_id, max(expires_date) AS expires_date
+            FROM ledger_transactions
+            WHERE app_id = ? AND store = ? AND environment = ?
+                AND purchase_token IN (\(SQLiteStore.placeholders(tokens.count)))
+            GROUP BY original_transaction_id ORDER BY original_transaction_id
+            """, key + tokens.map { .text($0) }
+        ).map {
+            (
+                try $0.text("original_transaction_id"), try $0.text("product_id"),
+                try $0.optionalInt("expires_date").map(Int64.init)
+            )
+        }
     }
 
     func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry] {
@@ -357,10 +384,12 @@ struct SQLiteLedgerWriter: LedgerWriting {
     func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool {
         !(try await store.query(
             """
-            UPDATE ledger_transactions SET delivered_at = ?
+            UPDATE ledger_transactions SET delivered_at = ?,
+                google_ack = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN 'pending' ELSE google_ack END,
+                google_ack_due_at = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN ? ELSE google_ack_due_at END
             WHERE app_id = ? AND store = ? AND environment = ? AND transaction_id = ? AND delivered_at IS NULL
             RETURNING transaction_id
-            """, [.millis(date)] + key + [.text(transactionID)]
+            """, [.millis(date), .millis(date)] + key + [.text(transactionID)]
         ).isEmpty)
     }
 

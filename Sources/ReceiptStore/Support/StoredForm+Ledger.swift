@@ -26,11 +26,14 @@ extension StoredForm {
         let periods = try row.optionalInt("commitment_periods")
         let expires = try row.optionalInt("commitment_expires_date").map(Int64.init)
         let price = try row.optionalInt("commitment_price").map(Int64.init)
+        transaction.purchaseToken = try row.optionalText("purchase_token")
+        transaction.packageName = try row.optionalText("package_name")
+        transaction.linkedPurchaseToken = try row.optionalText("linked_purchase_token")
         if period != nil || periods != nil || expires != nil || price != nil {
             transaction.commitment = Commitment(
                 billingPeriodNumber: period, totalBillingPeriods: periods, expiresDate: expires, price: price)
         }
-        return LedgerEntry(
+        var entry = LedgerEntry(
             appID: try row.uuid("app_id"), store: try enumValue(try row.text("store")),
             environment: try enumValue(try row.text("environment")), transaction: transaction,
             claimant: try row.optionalText("claimant"), firstSeenAt: try row.date("first_seen_at"),
@@ -42,6 +45,47 @@ extension StoredForm {
                     lastError: try row.optionalText("apple_finish_error"),
                     finishedAt: try row.optionalDate("apple_finished_at"))
             }, revocationAsOf: try row.optionalInt("revocation_as_of").map(Int64.init))
+        entry.googleAcknowledgement = try row.optionalText("google_ack").map { state in
+            AppleFinishStatus(
+                state: state == "acknowledged" ? .finished : try enumValue(state),
+                attempts: try row.int("google_ack_attempts"), lastError: try row.optionalText("google_ack_error"),
+                finishedAt: try row.optionalDate("google_acknowledged_at"))
+        }
+        return entry
+    }
+
+    /// When a delivery makes a row's acknowledgement pending (both dialects): a Google Play row with a token that
+    /// neither we nor Google acknowledged yet.
+    static let acknowledgesOnDelivery =
+        "store = 'google_play' AND purchase_token IS NOT NULL AND google_ack IS NULL"
+
+    /// The stored form of a new row's acknowledgement: `google_ack` and when it is first due.
+    static func googleAck(_ entry: LedgerEntry) -> (state: String?, due: Date?) {
+        switch entry.googleAcknowledgement?.state {
+        case .pending?: ("pending", entry.firstSeenAt)
+        case .finished?: ("acknowledged", nil)
+        case .failed?: ("failed", nil)
+        case nil: (nil, nil)
+        }
+    }
+
+    /// A claimed acknowledgement from its ledger row.
+    static func googleAcknowledgementTask(_ row: some StoredRow) throws -> GoogleAcknowledgementTask {
+        GoogleAcknowledgementTask(
+            appID: try row.uuid("app_id"), environment: try enumValue(try row.text("environment")),
+            transactionID: try row.text("transaction_id"), packageName: try row.text("package_name"),
+            productID: try row.text("product_id"), purchaseToken: try row.text("purchase_token"),
+            isSubscription: try row.optionalText("product_type")?.hasSuffix("Subscription") ?? false,
+            attempts: try row.int("google_ack_attempts"), deliveredAt: try row.date("delivered_at"))
+    }
+
+    /// What an acknowledgement attempt's outcome writes: state, next due time, error.
+    static func googleAckColumns(_ outcome: AppleFinishOutcome) -> (state: String, due: Date?, error: String?) {
+        switch outcome {
+        case .finished: ("acknowledged", nil, nil)
+        case .retry(let next, let error): ("pending", next, String(error.prefix(500)))
+        case .failed(let error): ("failed", nil, String(error.prefix(500)))
+        }
     }
 
     /// A claimed finish task from its ledger row.

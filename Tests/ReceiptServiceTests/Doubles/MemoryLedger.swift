@@ -137,6 +137,22 @@ final class MemoryLedger: Sendable {
             }
         }
 
+        func originals(ofPurchaseTokens tokens: [String]) async throws -> [(
+            original: String, productID: String, expires: Int64?
+        )] {
+            change("originals") { ledger in
+                var found: [String: (String, Int64?)] = [:]
+                for entry in ledger.rows.values {
+                    if let token = entry.transaction.purchaseToken, tokens.contains(token) {
+                        let known = found[entry.transaction.originalTransactionID]?.1
+                        let expires = [known, entry.transaction.expiresDate].compactMap { $0 }.max()
+                        found[entry.transaction.originalTransactionID] = (entry.transaction.productID, expires)
+                    }
+                }
+                return found.sorted { $0.key < $1.key }.map { ($0.key, $0.value.0, $0.value.1) }
+            }
+        }
+
         func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry] {
             change("entries") { ledger in ledger.rows.filter { transactionIDs.contains($0.key) } }
         }
