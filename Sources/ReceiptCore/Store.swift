@@ -1,7 +1,7 @@
 /// The store a purchase was made in: a dimension of the ledger's key beside the environment.
 ///
 /// A transaction id is unique across stores by its form: Apple's are decimal digits, Google Play's are order ids
-/// (`GPA.` and digits) or, for a test purchase without an order id, the purchase token, which is never all digits.
+/// (`GPA.`, digits and dashes) or, for a purchase without an order id, `GPT.` and a digest of its token.
 /// A look-up or confirmation by transaction id alone therefore names one store's transaction.
 public enum Store: String, Sendable, Hashable, CaseIterable, Codable {
     /// Apple's App Store (every receipt format and signed transaction).

@@ -42,11 +42,14 @@ import Testing
         #expect(paid.user == "u1")
         #expect(paid.transactions.map(\.transactionID) == ["GPA.1"])
         #expect(paid.transactions.first?.purchaseDate == 1_790_000_000_123 && paid.transactions.first?.quantity == 3)
-        // A license tester's purchase, without an order id: Sandbox, the token as its id.
+        // A license tester's purchase, without an order id: Sandbox, an id made from the token.
         let tester = try GooglePlayPurchase.product(
             Self.object(#"{"purchaseState":0,"purchaseType":0,"purchaseTimeMillis":"1"}"#), productID: "coins",
             token: "tok")
-        #expect(tester.environment == .sandbox && tester.transactions.map(\.transactionID) == ["tok"])
+        #expect(tester.environment == .sandbox)
+        #expect(tester.transactions.map(\.transactionID) == [GooglePlayPurchase.tokenOrderID("tok")])
+        #expect(GooglePlayPurchase.tokenOrderID("tok").utf8.count == 36)
+        #expect(GooglePlayPurchase.tokenOrderID("tok") != GooglePlayPurchase.tokenOrderID("tok2"))
         let pending = try GooglePlayPurchase.product(Self.object(#"{"purchaseState":2}"#), productID: "c", token: "t")
         #expect(pending.state == .pending && pending.transactions.isEmpty)
         let cancelled = try GooglePlayPurchase.product(Self.object(#"{"purchaseState":1}"#), productID: "c", token: "t")

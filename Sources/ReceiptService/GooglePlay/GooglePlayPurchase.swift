@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import ReceiptCore
 
@@ -32,7 +33,7 @@ public struct GooglePlayPurchase: Sendable {
     /// `Sandbox` for a test purchase (a license tester's), `Production` otherwise.
     public var environment: StoreEnvironment
     /// Its orders: a product's one order, a subscription's latest order of each line item. The transaction id is the
-    /// order id (the purchase token where Google gives no order id); the original transaction id is the order id
+    /// order id (``tokenOrderID(_:)`` where Google gives no order id); the original transaction id is the order id
     /// without its renewal suffix (`..N`), so that every renewal of a subscription is one original's.
     public var transactions: [PurchaseTransaction]
     /// The user the app set at purchase (`obfuscatedExternalAccountId`), if any.
@@ -77,7 +78,7 @@ public struct GooglePlayPurchase: Sendable {
         default:
             throw GooglePlayError(.invalidResponse, "Google's ProductPurchase has purchaseState \(purchaseState)")
         }
-        let orderID = resource["orderId"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 } ?? token
+        let orderID = resource["orderId"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 } ?? tokenOrderID(token)
         let purchased = try millis(resource["purchaseTimeMillis"], "purchaseTimeMillis")
         var quantity = 1
         if case .integer(let stated)? = resource["quantity"], stated > 0, stated <= 1_000_000 { quantity = Int(stated) }
@@ -176,6 +177,13 @@ public struct GooglePlayPurchase: Sendable {
             originalTransactionID: latest.originalTransactionID, productID: latest.productID, state: statusState,
             expiresDate: expires, autoRenews: subscriptionState == "SUBSCRIPTION_STATE_CANCELED" ? false : autoRenews,
             asOf: asOf, updatedAt: now)
+    }
+
+    /// The transaction id of a purchase Google gives no order id (a license tester's, in some cases): `GPT.` and the
+    /// first 32 hex digits of the token's SHA-256, short enough for a ledger cursor (a token may be kilobytes) and, like
+    /// an order id, never Apple's form (digits).
+    public static func tokenOrderID(_ token: String) -> String {
+        "GPT." + Hex.encode(SHA256.hash(data: Array(token.utf8)).prefix(16))
     }
 
     /// An order id without its renewal suffix: `GPA.1234-5678-9012-34567..3` is a renewal of `GPA.1234-5678-9012-34567`.
