@@ -93,6 +93,17 @@ import _CryptoExtras
             let shown = try cli("app", "show", app.token, "--json").json(AppJSON.self)
             #expect(shown.packageNames == app.packageNames && shown.googleServiceAccount == app.googleServiceAccount)
 
+            // Another app of the account may not hold the same package: it would deliver each purchase again.
+            let twin = try cli.run([
+                "app", "add", "--account", "ops@acme.io", "--bundle-id", "com.acme.two", "--package-name",
+                "com.acme.android",
+            ])
+            #expect(twin.status != 0 && twin.stderr.contains("package name com.acme.android is already held"))
+            let other = try cli("app", "add", "--account", "ops@acme.io", "--bundle-id", "com.acme.three", "--json")
+                .json(AppJSON.self)
+            let taken = try cli.run(["app", "update", other.token, "--package-name", "com.acme.android_beta"])
+            #expect(taken.status != 0 && taken.stderr.contains("already held"), "\(taken.stderr)")
+
             let removed = try cli(
                 "app", "update", app.token, "--remove-google-credentials", "--no-package-names", "--json")
             #expect(removed.status == 0, "\(removed.stderr)")

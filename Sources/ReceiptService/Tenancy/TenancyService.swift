@@ -241,6 +241,7 @@ public struct TenancyService: Sendable {
         let plan = try await plan(named: account.planName)
         try Self.check(app, within: plan.limits, comparedWith: nil, plan: plan)
         if !settings.sharesBundleIDs { try await checkBundleIDsAreFree(app.bundleIDs, of: app) }
+        try await checkPackageNamesAreFree(app.packageNames, of: app)
         guard try await store.insertApp(app, limit: plan.limits.apps) else {
             throw Self.limitReached(.apps, of: plan, per: "account", hint: "remove one")
         }
@@ -291,6 +292,8 @@ public struct TenancyService: Sendable {
         // Only a bundle ID the app gains is checked: apps that shared one before the rule stay editable.
         let gained = app.bundleIDs.filter { !before.bundleIDs.contains($0) }
         if !settings.sharesBundleIDs, !gained.isEmpty { try await checkBundleIDsAreFree(gained, of: app) }
+        let gainedPackages = app.packageNames.filter { !before.packageNames.contains($0) }
+        if !gainedPackages.isEmpty { try await checkPackageNamesAreFree(gainedPackages, of: app) }
         let saved = try await save(app)
         // `confirm` answered `deliver: true` until the backend confirmed; `once` would answer it once more. What confirm
         // mode offered is taken as delivered at the switch.
@@ -353,6 +356,20 @@ public struct TenancyService: Sendable {
                     "bundle ID \(shared.value) is already held by the app '\(Validation.printable(other.name))' of this "
                         + "account: each purchase would be delivered once per app"
                 )
+            }
+        }
+    }
+
+    /// Refuses an Android package name that another app of the same account holds: each app has a ledger of its own,
+    /// so two apps of one package would each deliver its purchases once.
+    private func checkPackageNamesAreFree(_ names: [String], of app: App) async throws {
+        guard !names.isEmpty else { return }
+        for other in try await store.apps(accountID: app.accountID) where other.id != app.id {
+            if let shared = names.first(where: { other.packageNames.contains($0) }) {
+                throw ServiceError(
+                    .invalidArgument,
+                    "package name \(shared) is already held by the app '\(Validation.printable(other.name))' of this "
+                        + "account: each purchase would be delivered once per app")
             }
         }
     }
