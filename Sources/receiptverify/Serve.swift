@@ -163,6 +163,12 @@ struct Serve: AsyncParsableCommand {
     )
     var googleAcknowledgeRetrySeconds: String?
 
+    @Option(
+        help:
+            "Seconds between reads of each app's Google Play voided purchases (refunds revoke the ledger's rows) (1-86400). Env: RECEIPTVERIFY_GOOGLE_VOIDED_POLL_SECONDS. Default: 3600"
+    )
+    var googleVoidedPollSeconds: String?
+
     @Option(help: "Seconds for one webhook delivery attempt (1-60). Env: RECEIPTVERIFY_WEBHOOK_TIMEOUT. Default: 10")
     var webhookTimeout: String?
 
@@ -295,6 +301,7 @@ struct Serve: AsyncParsableCommand {
             "google-play-api-url": googlePlayAPIURL, "google-oauth-token-url": googleOAuthTokenURL,
             "google-play-cache-seconds": googlePlayCacheSeconds,
             "google-acknowledge-retry-seconds": googleAcknowledgeRetrySeconds,
+            "google-voided-poll-seconds": googleVoidedPollSeconds,
             "webhook-retry-seconds": webhookRetrySeconds,
             "notification-reconcile-hours": notificationReconcileHours,
             "webhook-deliveries-per-second": webhookDeliveriesPerSecond,

@@ -74,6 +74,10 @@ final class FakeGoogle: Sendable {
         var acknowledgementFailures: [Int] = []
         /// The purchases acknowledged (`PACKAGE/products/PRODUCT/TOKEN`, `PACKAGE/subscriptions/PRODUCT/TOKEN`).
         var acknowledged: [String] = []
+        /// Each package's voided purchases, page by page (`VoidedPurchase` JSON objects).
+        var voided: [String: [[String]]] = [:]
+        /// The voided-purchase list requests, as their query strings.
+        var voidedQueries: [String] = []
     }
 
     private let state = Mutex(State())
@@ -108,6 +112,10 @@ final class FakeGoogle: Sendable {
     }
     /// The purchases acknowledged, in order (`PACKAGE/products/PRODUCT/TOKEN` or `PACKAGE/subscriptions/…`).
     var acknowledged: [String] { state.withLock { $0.acknowledged } }
+    /// Sets `package`'s voided purchases, page by page.
+    func setVoided(_ package: String, pages: [[String]]) { state.withLock { $0.voided[package] = pages } }
+    /// The voided-purchase list requests' query strings, in order.
+    var voidedQueries: [String] { state.withLock { $0.voidedQueries } }
     /// The resource paths asked for, in order.
     var resourceRequests: [String] { state.withLock { $0.resourceRequests } }
 
@@ -132,6 +140,9 @@ final class FakeGoogle: Sendable {
                     request, package: context.parameters.get("package") ?? "", kind: kind,
                     product: context.parameters.get("product") ?? "", token: String(action.dropLast(12)))
             }
+        }
+        router.get("\(applications)/voidedpurchases") { request, context in
+            self.voided(request, package: context.parameters.get("package") ?? "")
         }
         router.get("\(applications)/subscriptionsv2/tokens/:token") { request, context in
             let package = context.parameters.get("package") ?? ""
@@ -190,6 +201,29 @@ final class FakeGoogle: Sendable {
             }
             state.acknowledged.append("\(package)/\(kind)/\(product)/\(token)")
             return Response(status: .noContent)
+        }
+    }
+
+    /// A page of voided purchases (`token` names the page: `page-N`), as `voidedpurchases.list` answers.
+    private func voided(_ request: Request, package: String) -> Response {
+        let authorization = request.headers[.authorization] ?? ""
+        let bearer = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : ""
+        let query = request.uri.query ?? ""
+        return state.withLock { state in
+            state.voidedQueries.append(query)
+            guard let email = state.issued[bearer] else { return Self.googleError(401, "Invalid credentials.") }
+            guard state.grantedPackages[email]?.contains(package) == true else {
+                return Self.googleError(403, "The current user has insufficient permissions.")
+            }
+            let pages = state.voided[package] ?? [[]]
+            let token = query.split(separator: "&").first { $0.hasPrefix("token=page-") }
+            let index = token.flatMap { Int($0.dropFirst("token=page-".count)) } ?? 0
+            guard index < pages.count else { return Self.googleError(400, "Invalid page token.") }
+            let next = index + 1 < pages.count ? #","tokenPagination":{"nextPageToken":"page-\#(index + 1)"}"# : ""
+            let body = #"{"voidedPurchases":[\#(pages[index].joined(separator: ","))]\#(next)}"#
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: body)))
         }
     }
 

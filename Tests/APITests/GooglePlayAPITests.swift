@@ -258,6 +258,62 @@ import Testing
         }
     }
 
+    /// A refund or chargeback read from Google's voided purchases revokes the ledger's row as Apple's refunds do, the
+    /// list read page by page from a cursor; a purchase the ledger never saw is left alone, and the next read starts at
+    /// the newest voided time seen.
+    @Test(arguments: StoreKind.available)
+    func voidedPurchasesRevokeTheirRows(kind: StoreKind) async throws {
+        try await Self.withGoogle(kind, serveArguments: ["--google-voided-poll-seconds", "1"]) {
+            service, fake, account in
+            let tenant = try Self.tenant(service, account, ["--product", "coins_100=non_consumable:coins"])
+            fake.setProduct(Self.package, "coins_100", token: "tok-refund", Self.product(orderID: "GPA.30"))
+            let (_, answer) = try await Self.verify(
+                service, tenant,
+                [("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tok-refund")])
+            #expect(answer["transactions"]?.arrayValue?.first?["deliver"] == .bool(true))
+            fake.setVoided(
+                Self.package,
+                pages: [
+                    [
+                        #"{"kind":"androidpublisher#voidedPurchase","purchaseToken":"never-seen","orderId":"GPA.99","purchaseTimeMillis":"1790000000000","voidedTimeMillis":"1790000100000","voidedSource":0,"voidedReason":1}"#
+                    ],
+                    [
+                        #"{"kind":"androidpublisher#voidedPurchase","purchaseToken":"tok-refund","orderId":"GPA.30","purchaseTimeMillis":"1790000000123","voidedTimeMillis":"1790000200000","voidedSource":2,"voidedReason":5}"#
+                    ],
+                ])
+            let end = ContinuousClock.now + .seconds(20)
+            var refunded: JSONObject?
+            while ContinuousClock.now < end {
+                let rows = try await service.post(
+                    "/api/transactions",
+                    form: [("apikey", tenant.apiKey), ("token", tenant.token), ("original_transaction_id", "GPA.30")]
+                ).json()
+                if case .object(let row)? = rows["transactions"]?.arrayValue?.first, row["refunded_at"] != nil {
+                    refunded = row
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            let row = try #require(refunded, "the voided purchase was not revoked in 20 s")
+            #expect(row["reason"] == .integer(5))
+            // The next read starts at the newest voided time seen, from the first page.
+            let later = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < later,
+                !fake.voidedQueries.contains(where: { $0.contains("startTime=1790000200000") })
+            {
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            #expect(fake.voidedQueries.contains { $0.contains("token=page-1") })
+            #expect(fake.voidedQueries.contains { $0.contains("startTime=1790000200000") && !$0.contains("token=") })
+            // The customer's purchase is refunded, and the ledger kept no row of the purchase it never saw.
+            let unknown = try await service.post(
+                "/api/transactions",
+                form: [("apikey", tenant.apiKey), ("token", tenant.token), ("original_transaction_id", "GPA.99")]
+            ).json()
+            #expect(unknown["transactions"]?.arrayValue?.isEmpty == true)
+        }
+    }
+
     @Test(arguments: StoreKind.available)
     func aRefusedKeyAndGooglesFailuresAreAnsweredClearly(kind: StoreKind) async throws {
         try await Self.withGoogle(kind, serveArguments: ["--google-play-cache-seconds", "0"]) {

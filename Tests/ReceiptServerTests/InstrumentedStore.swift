@@ -6,7 +6,7 @@ import Synchronization
 /// A real store (SQLite, from the caller) seen through a window that counts the reads a request can cause and can
 /// hold them, as a database that stops answering would: the tests of what strangers and outages cost.
 final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionStore, AppleFinishStore,
-    GoogleAcknowledgementStore,
+    GoogleAcknowledgementStore, GoogleVoidedStore,
     ConsumptionAnswerStore, RenewalExtensionStore, NotificationStore, WebhookStore, RetentionStore, ReconciliationStore
 {
     let base: any DataStore
@@ -183,6 +183,15 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
         async throws
     {
         try await base.recordGoogleAcknowledgement(task, outcome: outcome, at: date)
+    }
+    func ensureVoidedCursors(_ packages: [(appID: UUID, packageName: String)], at now: Date) async throws {
+        try await base.ensureVoidedCursors(packages, at: now)
+    }
+    func claimVoidedCursors(dueBy now: Date, lease: Duration, limit: Int) async throws -> [VoidedCursor] {
+        try await base.claimVoidedCursors(dueBy: now, lease: lease, limit: limit)
+    }
+    func saveVoidedCursor(_ cursor: VoidedCursor, nextRunAt: Date, at now: Date) async throws {
+        try await base.saveVoidedCursor(cursor, nextRunAt: nextRunAt, at: now)
     }
     func pendingGoogleAcknowledgements(deliveredBefore date: Date) async throws -> Int {
         try await base.pendingGoogleAcknowledgements(deliveredBefore: date)

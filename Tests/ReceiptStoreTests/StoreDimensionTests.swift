@@ -139,6 +139,33 @@ import Testing
         }
     }
 
+    /// Each app's and package's voided-purchase cursor is added once, claimed by one server at a time under a lease,
+    /// and kept where a read stopped.
+    @Test(arguments: StoreKind.available)
+    func voidedPurchaseCursorsAreLeasedAndKept(kind: StoreKind) async throws {
+        try await Contract.withApp(kind) { store, app in
+            let now = Contract.start
+            let packages = [
+                (appID: app.id, packageName: "com.example.a"), (appID: app.id, packageName: "com.example.b"),
+            ]
+            try await store.ensureVoidedCursors(packages, at: now)
+            try await store.ensureVoidedCursors(packages, at: now.addingTimeInterval(100))
+            let claimed = try await store.claimVoidedCursors(dueBy: now, lease: .seconds(60), limit: 10)
+            #expect(claimed.map(\.packageName).sorted() == ["com.example.a", "com.example.b"])
+            #expect(claimed.allSatisfy { $0.startTime == nil && $0.pageToken == nil })
+            #expect(
+                try await store.claimVoidedCursors(dueBy: now.addingTimeInterval(30), lease: .seconds(60), limit: 10)
+                    .isEmpty)
+            var cursor = try #require(claimed.first { $0.packageName == "com.example.a" })
+            cursor.startTime = 1_790_000_200_000
+            cursor.pageToken = "page-2"
+            try await store.saveVoidedCursor(cursor, nextRunAt: now.addingTimeInterval(5), at: now)
+            let again = try await store.claimVoidedCursors(
+                dueBy: now.addingTimeInterval(10), lease: .seconds(60), limit: 10)
+            #expect(again == [cursor])
+        }
+    }
+
     /// A database written before version 22 keeps every row, each the App Store's, its claim and status joined.
     @Test(arguments: StoreKind.available)
     func rowsFromBeforeTheStoreWasADimensionAreTheAppStores(kind: StoreKind) async throws {

@@ -64,6 +64,25 @@ public final class GooglePlayClient: GooglePlayLooking {
             method: .POST, endpoint: "\(kind)_acknowledge", account: account)
     }
 
+    public func voidedPurchases(
+        packageName: String, startTime: Int64?, pageToken: String?, account: GoogleServiceAccount
+    ) async throws -> (purchases: [JSONObject], nextPageToken: String?) {
+        var query = ["type=1", "maxResults=1000"]
+        if let startTime { query.append("startTime=\(startTime)") }
+        if let pageToken { query.append("token=\(Self.segment(pageToken))") }
+        let page = try await send(
+            "/androidpublisher/v3/applications/\(Self.segment(packageName))/purchases/voidedpurchases?"
+                + query.joined(separator: "&"),
+            method: .GET, endpoint: "voidedpurchases_list", account: account)
+        let purchases = (page["voidedPurchases"]?.arrayValue ?? []).compactMap { item -> JSONObject? in
+            if case .object(let object) = item { return object }
+            return nil
+        }
+        var next: String?
+        if case .object(let pagination)? = page["tokenPagination"] { next = pagination["nextPageToken"]?.stringValue }
+        return (purchases, next.flatMap { $0.isEmpty ? nil : $0 })
+    }
+
     /// A GET of `path`, from the cache when the same account asked for it within its lifetime.
     private func get(_ path: String, endpoint: String, account: GoogleServiceAccount) async throws -> JSONObject {
         try await answers.value("\(account.clientEmail) \(account.keyID) \(path)") {

@@ -71,6 +71,11 @@ public func buildApplication(
                 policy: RetryPolicy(first: configuration.googleAcknowledgeFirstRetry),
                 callTimeout: configuration.googlePlay.timeout, deadline: components.deadline,
                 metrics: metrics.factory, logger: logger))
+        extraServices.append(
+            GoogleVoidedReconciler(
+                store: tenancy.store, tenancy: tenancy, googlePlay: googlePlay,
+                interval: configuration.googleVoidedInterval, deadline: components.deadline,
+                metrics: metrics.factory, logger: logger))
     }
     extraServices.append(
         WebhookDeliverer(

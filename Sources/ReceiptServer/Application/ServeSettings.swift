@@ -118,6 +118,8 @@ public struct ServeSettings: Sendable {
         configuration.googlePlay = try googlePlay()
         configuration.googleAcknowledgeFirstRetry = .seconds(
             try number("google-acknowledge-retry-seconds", 1...3_600, default: 60))
+        configuration.googleVoidedInterval = .seconds(
+            try number("google-voided-poll-seconds", 1...86_400, default: 3_600))
         return configuration
     }
 

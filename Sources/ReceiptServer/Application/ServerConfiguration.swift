@@ -116,6 +116,8 @@ public struct ServerConfiguration: Sendable {
     public var googlePlay: GooglePlayConfiguration = .init()
     /// The first wait before a failed Google acknowledgement is asked again (doubling up to six hours).
     public var googleAcknowledgeFirstRetry: Duration = .seconds(60)
+    /// How often each app's Google Play voided purchases are read.
+    public var googleVoidedInterval: Duration = .seconds(3_600)
     /// The first wait before a failed Finish Transaction is asked again (doubling up to six hours).
     public var appleFinishFirstRetry: Duration
     /// Seconds between asks of Apple where a mass renewal-date extension stands.

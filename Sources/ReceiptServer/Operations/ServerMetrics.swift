@@ -31,6 +31,7 @@ import Synchronization
 /// | `receiptverify_google_requests_total` | endpoint, result | Google exchanges: the token grant, the Play Developer API's resources (HTTP status or `network`) |
 /// | `receiptverify_google_acknowledgements_total` | result | Google acknowledgements of delivered purchases |
 /// | `receiptverify_google_acknowledgements_overdue` | | delivered purchases over 48 h old still not acknowledged |
+/// | `receiptverify_google_voided_total` | result | Google Play voided purchases read |
 /// | `receiptverify_storekit_request_duration_seconds` | endpoint | their duration, histogram |
 /// | `receiptverify_storekit_retries_total` | | retries after a retryable failure |
 /// | `receiptverify_storekit_rate_limit_wait_seconds` | | waits for the app's request budget or Apple's `Retry-After` |

@@ -10,6 +10,12 @@ public protocol GooglePlayLooking: Sendable {
     /// `purchases.subscriptionsv2.get`: the `SubscriptionPurchaseV2` bought with `token` in `packageName`.
     func subscriptionPurchase(packageName: String, token: String, account: GoogleServiceAccount) async throws
         -> JSONObject
+    /// `purchases.voidedpurchases.list`: one page of the package's voided purchases (refunds, chargebacks,
+    /// cancellations), one-time products and subscriptions, voided at `startTime` or later (nil: Google's default,
+    /// 30 days back), from `pageToken`.
+    func voidedPurchases(
+        packageName: String, startTime: Int64?, pageToken: String?, account: GoogleServiceAccount
+    ) async throws -> (purchases: [JSONObject], nextPageToken: String?)
     /// `purchases.products.acknowledge` or `purchases.subscriptions.acknowledge`: acknowledges the purchase of
     /// `productID` bought with `token` (Google refunds one left unacknowledged for three days).
     func acknowledge(

@@ -494,3 +494,17 @@ CREATE INDEX ledger_transactions_google_ack_idx ON ledger_transactions (google_a
     WHERE google_ack = 'pending';
 CREATE INDEX ledger_transactions_token_idx ON ledger_transactions (app_id, purchase_token)
     WHERE purchase_token IS NOT NULL;
+
+-- version: 25 Google Play's voided purchases, read per app and package from a cursor (one server at a time)
+-- start_time: the oldest voided time (milliseconds) the next read asks for; page_token: where a read stopped;
+-- next_run_at: when the next read is due (moved past a lease while a server reads).
+CREATE TABLE google_voided_cursors (
+    app_id UUID NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    package_name TEXT NOT NULL,
+    start_time BIGINT,
+    page_token TEXT,
+    next_run_at TIMESTAMPTZ NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (app_id, package_name)
+);
+CREATE INDEX google_voided_cursors_due_idx ON google_voided_cursors (next_run_at);

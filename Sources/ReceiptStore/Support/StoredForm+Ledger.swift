@@ -69,6 +69,13 @@ extension StoredForm {
         }
     }
 
+    /// A voided-purchase cursor from its row.
+    static func voidedCursor(_ row: some StoredRow) throws -> VoidedCursor {
+        VoidedCursor(
+            appID: try row.uuid("app_id"), packageName: try row.text("package_name"),
+            startTime: try row.optionalInt("start_time").map(Int64.init), pageToken: try row.optionalText("page_token"))
+    }
+
     /// A claimed acknowledgement from its ledger row.
     static func googleAcknowledgementTask(_ row: some StoredRow) throws -> GoogleAcknowledgementTask {
         GoogleAcknowledgementTask(

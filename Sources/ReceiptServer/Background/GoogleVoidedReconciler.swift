@@ -1,0 +1,139 @@
+import CoreMetrics
+import Foundation
+import Logging
+import ReceiptCore
+import ReceiptService
+import ServiceLifecycle
+
+/// Reads Google Play's voided purchases (refunds, chargebacks, cancellations) of every app with a service account key,
+/// package by package, and revokes the ledger's rows as Apple's refunds do (docs/google-play.md, "Refunds"): the row's
+/// revocation, `transaction.revoked`, the customer's entitlements and `customer.entitlements_changed`.
+///
+/// Every ``interval`` it adds a cursor for each new app and package, claims the due cursors under a lease (one server at
+/// a time reads one), and reads from where the cursor stopped, page by page: a page read is a page kept, so a server
+/// that stops goes on where it was. A purchase voided before the ledger saw it is left alone (nothing was delivered).
+/// `receiptverify_google_voided_total{result}` counts the voided purchases read (`revoked`, `known`, `unknown`).
+struct GoogleVoidedReconciler: Service {
+    let store: any DataStore
+    let tenancy: TenancyService
+    let googlePlay: any GooglePlayLooking
+    /// How often each app's voided purchases are read.
+    var interval: Duration = .seconds(3_600)
+    /// Pages read per cursor and run (the rest on the next run).
+    var pagesPerRun = 20
+    let deadline: StoreDeadline
+    let metrics: any MetricsFactory
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: min(interval, .seconds(60))) }
+            guard !Task.isShuttingDownGracefully && !Task.isCancelled else { break }
+            _ = await runOnce(now: Date())
+        }
+    }
+
+    /// Reads the due cursors; returns how many voided purchases were read.
+    func runOnce(now: Date) async -> Int {
+        let cursors: [VoidedCursor]
+        do {
+            let apps = try await deadline.run("the apps of voided purchases") { [store] in
+                try await store.apps(accountID: nil)
+            }
+            let packages = apps.filter { $0.googlePlayCredentials != nil }.flatMap { app in
+                app.packageNames.map { (appID: app.id, packageName: $0) }
+            }
+            cursors = try await deadline.run("claiming voided-purchase cursors") { [store] in
+                try await store.ensureVoidedCursors(packages, at: now)
+                return try await store.claimVoidedCursors(dueBy: now, lease: .seconds(600), limit: 20)
+            }
+        } catch {
+            logger.warning("voided-purchase cursors could not be claimed", metadata: ["error": "\(error)"])
+            return 0
+        }
+        var read = 0
+        for cursor in cursors { read += await reconcile(cursor, now: now) }
+        return read
+    }
+
+    private func reconcile(_ claimed: VoidedCursor, now: Date) async -> Int {
+        var cursor = claimed
+        var read = 0
+        let next = now.addingTimeInterval(Double(interval.components.seconds))
+        do {
+            guard let app = try await store.app(id: cursor.appID), app.packageNames.contains(cursor.packageName),
+                let account = try tenancy.googleCredentials(of: app)
+            else {
+                try await store.saveVoidedCursor(cursor, nextRunAt: next, at: now)
+                return 0
+            }
+            var newest = cursor.startTime ?? 0
+            for _ in 0..<pagesPerRun {
+                let page = try await googlePlay.voidedPurchases(
+                    packageName: cursor.packageName, startTime: cursor.startTime, pageToken: cursor.pageToken,
+                    account: account)
+                for voided in page.purchases {
+                    read += 1
+                    let result = try await revoke(voided, app: app, now: now)
+                    if let time = Self.millis(voided["voidedTimeMillis"]) { newest = max(newest, time) }
+                    Counter(
+                        label: "receiptverify_google_voided_total", dimensions: [("result", result)], factory: metrics
+                    )
+                    .increment()
+                }
+                cursor.pageToken = page.nextPageToken
+                if page.nextPageToken == nil {
+                    // Read to the end: the next read starts at the newest voided time seen (a purchase voided at that
+                    // very millisecond is read twice, and revoked once).
+                    if newest > 0 { cursor.startTime = newest }
+                    break
+                }
+                try await store.saveVoidedCursor(cursor, nextRunAt: now.addingTimeInterval(600), at: Date())
+            }
+            try await store.saveVoidedCursor(
+                cursor, nextRunAt: cursor.pageToken == nil ? next : Date(), at: Date())
+        } catch {
+            logger.warning(
+                "voided purchases could not be read",
+                metadata: ["app.id": "\(cursor.appID)", "package": "\(cursor.packageName)", "error": "\(error)"])
+            // The lease runs out and the cursor is read again from where it was kept.
+        }
+        return read
+    }
+
+    /// Revokes the ledger's row of one voided purchase; returns what it found: `revoked`, `known` (revoked before) or
+    /// `unknown` (the ledger never saw it).
+    private func revoke(_ voided: JSONObject, app: App, now: Date) async throws -> String {
+        guard let orderID = voided["orderId"]?.stringValue, let voidedAt = Self.millis(voided["voidedTimeMillis"])
+        else { return "unknown" }
+        let rows = try await deadline.run("the ledger row of a voided purchase") { [store] in
+            try await store.ledgerEntries(
+                LedgerQuery(appID: app.id, originalTransactionID: GooglePlayPurchase.baseOrderID(orderID), limit: 1_000)
+            )
+        }
+        guard let row = rows.first(where: { $0.store == .googlePlay && $0.transaction.transactionID == orderID }) else {
+            return "unknown"
+        }
+        guard row.transaction.revocationDate == nil else { return "known" }
+        var transaction = row.transaction
+        transaction.revocationDate = voidedAt
+        if case .integer(let reason)? = voided["voidedReason"] { transaction.revocationReason = Int(reason) }
+        transaction.revocationType = "VOIDED"
+        transaction.signedDate = voidedAt
+        var recording = LedgerRecording(
+            appID: app.id, store: .googlePlay, environment: row.environment, transactions: [transaction], user: nil,
+            movesClaims: false, deliversNew: false, requestID: "voided:\(orderID)", now: now)
+        recording.catalog = app.catalog
+        let revoking = recording
+        _ = try await deadline.run("revoking a voided purchase") { [store] in try await store.record(revoking) }
+        return "revoked"
+    }
+
+    private static func millis(_ value: JSONValue?) -> Int64? {
+        switch value {
+        case .string(let text)?: Int64(text)
+        case .integer(let number)?: number
+        default: nil
+        }
+    }
+}
