@@ -75,7 +75,9 @@ struct GoogleVoidedReconciler: Service {
                 for voided in page.purchases {
                     read += 1
                     let result = try await revoke(voided, app: app, now: now)
-                    if let time = Self.millis(voided["voidedTimeMillis"]) { newest = max(newest, time) }
+                    if let time = try? GooglePlayPurchase.millis(voided["voidedTimeMillis"], "voidedTimeMillis") {
+                        newest = max(newest, time)
+                    }
                     Counter(
                         label: "receiptverify_google_voided_total", dimensions: [("result", result)], factory: metrics
                     )
@@ -104,7 +106,8 @@ struct GoogleVoidedReconciler: Service {
     /// Revokes the ledger's row of one voided purchase; returns what it found: `revoked`, `known` (revoked before) or
     /// `unknown` (the ledger never saw it).
     private func revoke(_ voided: JSONObject, app: App, now: Date) async throws -> String {
-        guard let orderID = voided["orderId"]?.stringValue, let voidedAt = Self.millis(voided["voidedTimeMillis"])
+        guard let orderID = voided["orderId"]?.stringValue,
+            let voidedAt = try? GooglePlayPurchase.millis(voided["voidedTimeMillis"], "voidedTimeMillis")
         else { return "unknown" }
         let rows = try await deadline.run("the ledger row of a voided purchase") { [store] in
             try await store.ledgerEntries(
@@ -127,13 +130,5 @@ struct GoogleVoidedReconciler: Service {
         let revoking = recording
         _ = try await deadline.run("revoking a voided purchase") { [store] in try await store.record(revoking) }
         return "revoked"
-    }
-
-    private static func millis(_ value: JSONValue?) -> Int64? {
-        switch value {
-        case .string(let text)?: Int64(text)
-        case .integer(let number)?: number
-        default: nil
-        }
     }
 }

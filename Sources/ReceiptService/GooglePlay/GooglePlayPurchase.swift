@@ -196,7 +196,7 @@ public struct GooglePlayPurchase: Sendable {
     }
 
     /// Google's milliseconds, sent as a decimal string (or a number).
-    private static func millis(_ value: JSONValue?, _ field: String) throws -> Int64? {
+    public static func millis(_ value: JSONValue?, _ field: String) throws -> Int64? {
         switch value {
         case nil: return nil
         case .integer(let number)?: return number

@@ -35,7 +35,7 @@ extension PostgresStore: GoogleAcknowledgementStore {
     public func recordGoogleAcknowledgement(
         _ task: GoogleAcknowledgementTask, outcome: AppleFinishOutcome, at date: Date
     ) async throws {
-        let (state, due, error) = StoredForm.googleAckColumns(outcome)
+        let (state, due, error) = StoredForm.appleFinishColumns(outcome, finished: "acknowledged")
         let acknowledgedAt: Date? = state == "acknowledged" ? date : nil
         try await run {
             _ = try await rows(

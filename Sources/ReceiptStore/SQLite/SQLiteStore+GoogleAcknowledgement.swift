@@ -33,7 +33,7 @@ extension SQLiteStore: GoogleAcknowledgementStore {
     public func recordGoogleAcknowledgement(
         _ task: GoogleAcknowledgementTask, outcome: AppleFinishOutcome, at date: Date
     ) async throws {
-        let (state, due, error) = StoredForm.googleAckColumns(outcome)
+        let (state, due, error) = StoredForm.appleFinishColumns(outcome, finished: "acknowledged")
         _ = try await transaction {
             try await self.query(
                 """

@@ -322,6 +322,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
     private func values(_ entry: LedgerEntry) -> [SQLiteData] {
         let transaction = entry.transaction
         let optional: (Int64?) -> SQLiteData = { $0.map { .integer(Int($0)) } ?? .null }
+        let acknowledgement = StoredForm.googleAck(entry)
         return key + [
             .text(transaction.transactionID), .text(transaction.originalTransactionID),
             .text(transaction.productID), optional(transaction.purchaseDate),
@@ -341,7 +342,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
             optional(transaction.commitment?.expiresDate), optional(transaction.commitment?.price),
             transaction.purchaseToken.map { .text($0) } ?? .null, transaction.packageName.map { .text($0) } ?? .null,
             transaction.linkedPurchaseToken.map { .text($0) } ?? .null,
-            StoredForm.googleAck(entry).state.map { .text($0) } ?? .null, .millis(StoredForm.googleAck(entry).due),
+            acknowledgement.state.map { .text($0) } ?? .null, .millis(acknowledgement.due),
         ]
     }
 

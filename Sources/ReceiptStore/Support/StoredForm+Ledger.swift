@@ -86,15 +86,6 @@ extension StoredForm {
             attempts: try row.int("google_ack_attempts"), deliveredAt: try row.date("delivered_at"))
     }
 
-    /// What an acknowledgement attempt's outcome writes: state, next due time, error.
-    static func googleAckColumns(_ outcome: AppleFinishOutcome) -> (state: String, due: Date?, error: String?) {
-        switch outcome {
-        case .finished: ("acknowledged", nil, nil)
-        case .retry(let next, let error): ("pending", next, String(error.prefix(500)))
-        case .failed(let error): ("failed", nil, String(error.prefix(500)))
-        }
-    }
-
     /// A claimed finish task from its ledger row.
     static func appleFinishTask(_ row: some StoredRow) throws -> AppleFinishTask {
         AppleFinishTask(
@@ -104,9 +95,13 @@ extension StoredForm {
     }
 
     /// What an attempt's outcome writes: state, next due time, error.
-    static func appleFinishColumns(_ outcome: AppleFinishOutcome) -> (state: String, due: Date?, error: String?) {
+    /// The state of a success is `finished` for Apple's Finish Transaction, `acknowledged` for Google's
+    /// acknowledgement (`google_ack`); both record their attempts alike.
+    static func appleFinishColumns(_ outcome: AppleFinishOutcome, finished: String = "finished") -> (
+        state: String, due: Date?, error: String?
+    ) {
         switch outcome {
-        case .finished: ("finished", nil, nil)
+        case .finished: (finished, nil, nil)
         case .retry(let next, let error): ("pending", next, String(error.prefix(500)))
         case .failed(let error): ("failed", nil, String(error.prefix(500)))
         }
