@@ -36,6 +36,16 @@ struct AppCommand: AsyncParsableCommand {
                 "The JSON key file Google issues for a service account with access to the app in Play Console (the Google Play Developer API's credentials)."
         )
         var googleServiceAccountFile: String?
+        @Option(
+            help:
+                "The audience of the app's Pub/Sub push subscription (its authentication), for Real-time Developer Notifications at /notifications/google/{token}; with --google-pubsub-service-account."
+        )
+        var googlePubsubAudience: String?
+        @Option(
+            help:
+                "The service account the app's Pub/Sub push subscription authenticates as (the push token's email)."
+        )
+        var googlePubsubServiceAccount: String?
         @Option(help: "Cipher of /apiencrypted results: aes-256-cbc, aes-256-gcm.") var cipher: String?
         @Flag(
             inversion: .prefixedNo,
@@ -119,6 +129,8 @@ struct AppCommand: AsyncParsableCommand {
             settings.googleServiceAccountJSON = try googleServiceAccountFile.map {
                 try readSecret($0, what: "Google service account key")
             }
+            settings.googlePubSubAudience = googlePubsubAudience
+            settings.googlePubSubServiceAccount = googlePubsubServiceAccount
             settings.refundPolicy = refundPolicy
             settings.consumptionConsent = consumptionConsent
             settings.sampleContentProvided = sampleContentProvided
@@ -214,6 +226,8 @@ struct AppCommand: AsyncParsableCommand {
         @Flag(help: "Remove the App Store Server API credentials.") var removeAppleCredentials = false
         @Flag(help: "Remove the Google Play Developer API credentials.") var removeGoogleCredentials = false
         @Flag(help: "Remove every Android package name.") var noPackageNames = false
+        @Flag(help: "Remove the Pub/Sub push setting (Real-time Developer Notifications are then refused).")
+        var noGooglePubsub = false
         @Flag(help: "Enable or disable the app (a disabled app gets 401).")
         var availability: Availability?
         @OptionGroup var options: GlobalOptions
@@ -222,7 +236,7 @@ struct AppCommand: AsyncParsableCommand {
             let app = try await options.withTenancy {
                 [
                     token, settings, removeSharedSecret, removeAppleCredentials, removeGoogleCredentials,
-                    noPackageNames,
+                    noPackageNames, noGooglePubsub,
                     availability
                 ] in
                 var changes = try settings.settings()
@@ -234,6 +248,7 @@ struct AppCommand: AsyncParsableCommand {
                 }
                 changes.removeAppleCredentials = removeAppleCredentials
                 changes.removeGoogleCredentials = removeGoogleCredentials
+                changes.removeGooglePubSub = noGooglePubsub
                 if noPackageNames {
                     guard changes.packageNames == nil else {
                         throw CommandFailure("give --package-name or --no-package-names, not both")

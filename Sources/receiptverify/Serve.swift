@@ -152,6 +152,13 @@ struct Serve: AsyncParsableCommand {
     var googleOAuthTokenURL: String?
 
     @Option(
+        name: .customLong("google-pubsub-jwks-url"),
+        help:
+            "Where Google's OIDC keys, which sign Pub/Sub's push tokens (Real-time Developer Notifications), are fetched. Env: RECEIPTVERIFY_GOOGLE_PUBSUB_JWKS_URL. Default: https://www.googleapis.com/oauth2/v3/certs"
+    )
+    var googlePubSubJWKSURL: String?
+
+    @Option(
         help:
             "Seconds a Google Play Developer API answer is reused for the same purchase (0: never). Env: RECEIPTVERIFY_GOOGLE_PLAY_CACHE_SECONDS. Default: 30"
     )
@@ -299,6 +306,7 @@ struct Serve: AsyncParsableCommand {
             "storekit-finish-retry-seconds": storekitFinishRetrySeconds,
             "storekit-extension-poll-seconds": storekitExtensionPollSeconds, "webhook-timeout": webhookTimeout,
             "google-play-api-url": googlePlayAPIURL, "google-oauth-token-url": googleOAuthTokenURL,
+            "google-pubsub-jwks-url": googlePubSubJWKSURL,
             "google-play-cache-seconds": googlePlayCacheSeconds,
             "google-acknowledge-retry-seconds": googleAcknowledgeRetrySeconds,
             "google-voided-poll-seconds": googleVoidedPollSeconds,

@@ -78,7 +78,15 @@ final class FakeGoogle: Sendable {
         var voided: [String: [[String]]] = [:]
         /// The voided-purchase list requests, as their query strings.
         var voidedQueries: [String] = []
+        /// Requests of the JWKS.
+        var keysFetched = 0
     }
+
+    /// Google's OIDC signing key, whose tokens authenticate Pub/Sub's pushes; published at `/oauth2/v3/certs`.
+    let signingKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+    let signingKeyID = Hex.encode(SecureRandom.bytes(20))
+    /// A key Google does not publish (a forger's).
+    let strangerKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
 
     private let state = Mutex(State())
 
@@ -119,10 +127,53 @@ final class FakeGoogle: Sendable {
     /// The resource paths asked for, in order.
     var resourceRequests: [String] { state.withLock { $0.resourceRequests } }
 
-    /// The routes: `POST /token` and the purchase resources under `/androidpublisher/v3`.
+    /// Requests of the JWKS so far.
+    var keysFetched: Int { state.withLock { $0.keysFetched } }
+
+    /// The OIDC token Pub/Sub sends with a push of a subscription authenticating as `email` with `audience`, signed by
+    /// Google's key (or `key`), with `claims` changed (a nil value removes the claim).
+    func pushToken(
+        audience: String, email: String, key: _RSA.Signing.PrivateKey? = nil, keyID: String? = nil,
+        claims changes: [String: JSONValue?] = [:]
+    ) -> String {
+        let now = Int64(Date().timeIntervalSince1970)
+        var claims: [String: JSONValue] = [
+            "aud": .string(audience), "azp": .string("113774264463038321964"), "email": .string(email),
+            "email_verified": .bool(true), "exp": .integer(now + 3_600), "iat": .integer(now),
+            "iss": .string("https://accounts.google.com"), "sub": .string("113774264463038321964"),
+        ]
+        for (name, value) in changes { claims[name] = value }
+        var payload = JSONObject()
+        for name in claims.keys.sorted() { payload.append(name, claims[name]!) }
+        let header = #"{"alg":"RS256","kid":"\#(keyID ?? signingKeyID)","typ":"JWT"}"#
+        let signed = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(JSONValue.object(payload).encoded)
+        let signature = try! (key ?? signingKey).signature(for: Data(signed.utf8), padding: .insecurePKCS1v1_5)
+        return signed + "." + Base64URL.encode(Array(signature.rawRepresentation))
+    }
+
+    /// A Pub/Sub push body carrying `notification` (a `DeveloperNotification`'s JSON) as message `messageID`.
+    static func pushBody(messageID: String, notification: String) -> String {
+        let data = Data(notification.utf8).base64EncodedString()
+        return """
+            {"message":{"attributes":{},"data":"\(data)","messageId":"\(messageID)","message_id":"\(messageID)",\
+            "publishTime":"2026-11-26T10:00:00.123Z","publish_time":"2026-11-26T10:00:00.123Z"},\
+            "subscription":"projects/receiptverify-test/subscriptions/play-rtdn"}
+            """
+    }
+
+    /// The routes: `POST /token`, the purchase resources under `/androidpublisher/v3`, and the JWKS.
     func router() -> Router<BasicRequestContext> {
         let router = Router()
         router.post("/token") { request, _ in await self.grant(request) }
+        router.get("/oauth2/v3/certs") { _, _ in
+            self.state.withLock { $0.keysFetched += 1 }
+            let primitives = try self.signingKey.publicKey.getKeyPrimitives()
+            let n = Base64URL.encode(primitives.modulus.drop { $0 == 0 })
+            let e = Base64URL.encode(primitives.publicExponent)
+            return self.json(
+                #"{"keys":[{"kty":"RSA","alg":"RS256","use":"sig","kid":"\#(self.signingKeyID)","n":"\#(n)","e":"\#(e)"}]}"#,
+                status: .ok)
+        }
         let applications = "/androidpublisher/v3/applications/:package/purchases"
         router.get("\(applications)/products/:product/tokens/:token") { request, context in
             let package = context.parameters.get("package") ?? ""

@@ -111,4 +111,56 @@ import _CryptoExtras
             #expect(cleared.packageNames.isEmpty && cleared.googleServiceAccount == nil)
         }
     }
+
+    /// The Pub/Sub push setting of Real-time Developer Notifications: set with both flags, shown, checked, removed.
+    @Test(arguments: StoreKind.available)
+    func thePubSubPushSettingIsSetCheckedAndRemoved(kind: StoreKind) async throws {
+        struct PushJSON: Decodable {
+            let token: String
+            let audience: String?
+            let serviceAccount: String?
+            enum CodingKeys: String, CodingKey {
+                case token
+                case audience = "google_pubsub_audience"
+                case serviceAccount = "google_pubsub_service_account"
+            }
+        }
+        try await withCLI(kind) { cli in
+            try #require(try cli("account", "create", "--name", "Acme", "--email", "ops@acme.io").status == 0)
+            let app = try cli(
+                "app", "add", "--account", "ops@acme.io", "--bundle-id", "com.acme.one", "--package-name",
+                "com.acme.android", "--google-pubsub-audience", "https://rv.acme.io/rtdn",
+                "--google-pubsub-service-account", "Push@Acme-Play.iam.gserviceaccount.com", "--json"
+            ).json(PushJSON.self)
+            #expect(app.audience == "https://rv.acme.io/rtdn")
+            #expect(app.serviceAccount == "push@acme-play.iam.gserviceaccount.com")
+            let failures: [([String], String)] = [
+                (["--google-pubsub-audience", "https://x"], "given together"),
+                (["--google-pubsub-service-account", "a@b.c"], "given together"),
+                (
+                    ["--google-pubsub-audience", "has space", "--google-pubsub-service-account", "a@b.c"],
+                    "printable characters without spaces"
+                ),
+                (
+                    ["--google-pubsub-audience", "aud", "--google-pubsub-service-account", "not-an-email"],
+                    "must be an email"
+                ),
+                (
+                    [
+                        "--google-pubsub-audience", "aud", "--google-pubsub-service-account", "a@b.c",
+                        "--no-google-pubsub",
+                    ],
+                    "cannot both set and remove"
+                ),
+            ]
+            for (arguments, message) in failures {
+                let outcome = try cli.run(["app", "update", app.token] + arguments)
+                #expect(outcome.status != 0 && outcome.stderr.contains(message), "\(arguments): \(outcome.stderr)")
+            }
+            let kept = try cli("app", "show", app.token, "--json").json(PushJSON.self)
+            #expect(kept.audience == app.audience && kept.serviceAccount == app.serviceAccount)
+            let removed = try cli("app", "update", app.token, "--no-google-pubsub", "--json").json(PushJSON.self)
+            #expect(removed.audience == nil && removed.serviceAccount == nil)
+        }
+    }
 }

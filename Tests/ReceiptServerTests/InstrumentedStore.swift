@@ -6,7 +6,7 @@ import Synchronization
 /// A real store (SQLite, from the caller) seen through a window that counts the reads a request can cause and can
 /// hold them, as a database that stops answering would: the tests of what strangers and outages cost.
 final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionStore, AppleFinishStore,
-    GoogleAcknowledgementStore, GoogleVoidedStore,
+    GoogleAcknowledgementStore, GoogleVoidedStore, GoogleNotificationStore,
     ConsumptionAnswerStore, RenewalExtensionStore, NotificationStore, WebhookStore, RetentionStore, ReconciliationStore
 {
     let base: any DataStore
@@ -192,6 +192,14 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     }
     func saveVoidedCursor(_ cursor: VoidedCursor, nextRunAt: Date, at now: Date) async throws {
         try await base.saveVoidedCursor(cursor, nextRunAt: nextRunAt, at: now)
+    }
+    func isGoogleNotificationRecorded(appID: UUID, messageID: String) async throws -> Bool {
+        try await base.isGoogleNotificationRecorded(appID: appID, messageID: messageID)
+    }
+    func recordGoogleNotification(_ notification: GoogleNotificationRecord, events: [WebhookEvent]) async throws
+        -> Bool
+    {
+        try await base.recordGoogleNotification(notification, events: events)
     }
     func pendingGoogleAcknowledgements(deliveredBefore date: Date) async throws -> Int {
         try await base.pendingGoogleAcknowledgements(deliveredBefore: date)

@@ -17,6 +17,7 @@ public final class GooglePlayClient: GooglePlayLooking {
     private let http: HTTPClient
     private let tokens: GoogleAccessTokens
     private let answers: AnswerCache<JSONObject>
+    private let pushKeys: GooglePushKeys
     private let metrics: any MetricsFactory
     private let logger: Logger
 
@@ -31,27 +32,32 @@ public final class GooglePlayClient: GooglePlayLooking {
         http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
         tokens = GoogleAccessTokens(configuration: configuration, http: http, metrics: metrics, logger: logger)
         answers = AnswerCache(lifetime: configuration.cacheLifetime)
+        pushKeys = GooglePushKeys(url: configuration.pushKeysURL, http: http, logger: logger)
+    }
+
+    public func pushKeys(forKeyID keyID: String?) async throws -> JSONWebKeySet {
+        try await pushKeys.keys(forKeyID: keyID)
     }
 
     /// Stops the HTTP client.
     public func shutdown() async throws { try await http.shutdown() }
 
     public func productPurchase(
-        packageName: String, productID: String, token: String, account: GoogleServiceAccount
+        packageName: String, productID: String, token: String, account: GoogleServiceAccount, fresh: Bool
     ) async throws -> JSONObject {
         try await get(
             "/androidpublisher/v3/applications/\(Self.segment(packageName))/purchases/products/"
                 + "\(Self.segment(productID))/tokens/\(Self.segment(token))",
-            endpoint: "products_get", account: account)
+            endpoint: "products_get", account: account, fresh: fresh)
     }
 
-    public func subscriptionPurchase(packageName: String, token: String, account: GoogleServiceAccount)
-        async throws -> JSONObject
-    {
+    public func subscriptionPurchase(
+        packageName: String, token: String, account: GoogleServiceAccount, fresh: Bool
+    ) async throws -> JSONObject {
         try await get(
             "/androidpublisher/v3/applications/\(Self.segment(packageName))/purchases/subscriptionsv2/tokens/"
                 + Self.segment(token),
-            endpoint: "subscriptionsv2_get", account: account)
+            endpoint: "subscriptionsv2_get", account: account, fresh: fresh)
     }
 
     public func acknowledge(
@@ -83,9 +89,13 @@ public final class GooglePlayClient: GooglePlayLooking {
         return (purchases, next.flatMap { $0.isEmpty ? nil : $0 })
     }
 
-    /// A GET of `path`, from the cache when the same account asked for it within its lifetime.
-    private func get(_ path: String, endpoint: String, account: GoogleServiceAccount) async throws -> JSONObject {
-        try await answers.value("\(account.clientEmail) \(account.keyID) \(path)") {
+    /// A GET of `path`, from the cache when the same account asked for it within its lifetime and `fresh` is false.
+    private func get(_ path: String, endpoint: String, account: GoogleServiceAccount, fresh: Bool) async throws
+        -> JSONObject
+    {
+        let key = "\(account.clientEmail) \(account.keyID) \(path)"
+        if fresh { answers.forget(key) }
+        return try await answers.value(key) {
             try await self.send(path, method: .GET, endpoint: endpoint, account: account)
         }.value
     }

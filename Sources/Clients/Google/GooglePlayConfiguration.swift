@@ -13,18 +13,23 @@ public struct GooglePlayConfiguration: Sendable {
     public var maximumResponseSize: Int
     /// How long an answer of Google's is reused for the same purchase (zero: never).
     public var cacheLifetime: Duration
+    /// Where Google's OIDC signing keys (which sign Pub/Sub's push tokens) are fetched.
+    public var pushKeysURL: String
 
     /// Google's public endpoints.
     public static let googleAPIURL = "https://androidpublisher.googleapis.com"
     /// Google's OAuth 2.0 token endpoint.
     public static let googleTokenURL = "https://oauth2.googleapis.com/token"
+    /// Google's JWKS of its OAuth 2.0 and OIDC tokens.
+    public static let googlePushKeysURL = "https://www.googleapis.com/oauth2/v3/certs"
 
     /// Creates a configuration; the defaults are Google's endpoints.
     public init(
         apiURL: String = googleAPIURL, tokenURL: String = googleTokenURL, timeout: Duration = .seconds(10),
         refusedCredentialsPause: Duration = .seconds(300), maximumResponseSize: Int = 1 << 20,
-        cacheLifetime: Duration = .seconds(30)
+        cacheLifetime: Duration = .seconds(30), pushKeysURL: String = googlePushKeysURL
     ) {
+        self.pushKeysURL = pushKeysURL
         self.cacheLifetime = cacheLifetime
         self.apiURL = apiURL
         self.tokenURL = tokenURL

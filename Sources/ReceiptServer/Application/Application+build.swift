@@ -169,6 +169,7 @@ func buildRouter(
         "/api/webhooks": [.post], "/api/customers": [.post], "/api/offers/signature": [.post],
         "/api/apple": [.post],
         "/verifyReceipt/:token": [.post], "/notifications/:token": [.post],
+        "/notifications/google/:token": [.post],
     ]
     if configuration.metricsPort == nil { routes["/metrics"] = [.get] }
     let router = Router(context: ServerContext.self)
@@ -237,6 +238,20 @@ func buildRouter(
             metrics: components.metrics.factory, logger: logger)
         router.post("/notifications/:token") { request, context in
             await notifications.respond(to: request, context: context)
+        }
+    }
+
+    // Google Play's Real-time Developer Notifications, pushed by Cloud Pub/Sub.
+    if let googlePlay = verification.googlePlay {
+        let google = GoogleNotificationEndpoint(
+            intake: GoogleNotificationIntake(
+                store: tenancy.store, googlePlay: googlePlay, deadline: components.deadline),
+            googlePlay: googlePlay, tenancy: tenancy, authenticator: authenticator,
+            failedAuthentications: failedAuthentications,
+            failedNotifications: FailedNotifications(perSecond: configuration.failedAuthenticationsPerSecond),
+            bodies: bodies, metrics: components.metrics.factory, logger: logger)
+        router.post("/notifications/google/:token") { request, context in
+            await google.respond(to: request, context: context)
         }
     }
 

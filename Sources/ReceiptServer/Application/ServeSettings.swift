@@ -129,7 +129,8 @@ public struct ServeSettings: Sendable {
         GooglePlayConfiguration(
             apiURL: try url("google-play-api-url", default: GooglePlayConfiguration.googleAPIURL),
             tokenURL: try url("google-oauth-token-url", default: GooglePlayConfiguration.googleTokenURL),
-            cacheLifetime: .seconds(try number("google-play-cache-seconds", 0...3_600, default: 30)))
+            cacheLifetime: .seconds(try number("google-play-cache-seconds", 0...3_600, default: 30)),
+            pushKeysURL: try url("google-pubsub-jwks-url", default: GooglePlayConfiguration.googlePushKeysURL))
     }
 
     /// The App Store Server API client's settings. Signed answers may chain to a `--trust-anchors` root only when

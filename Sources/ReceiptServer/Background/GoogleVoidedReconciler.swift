@@ -74,7 +74,8 @@ struct GoogleVoidedReconciler: Service {
                     account: account)
                 for voided in page.purchases {
                     read += 1
-                    let result = try await revoke(voided, app: app, now: now)
+                    let result = try await GoogleVoiding.revoke(
+                        voided, app: app, store: store, deadline: deadline, now: now)
                     if let time = try? GooglePlayPurchase.millis(voided["voidedTimeMillis"], "voidedTimeMillis") {
                         newest = max(newest, time)
                     }
@@ -101,34 +102,5 @@ struct GoogleVoidedReconciler: Service {
             // The lease runs out and the cursor is read again from where it was kept.
         }
         return read
-    }
-
-    /// Revokes the ledger's row of one voided purchase; returns what it found: `revoked`, `known` (revoked before) or
-    /// `unknown` (the ledger never saw it).
-    private func revoke(_ voided: JSONObject, app: App, now: Date) async throws -> String {
-        guard let orderID = voided["orderId"]?.stringValue,
-            let voidedAt = try? GooglePlayPurchase.millis(voided["voidedTimeMillis"], "voidedTimeMillis")
-        else { return "unknown" }
-        let rows = try await deadline.run("the ledger row of a voided purchase") { [store] in
-            try await store.ledgerEntries(
-                LedgerQuery(appID: app.id, originalTransactionID: GooglePlayPurchase.baseOrderID(orderID), limit: 1_000)
-            )
-        }
-        guard let row = rows.first(where: { $0.store == .googlePlay && $0.transaction.transactionID == orderID }) else {
-            return "unknown"
-        }
-        guard row.transaction.revocationDate == nil else { return "known" }
-        var transaction = row.transaction
-        transaction.revocationDate = voidedAt
-        if case .integer(let reason)? = voided["voidedReason"] { transaction.revocationReason = Int(reason) }
-        transaction.revocationType = "VOIDED"
-        transaction.signedDate = voidedAt
-        var recording = LedgerRecording(
-            appID: app.id, store: .googlePlay, environment: row.environment, transactions: [transaction], user: nil,
-            movesClaims: false, deliversNew: false, requestID: "voided:\(orderID)", now: now)
-        recording.catalog = app.catalog
-        let revoking = recording
-        _ = try await deadline.run("revoking a voided purchase") { [store] in try await store.record(revoking) }
-        return "revoked"
     }
 }

@@ -142,6 +142,9 @@ public struct AppView: Codable, Sendable, Equatable {
     /// The Google service account (`client_email`) of its Google Play Developer API credentials, if set (never the
     /// key).
     public let googleServiceAccount: String?
+    /// The Pub/Sub push subscription's audience and service account its Real-time Developer Notifications must carry.
+    public let googlePubSubAudience: String?
+    public let googlePubSubServiceAccount: String?
     /// The cipher of `/apiencrypted` results.
     public let resultCipher: String
     /// Whether test-signed data is accepted (under ``testAnchors`` only).
@@ -192,6 +195,8 @@ public struct AppView: Codable, Sendable, Equatable {
         case hasApplePrivateKey = "has_apple_private_key"
         case packageNames = "package_names"
         case googleServiceAccount = "google_service_account"
+        case googlePubSubAudience = "google_pubsub_audience"
+        case googlePubSubServiceAccount = "google_pubsub_service_account"
         case resultCipher = "result_cipher"
         case allowsTestData = "allows_test_data"
         case testAnchors = "test_anchors"
@@ -222,6 +227,8 @@ public struct AppView: Codable, Sendable, Equatable {
         hasApplePrivateKey = app.appStoreServerCredentials != nil
         packageNames = app.packageNames
         googleServiceAccount = app.googlePlayCredentials?.clientEmail
+        googlePubSubAudience = app.googlePubSub?.audience
+        googlePubSubServiceAccount = app.googlePubSub?.serviceAccount
         resultCipher = app.resultCipher.rawValue
         allowsTestData = app.allowsTestData
         testAnchors = app.testAnchors

@@ -49,4 +49,9 @@ public final class AnswerCache<Value: Sendable>: Sendable {
             throw error
         }
     }
+
+    /// Drops what is kept of `key` (an answer known to be stale): the next ask fetches anew.
+    public func forget(_ key: String) {
+        entries.withLock { _ = $0.removeValue(forKey: key) }
+    }
 }

@@ -24,20 +24,10 @@ public enum OpenIDToken {
         _ token: String, keys: JSONWebKeySet, issuer: String, clientID: String, nonce: String, now: Date
     ) throws -> VerifiedIdentity {
         guard token.utf8.count <= maximumLength else { throw failure("the ID token is too long") }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]),
-            let payloadBytes = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2])
-        else { throw failure("the ID token is not a compact JWS") }
-        guard let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)) else {
-            throw failure("the ID token's header is unreadable")
-        }
-        let signed = Data(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        guard let key = keys.key(id: header.kid, algorithm: header.alg) else {
-            throw failure(
-                "no key of the issuer's JWKS matches the ID token (kid \(header.kid ?? "none"), \(header.alg))")
-        }
-        guard key.isValidSignature(signature, for: signed) else {
-            throw failure("the ID token's signature does not verify")
+        let payloadBytes: [UInt8]
+        switch keys.verifiedPayload(of: token) {
+        case .success(let payload): payloadBytes = payload
+        case .failure(let refusal): throw failure("the ID token \(refusal.reason)")
         }
         let claims: Claims
         do {
@@ -72,11 +62,6 @@ public enum OpenIDToken {
     static func asciiLowercased(_ text: String) -> String {
         String(
             decoding: text.utf8.map { (0x41...0x5A).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
-    }
-
-    private struct Header: Decodable {
-        var alg: String
-        var kid: String?
     }
 
     private struct Claims: Decodable {
@@ -222,6 +207,36 @@ public struct JSONWebKeySet: Sendable {
                 return nil
             }
         }
+    }
+
+    /// Why a token's signature is not taken.
+    public struct Refusal: Error, Sendable {
+        /// What is wrong, after the token's name (`is not a compact JWS`).
+        public let reason: String
+    }
+
+    /// The payload of a compact JWS (RS256 or ES256) signed by one of the keys, or why it is not taken.
+    public func verifiedPayload(of token: String) -> Result<[UInt8], Refusal> {
+        struct Header: Decodable {
+            var alg: String
+            var kid: String?
+        }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]),
+            let payloadBytes = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2])
+        else { return .failure(Refusal(reason: "is not a compact JWS")) }
+        guard let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)) else {
+            return .failure(Refusal(reason: "has an unreadable header"))
+        }
+        guard let key = key(id: header.kid, algorithm: header.alg) else {
+            return .failure(
+                Refusal(reason: "names no key of the issuer's JWKS (kid \(header.kid ?? "none"), \(header.alg))"))
+        }
+        let signed = Data(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        guard key.isValidSignature(signature, for: signed) else {
+            return .failure(Refusal(reason: "has a signature that does not verify"))
+        }
+        return .success(payloadBytes)
     }
 
     /// The key a token's header names: by `kid` when it has one, else the only key of its algorithm.

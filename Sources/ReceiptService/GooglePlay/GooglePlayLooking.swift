@@ -5,11 +5,13 @@ import ReceiptCore
 /// failure is a ``GooglePlayError``.
 public protocol GooglePlayLooking: Sendable {
     /// `purchases.products.get`: the `ProductPurchase` of `productID` bought with `token` in `packageName`.
-    func productPurchase(packageName: String, productID: String, token: String, account: GoogleServiceAccount)
-        async throws -> JSONObject
+    /// `fresh` asks Google even when an answer about the purchase is kept (a notification says it changed).
+    func productPurchase(
+        packageName: String, productID: String, token: String, account: GoogleServiceAccount, fresh: Bool
+    ) async throws -> JSONObject
     /// `purchases.subscriptionsv2.get`: the `SubscriptionPurchaseV2` bought with `token` in `packageName`.
-    func subscriptionPurchase(packageName: String, token: String, account: GoogleServiceAccount) async throws
-        -> JSONObject
+    func subscriptionPurchase(packageName: String, token: String, account: GoogleServiceAccount, fresh: Bool)
+        async throws -> JSONObject
     /// `purchases.voidedpurchases.list`: one page of the package's voided purchases (refunds, chargebacks,
     /// cancellations), one-time products and subscriptions, voided at `startTime` or later (nil: Google's default,
     /// 30 days back), from `pageToken`.
@@ -21,4 +23,23 @@ public protocol GooglePlayLooking: Sendable {
     func acknowledge(
         packageName: String, productID: String, token: String, isSubscription: Bool, account: GoogleServiceAccount
     ) async throws
+    /// Google's OIDC signing keys, which sign Pub/Sub's push tokens, fresh enough for a token naming `keyID`.
+    func pushKeys(forKeyID keyID: String?) async throws -> JSONWebKeySet
+}
+
+extension GooglePlayLooking {
+    /// The purchase, from a kept answer when there is one.
+    public func productPurchase(packageName: String, productID: String, token: String, account: GoogleServiceAccount)
+        async throws -> JSONObject
+    {
+        try await productPurchase(
+            packageName: packageName, productID: productID, token: token, account: account, fresh: false)
+    }
+
+    /// The subscription, from a kept answer when there is one.
+    public func subscriptionPurchase(packageName: String, token: String, account: GoogleServiceAccount) async throws
+        -> JSONObject
+    {
+        try await subscriptionPurchase(packageName: packageName, token: token, account: account, fresh: false)
+    }
 }

@@ -15,6 +15,9 @@ public enum PurgeKind: String, Sendable, CaseIterable {
     case signInLinks = "sign_in_links"
     /// Apple's notifications received before the date (their effects on the ledger and statuses stay).
     case notifications
+    /// Google Play's Real-time Developer Notifications received before the date (kept as long as Apple's: Pub/Sub
+    /// retries a message for seven days at most, and one deleted sooner could be taken in again).
+    case googleNotifications = "google_notifications"
     /// Webhook events made before the date whose deliveries are all delivered or dead (with those deliveries).
     case events
     /// Audit entries made before the date.
@@ -54,7 +57,7 @@ public struct RetentionPolicy: Sendable, Equatable {
     public func keep(_ kind: PurgeKind) -> Duration? {
         switch kind {
         case .sessions, .signInLinks: expiredSessions
-        case .notifications: notifications
+        case .notifications, .googleNotifications: notifications
         case .events: events
         case .audit, .renewalExtensions: audit
         }

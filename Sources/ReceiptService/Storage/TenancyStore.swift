@@ -71,7 +71,7 @@ public protocol StoreLifecycle: Sendable {
 
 /// A store with every concern: what the server and the CLI open.
 public typealias DataStore = TenancyStore & UsageStore & LedgerStore & SessionStore & AppleFinishStore
-    & GoogleAcknowledgementStore & GoogleVoidedStore
+    & GoogleAcknowledgementStore & GoogleVoidedStore & GoogleNotificationStore
     & ConsumptionAnswerStore & RenewalExtensionStore
     & NotificationStore & WebhookStore & RetentionStore & ReconciliationStore
 

@@ -17,6 +17,8 @@ public struct App: Sendable, Hashable {
     public var packageNames: [String] = []
     /// Credentials for the Google Play Developer API, with the service account's private key sealed.
     public var googlePlayCredentials: GooglePlayCredentials?
+    /// How the app's Real-time Developer Notifications authenticate (nil: the route refuses them).
+    public var googlePubSub: GooglePubSubPush?
     /// The environments whose purchases are accepted.
     public var allowedEnvironments: Set<StoreEnvironment>
     /// How receipts are verified.

@@ -10,6 +10,7 @@ extension AppSettings {
         case refunds = "refund_policy"
         case packageNames = "package_names"
         case googleCredentials = "google_credentials"
+        case googlePubSub = "google_pubsub"
     }
 
     /// Each given field that does not parse, with its error; empty when every given field is good.
@@ -54,6 +55,7 @@ extension AppSettings {
         case .refunds: refundPolicy != nil || consumptionConsent != nil || sampleContentProvided != nil
         case .packageNames: packageNames != nil
         case .googleCredentials: googleServiceAccountJSON != nil || removeGoogleCredentials
+        case .googlePubSub: googlePubSubAudience != nil || googlePubSubServiceAccount != nil || removeGooglePubSub
         }
     }
 
@@ -95,6 +97,14 @@ extension AppSettings {
                 var settings = AppSettings()
                 settings.googleServiceAccountJSON = googleServiceAccountJSON
                 settings.removeGoogleCredentials = removeGoogleCredentials
+                return settings
+            }()
+        case .googlePubSub:
+            {
+                var settings = AppSettings()
+                settings.googlePubSubAudience = googlePubSubAudience
+                settings.googlePubSubServiceAccount = googlePubSubServiceAccount
+                settings.removeGooglePubSub = removeGooglePubSub
                 return settings
             }()
         }

@@ -30,6 +30,13 @@ public struct AppSettings: Sendable {
     public var googleServiceAccountJSON: String?
     /// Removes the Google Play Developer API credentials.
     public var removeGoogleCredentials = false
+    /// The Pub/Sub push subscription's audience for Real-time Developer Notifications; with
+    /// ``googlePubSubServiceAccount``.
+    public var googlePubSubAudience: String?
+    /// The service account the push subscription authenticates as.
+    public var googlePubSubServiceAccount: String?
+    /// Removes the Pub/Sub push setting (the route then refuses the app's notifications).
+    public var removeGooglePubSub = false
     /// `aes-256-cbc` or `aes-256-gcm`.
     public var resultCipher: String?
     /// Whether test-signed data is accepted (under the bound ``testAnchors`` only).
@@ -105,6 +112,8 @@ public struct AppSettings: Sendable {
         var packageNames: [String]?
         /// `.some(nil)` removes them.
         var googleCredentials: GoogleServiceAccountKey??
+        /// `.some(nil)` removes it.
+        var googlePubSub: GooglePubSubPush??
         var resultCipher: ResultCipher?
         var allowsTestData: Bool?
         var testAnchors: [String]?
@@ -224,6 +233,18 @@ public struct AppSettings: Sendable {
             parsed.googleCredentials = .some(nil)
         } else if let googleServiceAccountJSON {
             parsed.googleCredentials = .some(try GoogleServiceAccountKey(json: googleServiceAccountJSON))
+        }
+        if removeGooglePubSub {
+            guard googlePubSubAudience == nil, googlePubSubServiceAccount == nil else {
+                throw ServiceError(.invalidArgument, "cannot both set and remove the Pub/Sub push setting")
+            }
+            parsed.googlePubSub = .some(nil)
+        } else if googlePubSubAudience != nil || googlePubSubServiceAccount != nil {
+            guard let audience = googlePubSubAudience, let account = googlePubSubServiceAccount else {
+                throw ServiceError(
+                    .invalidArgument, "the Pub/Sub audience and service account are given together")
+            }
+            parsed.googlePubSub = .some(try GooglePubSubPush.parse(audience: audience, serviceAccount: account))
         }
         if let resultCipher {
             parsed.resultCipher = try Self.choice(resultCipher, "result cipher", expected: "aes-256-cbc or aes-256-gcm")

@@ -311,6 +311,7 @@ public struct TenancyService: Sendable {
     /// bound test anchors, where given.
     private func apply(answerSettingsOf parsed: AppSettings.Parsed, to app: inout App) {
         if let names = parsed.packageNames { app.packageNames = names }
+        if let push = parsed.googlePubSub { app.googlePubSub = push }
         if let policy = parsed.claimsPolicy { app.claimsPolicy = policy }
         if let mode = parsed.deliveryMode { app.deliveryMode = mode }
         if let catalog = parsed.productCatalog { app.catalog = catalog }

@@ -31,6 +31,14 @@ extension PostgresStore: RetentionStore {
                         LIMIT \(limit))
                     RETURNING 1
                     """)
+            case .googleNotifications:
+                deleted = try await rows(
+                    """
+                    DELETE FROM google_notifications WHERE (app_id, message_id) IN (
+                        SELECT app_id, message_id FROM google_notifications WHERE received_at < \(before)
+                        LIMIT \(limit))
+                    RETURNING 1
+                    """)
             case .events:
                 deleted = try await rows(
                     """

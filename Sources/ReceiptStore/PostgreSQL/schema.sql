@@ -508,3 +508,20 @@ CREATE TABLE google_voided_cursors (
     PRIMARY KEY (app_id, package_name)
 );
 CREATE INDEX google_voided_cursors_due_idx ON google_voided_cursors (next_run_at);
+
+-- version: 26 Google Play's Real-time Developer Notifications: each app's Pub/Sub push authentication, and each push
+-- message recorded once per app by its messageId
+-- google_pubsub: `AUDIENCE SERVICE_ACCOUNT` (GooglePubSubPush's stored form); NULL: the app takes none.
+-- notification_type: the developer notification's kind and type (SUBSCRIPTION_RENEWED, VOIDED_PURCHASE, TEST, ...).
+ALTER TABLE apps ADD COLUMN google_pubsub TEXT;
+CREATE TABLE google_notifications (
+    app_id UUID NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    message_id TEXT NOT NULL,
+    package_name TEXT NOT NULL,
+    notification_type TEXT NOT NULL,
+    purchase_token TEXT,
+    event_time TIMESTAMPTZ NOT NULL,
+    received_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (app_id, message_id)
+);
+CREATE INDEX google_notifications_received_idx ON google_notifications (received_at);

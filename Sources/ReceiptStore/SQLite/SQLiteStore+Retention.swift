@@ -26,6 +26,12 @@ extension SQLiteStore: RetentionStore {
                     SELECT app_id, notification_uuid FROM notifications WHERE received_at < ? LIMIT ?)
                 RETURNING 1
                 """
+        case .googleNotifications:
+            statement = """
+                DELETE FROM google_notifications WHERE (app_id, message_id) IN (
+                    SELECT app_id, message_id FROM google_notifications WHERE received_at < ? LIMIT ?)
+                RETURNING 1
+                """
         case .events:
             statement = """
                 DELETE FROM webhook_events WHERE id IN (

@@ -92,6 +92,12 @@ extension StoredForm {
             app.googlePlayCredentials = GooglePlayCredentials(
                 clientEmail: email, keyID: keyID, tokenURI: tokenURI, privateKey: SealedSecret(bytes: key))
         }
+        if let push = try row.optionalText("google_pubsub") {
+            guard let setting = GooglePubSubPush(storedForm: push) else {
+                throw corrupt("apps.google_pubsub is not an audience and a service account")
+            }
+            app.googlePubSub = setting
+        }
         return app
     }
 
