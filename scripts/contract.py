@@ -91,6 +91,8 @@ NOT_PRODUCIBLE = {
 DROP_IN = "/verifyReceipt/{token}"
 # The App Store Server Notifications route template.
 NOTIFICATIONS = "/notifications/{token}"
+# Google Play's Real-time Developer Notifications route template.
+GOOGLE_NOTIFICATIONS = "/notifications/google/{token}"
 # Pseudo-routes for answers outside the operations.
 UNKNOWN_PATH = "<unknown path>"
 OTHER_METHODS = "<other methods>"
@@ -281,7 +283,7 @@ class Document:
         return {name: set(schemas[name]["properties"])
                 for name in ("VerifyAnswer", "ErrorAnswer", "HealthStatus", "LedgerPage", "DeliveriesConfirmed",
                              "DeliveryDecision", "VerifyReceiptValid", "VerifyReceiptRefusal",
-                             "NotificationRecorded", "WebhooksAnswer", "CustomerAnswer", "Customer",
+                             "NotificationRecorded", "GoogleNotificationRecorded", "WebhooksAnswer", "CustomerAnswer", "Customer",
                              "OfferSignatureAnswer", "ConsumptionRecorded", "AppleActionAnswer",
                              "AppleActionFailure")}
 
@@ -451,6 +453,8 @@ class Contract:
             self.fields["VerifyReceiptValid" if value.get("status") == 0 else "VerifyReceiptRefusal"] |= set(value)
         elif self.document.template(answer.path) == NOTIFICATIONS and answer.status == 200:
             self.fields["NotificationRecorded"] |= set(value)
+        elif self.document.template(answer.path) == GOOGLE_NOTIFICATIONS and answer.status == 200:
+            self.fields["GoogleNotificationRecorded"] |= set(value)
         elif answer.path in ("/healthz", "/readyz") and answer.status == 200:
             self.fields["HealthStatus"] |= set(value)
         elif answer.path == APPLE and answer.status in (403, 500):
@@ -497,6 +501,8 @@ class Contract:
             name = "VerifyReceiptRequest"
         elif route == NOTIFICATIONS:
             name = "NotificationRequest"
+        elif route == GOOGLE_NOTIFICATIONS:
+            name = "GooglePushRequest"
         else:
             name = self.REQUEST_SCHEMAS[route] + ("JSON" if media == "application/json" else "Form")
         errors = self.document.errors(self.document.schema(name), body)
@@ -609,7 +615,8 @@ class FakeGoogle:
     | SUBSCRIPTION | an active SubscriptionPurchaseV2 of premium_monthly |
     | any other | 404 |
 
-    Acknowledgements (POST …:acknowledge) answer 204 for a known token and are recorded."""
+    Acknowledgements and consumptions (POST …:acknowledge, …:consume) answer 204 for a known token and are
+    recorded."""
 
     PACKAGE = "com.example.contract"
     PRODUCT = "contract-product-token"
@@ -628,6 +635,14 @@ class FakeGoogle:
                 pass
         self.issued: set[str] = set()
         self.bad_grants: list[str] = []
+        # Google's OIDC signing key, which signs Pub/Sub's push tokens, published at /oauth2/v3/certs.
+        self.signing_key = None
+        try:
+            from cryptography.hazmat.primitives.asymmetric import rsa
+            self.signing_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        except ImportError:
+            pass
+        self.keys_fetched = 0
         self.acknowledged: list[str] = []
         self.lock = threading.Lock()
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), self._handler())
@@ -671,6 +686,31 @@ class FakeGoogle:
             except InvalidSignature:
                 return "the signature does not verify with the service account's key"
         return None
+
+    def jwks(self) -> dict:
+        numbers = self.signing_key.public_key().public_numbers()
+
+        def b64(number: int) -> str:
+            return base64.urlsafe_b64encode(number.to_bytes((number.bit_length() + 7) // 8, "big")).rstrip(
+                b"=").decode()
+        return {"keys": [{"kty": "RSA", "alg": "RS256", "use": "sig", "kid": "contract-google-1",
+                          "n": b64(numbers.n), "e": b64(numbers.e)}]}
+
+    def push_token(self, audience: str, email: str, **changes: Any) -> str:
+        """The OIDC token Pub/Sub sends with an authenticated push, signed by Google's key."""
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+        now = int(time.time())
+        claims = {"iss": "https://accounts.google.com", "aud": audience, "email": email, "email_verified": True,
+                  "sub": "113774264463038321964", "azp": "113774264463038321964", "iat": now, "exp": now + 3600,
+                  **changes}
+
+        def b64(data: bytes) -> str:
+            return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+        signed = b64(json.dumps({"alg": "RS256", "kid": "contract-google-1", "typ": "JWT"}).encode()) + "." \
+            + b64(json.dumps(claims).encode())
+        signature = self.signing_key.sign(signed.encode(), padding.PKCS1v15(), hashes.SHA256())
+        return signed + "." + b64(signature)
 
     def resource(self, path: str) -> tuple[int, dict | None]:
         prefix = f"/androidpublisher/v3/applications/{self.PACKAGE}/purchases/"
@@ -736,11 +776,11 @@ class FakeGoogle:
                     self.reply(401, {"error": {"code": 401}})
                     return
                 match = re.match(r"^(/androidpublisher/v3/applications/[^/]+/purchases/)(products|subscriptions)/"
-                                 r"([^/]+)/tokens/([^/:]+):acknowledge$", self.path)
-                if match is None:
+                                 r"([^/]+)/tokens/([^/:]+):(acknowledge|consume)$", self.path)
+                if match is None or (match.group(5) == "consume" and match.group(2) != "products"):
                     self.reply(404, None)
                     return
-                prefix, kind, product, token = match.groups()
+                prefix, kind, product, token, action = match.groups()
                 lookup = f"{prefix}products/{product}/tokens/{token}" if kind == "products" \
                     else f"{prefix}subscriptionsv2/tokens/{token}"
                 status, _ = fake.resource(lookup)
@@ -748,10 +788,15 @@ class FakeGoogle:
                     self.reply(404, {"error": {"code": 404}})
                     return
                 with fake.lock:
-                    fake.acknowledged.append(f"{kind}/{product}/{token}")
+                    fake.acknowledged.append(f"{kind}/{product}/{token}" + (":consume" if action == "consume" else ""))
                 self.reply(204, None)
 
             def do_GET(self) -> None:  # noqa: N802: http.server's name
+                if self.path == "/oauth2/v3/certs" and fake.signing_key is not None:
+                    with fake.lock:
+                        fake.keys_fetched += 1
+                    self.reply(200, fake.jwks())
+                    return
                 if not self.authorized():
                     self.reply(401, {"error": {"code": 401}})
                     return
@@ -1896,7 +1941,8 @@ class Run:
             if states.get("GPA.3300-0000-0000-00001") != "acknowledged":
                 problems.append(f"the product's acknowledgement {states}")
             with google.lock:
-                if f"products/coins_100/{FakeGoogle.PRODUCT}" not in google.acknowledged:
+                # coins_100 is a consumable of the catalog: consumed once delivered, which acknowledges it.
+                if f"products/coins_100/{FakeGoogle.PRODUCT}:consume" not in google.acknowledged:
                     problems.append(f"Google received the acknowledgements {google.acknowledged}")
             return problems
         c.check("POST /api/transactions Google Play rows", answer, 200, extra=ledger)
@@ -2246,6 +2292,78 @@ class Run:
         c.check(f"POST /verifyReceipt without a token (404)", c.send("POST", "/verifyReceipt", data=b"{}",
                                                                      headers=self.bearer()), 404)
 
+    # Google Play's Real-time Developer Notifications (docs/google-play.md).
+
+    def google_notifications(self, google: FakeGoogle) -> None:
+        print(f"Google Play Real-time Developer Notifications ({GOOGLE_NOTIFICATIONS})")
+        c = self.c
+        if not self.need("google_token", "google_pubsub_audience", "google_pubsub_account"):
+            return
+        token = self.cred["google_token"]
+        audience, account = self.cred["google_pubsub_audience"], self.cred["google_pubsub_account"]
+        path = f"/notifications/google/{token}"
+
+        def push(message_id: str, notification: dict | None, *, bearer: str | None = "valid",
+                 raw: bytes | None = None, target: str = path) -> Answer:
+            time.sleep(0.12)  # refused pushes spend the address's budget of failures (10 a second)
+            headers = {"Content-Type": "application/json"}
+            if bearer == "valid":
+                bearer = google.push_token(audience, account)
+            if bearer is not None:
+                headers["Authorization"] = "Bearer " + bearer
+            if raw is None:
+                data = base64.b64encode(json.dumps(notification).encode()).decode()
+                body = {"message": {"data": data, "messageId": message_id, "publishTime": "2026-11-26T10:00:00Z"},
+                        "subscription": "projects/contract-play/subscriptions/play-rtdn"}
+                self.valid_request("a Pub/Sub push", "application/json", body, route=GOOGLE_NOTIFICATIONS)
+                raw = json.dumps(body).encode()
+            return c.send("POST", target, data=raw, headers=headers)
+
+        subscription = {"version": "1.0", "packageName": FakeGoogle.PACKAGE, "eventTimeMillis": "1790000000123",
+                        "subscriptionNotification": {"version": "1.0", "notificationType": 2,
+                                                     "purchaseToken": FakeGoogle.SUBSCRIPTION,
+                                                     "subscriptionId": "premium_monthly"}}
+        message = "contract-" + secrets.token_hex(6)
+        c.check(f"{GOOGLE_NOTIFICATIONS} a renewal (200)", push(message, subscription), 200,
+                extra=lambda a, b: [] if b.get("duplicate") is False and b.get("effect") == "recorded"
+                else [f"answer {b!r}"])
+        c.check(f"{GOOGLE_NOTIFICATIONS} Pub/Sub's redelivery (duplicate)", push(message, subscription), 200,
+                extra=lambda a, b: [] if b.get("duplicate") is True and "effect" not in b else [f"answer {b!r}"])
+        test = {"version": "1.0", "packageName": FakeGoogle.PACKAGE, "eventTimeMillis": "1790000000123",
+                "testNotification": {"version": "1.0"}}
+        c.check(f"{GOOGLE_NOTIFICATIONS} Play Console's test notification (200)", push(message + "-t", test), 200,
+                extra=lambda a, b: [] if b.get("effect") == "none" else [f"answer {b!r}"])
+        for label, bearer in (("no bearer token", None),
+                              ("another audience", google.push_token("https://other.example", account)),
+                              ("another service account", google.push_token(audience, "x@evil.iam.gserviceaccount.com")),
+                              ("an expired token", google.push_token(audience, account, exp=int(time.time()) - 600,
+                                                                      iat=int(time.time()) - 4200))):
+            c.check(f"{GOOGLE_NOTIFICATIONS} {label} (403)", push(message + "-x", subscription, bearer=bearer), 403)
+        other = dict(subscription, packageName="com.example.other")
+        c.check(f"{GOOGLE_NOTIFICATIONS} another package (403)", push(message + "-p", other), 403)
+        c.check(f"{GOOGLE_NOTIFICATIONS} a body that is not a push (400)",
+                push(message, None, raw=b'{"message":{"data":"***","messageId":"1"}}'), 400)
+        c.check(f"{GOOGLE_NOTIFICATIONS} unknown token (401)",
+                push(message, subscription, target="/notifications/google/app_" + "0" * 32), 401)
+        head = (f"POST {path} HTTP/1.1\r\nHost: {c.host}\r\nContent-Type: application/json\r\n"
+                f"Authorization: Bearer {google.push_token(audience, account)}\r\n"
+                f"Content-Length: {65_536 + 1}\r\n\r\n").encode()
+        c.check(f"{GOOGLE_NOTIFICATIONS} Content-Length over the limit (413)", c.raw(head, path=path), 413)
+        for method in ("GET", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"):
+            c.check(f"{method} {GOOGLE_NOTIFICATIONS}", c.send(method, path), 405,
+                    extra=lambda a, b: [] if a.header("allow") == "POST" else [f"Allow {a.header('allow')!r}"])
+        # 429: past the address's budget of failures, unknown tokens are answered without a lookup.
+        time.sleep(1.1)
+        answers = [c.send("POST", "/notifications/google/app_" + secrets.token_hex(16), data=b"{}")
+                   for _ in range(25)]
+        for answer in answers:
+            if answer.status == 429:
+                c.check(f"{GOOGLE_NOTIFICATIONS} past the failure budget (429)", answer, 429)
+                break
+        else:
+            c.fail(f"{GOOGLE_NOTIFICATIONS} failure budget", "25 unknown tokens in a row were never answered 429")
+        time.sleep(1.1)
+
     # App Store Server Notifications V2 (docs/notifications.md).
 
     # The largest body the route reads: a signedPayload at its limit (64 KiB) and 1 KiB for Apple's JSON around it.
@@ -2521,6 +2639,15 @@ def main() -> int:
         contract.not_exercised[("POST", "/api", 202)] = reason
         for name in ("google_play", "google_acknowledgement"):
             contract.fields_not_exercised[name] = reason
+    if google is None or google.signing_key is None:
+        reason = "Google is not faked, or Python's cryptography is missing (no push token can be signed)"
+        for status in (200, 400, 403, 413, 429):
+            contract.not_exercised[("POST", GOOGLE_NOTIFICATIONS, status)] = reason
+        contract.fields_not_exercised["effect"] = reason
+    # The app's key refused, or Google or the database failing: GoogleNotificationAPITests covers them.
+    for status in (500, 503):
+        contract.not_exercised[("POST", GOOGLE_NOTIFICATIONS, status)] = (
+            "needs a refused key or Google's or the database's failure (GoogleNotificationAPITests covers them)")
     storekit = None
     if args.fake_storekit_port and run.fixtures and credentials.get("storekit_token"):
         public_key = credentials.get("storekit_public_key_file")
@@ -2557,6 +2684,8 @@ def main() -> int:
                 run.google_play(route, google)
         run.drop_in()
         run.notifications()
+        if google is not None and google.signing_key is not None:
+            run.google_notifications(google)
         run.ledger()
         run.customers()
         run.webhooks()

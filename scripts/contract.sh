@@ -142,6 +142,9 @@ rv app update "$NOTIFICATION_DISABLED_TOKEN" --disable >/dev/null
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$WORK/google-key.pem" 2>/dev/null
 openssl pkey -in "$WORK/google-key.pem" -pubout -out "$WORK/google-key.pub" 2>/dev/null
 GOOGLE_EMAIL=verifier@contract-play.iam.gserviceaccount.com
+# Real-time Developer Notifications: the audience and service account of the app's Pub/Sub push subscription.
+GOOGLE_PUBSUB_AUDIENCE=https://contract.example/notifications/google
+GOOGLE_PUBSUB_ACCOUNT=rtdn-push@contract-play.iam.gserviceaccount.com
 python3 - "$WORK/google-key.pem" "$GOOGLE_EMAIL" >"$WORK/google-key.json" <<'PY'
 import json, sys
 print(json.dumps({"type": "service_account", "project_id": "contract-play", "private_key_id": "0123456789abcdef",
@@ -151,7 +154,8 @@ PY
 GOOGLE_TOKEN=$(app main --name google --bundle-id "$BUNDLE" --environment sandbox --environment production \
     --mode local --cipher aes-256-cbc --package-name com.example.contract \
     --google-service-account-file "$WORK/google-key.json" --product coins_100=consumable \
-    --product premium_monthly=auto_renewable:pro | field token)
+    --product premium_monthly=auto_renewable:pro --google-pubsub-audience "$GOOGLE_PUBSUB_AUDIENCE" \
+    --google-pubsub-service-account "$GOOGLE_PUBSUB_ACCOUNT" | field token)
 GOOGLE_RESULT_KEY=$(rv app show "$GOOGLE_TOKEN" --reveal-key --json | field result_key)
 key other >/dev/null
 OTHER_ACCOUNT_TOKEN=$(app other --bundle-id "$BUNDLE" --environment sandbox | field token)
@@ -185,7 +189,8 @@ cat >"$WORK/credentials.json" <<EOF
   "enriched_token": "$ENRICHED_TOKEN", "refusing_token": "$REFUSING_TOKEN",
   "notification_token": "$NOTIFICATION_TOKEN", "notification_disabled_token": "$NOTIFICATION_DISABLED_TOKEN",
   "google_token": "$GOOGLE_TOKEN", "google_result_key": "$GOOGLE_RESULT_KEY", "google_client_email": "$GOOGLE_EMAIL",
-  "google_public_key_file": "$WORK/google-key.pub"
+  "google_public_key_file": "$WORK/google-key.pub", "google_pubsub_audience": "$GOOGLE_PUBSUB_AUDIENCE",
+  "google_pubsub_account": "$GOOGLE_PUBSUB_ACCOUNT"
 }
 EOF
 
@@ -208,7 +213,7 @@ log "starting $BIN serve on port $PORT (log: $WORK/server.log)"
     --storekit-production-url "http://127.0.0.1:$STOREKIT_PORT/production" \
     --storekit-sandbox-url "http://127.0.0.1:$STOREKIT_PORT/sandbox" --storekit-timeout 5 \
     --google-play-api-url "http://127.0.0.1:$GOOGLE_PORT" --google-oauth-token-url "http://127.0.0.1:$GOOGLE_PORT/token" \
-    --google-acknowledge-retry-seconds 1 \
+    --google-acknowledge-retry-seconds 1 --google-pubsub-jwks-url "http://127.0.0.1:$GOOGLE_PORT/oauth2/v3/certs" \
     --log-level warning >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 100); do
@@ -295,6 +300,11 @@ checks = { negative_data_rejection = { expected-statuses = ["200", "400", "401",
 [[operations]]
 include-operation-id = "receiveNotification"
 parameters = { "path.token" = "$NOTIFICATION_TOKEN" }
+checks = { positive_data_acceptance = { expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "5xx"] }, negative_data_rejection = { expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"] } }
+
+[[operations]]
+include-operation-id = "receiveGoogleNotification"
+parameters = { "path.token" = "$GOOGLE_TOKEN" }
 checks = { positive_data_acceptance = { expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "5xx"] }, negative_data_rejection = { expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"] } }
 
 [[operations]]

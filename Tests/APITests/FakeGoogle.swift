@@ -80,6 +80,8 @@ final class FakeGoogle: Sendable {
         var voidedQueries: [String] = []
         /// Requests of the JWKS.
         var keysFetched = 0
+        /// The purchases consumed (`PACKAGE/products/PRODUCT/TOKEN`).
+        var consumed: [String] = []
     }
 
     /// Google's OIDC signing key, whose tokens authenticate Pub/Sub's pushes; published at `/oauth2/v3/certs`.
@@ -127,6 +129,8 @@ final class FakeGoogle: Sendable {
     /// The resource paths asked for, in order.
     var resourceRequests: [String] { state.withLock { $0.resourceRequests } }
 
+    /// The one-time purchases consumed, in order (`PACKAGE/products/PRODUCT/TOKEN`).
+    var consumed: [String] { state.withLock { $0.consumed } }
     /// Requests of the JWKS so far.
     var keysFetched: Int { state.withLock { $0.keysFetched } }
 
@@ -186,10 +190,14 @@ final class FakeGoogle: Sendable {
         for kind in ["products", "subscriptions"] {
             router.post("\(applications)/\(kind)/:product/tokens/:token") { request, context in
                 let action = context.parameters.get("token") ?? ""
-                guard action.hasSuffix(":acknowledge") else { return Self.googleError(404, "No such method.") }
+                let consumes = kind == "products" && action.hasSuffix(":consume")
+                guard action.hasSuffix(":acknowledge") || consumes else {
+                    return Self.googleError(404, "No such method.")
+                }
                 return self.acknowledge(
                     request, package: context.parameters.get("package") ?? "", kind: kind,
-                    product: context.parameters.get("product") ?? "", token: String(action.dropLast(12)))
+                    product: context.parameters.get("product") ?? "",
+                    token: String(action.dropLast(consumes ? 8 : 12)), consumes: consumes)
             }
         }
         router.get("\(applications)/voidedpurchases") { request, context in
@@ -229,10 +237,11 @@ final class FakeGoogle: Sendable {
         }
     }
 
-    /// An acknowledgement, as Google answers it: 204 for a purchase it knows (already acknowledged included), 404 else.
-    private func acknowledge(_ request: Request, package: String, kind: String, product: String, token: String)
-        -> Response
-    {
+    /// An acknowledgement or a consumption, as Google answers it: 204 for a purchase it knows (already acknowledged
+    /// included), 404 else.
+    private func acknowledge(
+        _ request: Request, package: String, kind: String, product: String, token: String, consumes: Bool
+    ) -> Response {
         let authorization = request.headers[.authorization] ?? ""
         let bearer = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : ""
         return state.withLock { state in
@@ -250,7 +259,11 @@ final class FakeGoogle: Sendable {
             guard state.resources[resource] != nil else {
                 return Self.googleError(404, "The purchase token was not found.")
             }
-            state.acknowledged.append("\(package)/\(kind)/\(product)/\(token)")
+            if consumes {
+                state.consumed.append("\(package)/\(kind)/\(product)/\(token)")
+            } else {
+                state.acknowledged.append("\(package)/\(kind)/\(product)/\(token)")
+            }
             return Response(status: .noContent)
         }
     }

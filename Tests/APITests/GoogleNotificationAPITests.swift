@@ -27,6 +27,7 @@ import Testing
                 serveArguments: [
                     "--google-play-api-url", google, "--google-oauth-token-url", google + "/token",
                     "--google-pubsub-jwks-url", google + "/oauth2/v3/certs", "--auth-failures-per-second", "1000",
+                    "--auth-cache-ttl", "1",
                 ]
             ) { service in
                 try await body(service, fake, account)
@@ -312,6 +313,24 @@ import Testing
             let (unset, unsetJSON) = try await Self.push(service, fake, bare, messageID: "x-5", notification)
             #expect(unset.httpStatus == 403)
             #expect(unsetJSON["description"]?.stringValue?.contains("Pub/Sub") == true)
+
+            // An app with the setting but no service account key cannot read the purchase: 500, nothing recorded, and
+            // the push is taken once the key is set.
+            let keyless = try service.tenant(
+                appArguments: [
+                    "--package-name", Self.package, "--google-pubsub-audience", Self.audience,
+                    "--google-pubsub-service-account", Self.pushAccount,
+                ])
+            let (noKey, noKeyJSON) = try await Self.push(service, fake, keyless, messageID: "x-6", notification)
+            #expect(noKey.httpStatus == 500, "\(noKey.text)")
+            #expect(noKeyJSON["description"]?.stringValue?.contains("service account key") == true)
+            let keyFile = service.cli.directory.appendingPathComponent("play-late.json")
+            try account.keyFile.write(to: keyFile, atomically: true, encoding: .utf8)
+            _ = try service.cli.expectSuccess(
+                ["app", "update", keyless.token, "--google-service-account-file", keyFile.path])
+            try await Task.sleep(for: .seconds(2))
+            let (taken, takenJSON) = try await Self.push(service, fake, keyless, messageID: "x-6", notification)
+            #expect(taken.httpStatus == 200 && takenJSON["duplicate"] == .bool(false), "\(taken.text)")
         }
     }
 }

@@ -364,7 +364,8 @@ import Testing
     func deliveredPurchasesAreAcknowledgedOnceRetriedAndShown(kind: StoreKind) async throws {
         try await Self.withGoogle(kind, serveArguments: ["--google-acknowledge-retry-seconds", "1"]) {
             service, fake, account in
-            let tenant = try Self.tenant(service, account, ["--product", "coins_100=consumable"])
+            let tenant = try Self.tenant(
+                service, account, ["--product", "coins_100=consumable", "--product", "sword=non_consumable"])
             func waitFor(_ what: String, _ condition: () -> Bool) async throws {
                 let end = ContinuousClock.now + .seconds(20)
                 while !condition() {
@@ -382,25 +383,39 @@ import Testing
             }
             // Once mode: delivered by the answer, acknowledged after one failure of Google's.
             fake.failAcknowledgements(503)
-            fake.setProduct(Self.package, "coins_100", token: "tok-ack", Self.product(orderID: "GPA.10"))
+            fake.setProduct(Self.package, "sword", token: "tok-ack", Self.product(orderID: "GPA.10"))
             let (_, answer) = try await Self.verify(
                 service, tenant,
-                [("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tok-ack")])
+                [("package_name", Self.package), ("product_id", "sword"), ("purchase_token", "tok-ack")])
             #expect(answer["transactions"]?.arrayValue?.first?["deliver"] == .bool(true))
             try await waitFor("the acknowledgement") {
-                fake.acknowledged.contains("\(Self.package)/products/coins_100/tok-ack")
+                fake.acknowledged.contains("\(Self.package)/products/sword/tok-ack")
             }
             let acknowledged = try #require(try await row(tenant, "GPA.10")?["google_acknowledgement"])
             #expect(acknowledged["state"]?.stringValue == "acknowledged" && acknowledged["attempts"] == .integer(2))
+            #expect(fake.consumed.isEmpty)
+
+            // A consumable of the catalog is consumed once delivered (which acknowledges it), so it can be bought
+            // again; not acknowledged besides.
+            fake.setProduct(Self.package, "coins_100", token: "tok-eat", Self.product(orderID: "GPA.13"))
+            _ = try await Self.verify(
+                service, tenant,
+                [("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tok-eat")])
+            try await waitFor("the consumption") {
+                fake.consumed == ["\(Self.package)/products/coins_100/tok-eat"]
+            }
+            let eaten = try #require(try await row(tenant, "GPA.13")?["google_acknowledgement"])
+            #expect(eaten["state"]?.stringValue == "acknowledged" && eaten["attempts"] == .integer(1))
+            #expect(!fake.acknowledged.contains { $0.hasSuffix("/tok-eat") })
 
             // Already acknowledged by Google (the app did it on the device): never asked.
             fake.setProduct(
-                Self.package, "coins_100", token: "tok-done",
+                Self.package, "sword", token: "tok-done",
                 Self.product(orderID: "GPA.11").replacingOccurrences(
                     of: #""acknowledgementState":0"#, with: #""acknowledgementState":1"#))
             _ = try await Self.verify(
                 service, tenant,
-                [("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tok-done")])
+                [("package_name", Self.package), ("product_id", "sword"), ("purchase_token", "tok-done")])
             let done = try #require(try await row(tenant, "GPA.11")?["google_acknowledgement"])
             #expect(done["state"]?.stringValue == "acknowledged" && done["attempts"] == .integer(0))
 
@@ -424,7 +439,7 @@ import Testing
             try await waitFor("the subscription's acknowledgement") {
                 fake.acknowledged.contains("\(Self.package)/subscriptions/premium_monthly/sub-ack")
             }
-            #expect(fake.acknowledged.count == 2)
+            #expect(fake.acknowledged.count == 2 && fake.consumed.count == 1)
         }
     }
 }

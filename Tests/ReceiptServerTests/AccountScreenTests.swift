@@ -407,6 +407,25 @@ import _CryptoExtras
                 ).status == .seeOther)
             let removed = try await screen.tenancy.app(token: app.token)
             #expect(removed.googlePlayCredentials == nil && removed.packageNames == ["com.example.mine"])
+
+            // Real-time Developer Notifications: one field alone is refused beside them; both set them; the page
+            // names the push URL; both blank remove them.
+            let audience = ("google_pubsub_audience", "https://rv.example.com/rtdn")
+            let lone = try await browser.submit(path, fields + [names, audience], from: path + "/edit")
+            #expect(lone.status == .unprocessableContent && Self.body(lone).contains(#"id="error-google_pubsub""#))
+            #expect(try await screen.tenancy.app(token: app.token).googlePubSub == nil)
+            let push = ("google_pubsub_service_account", "rtdn@mine.iam.gserviceaccount.com")
+            #expect(
+                try await browser.submit(path, fields + [names, audience, push], from: path + "/edit").status
+                    == .seeOther)
+            #expect(
+                try await screen.tenancy.app(token: app.token).googlePubSub
+                    == GooglePubSubPush(
+                        audience: "https://rv.example.com/rtdn", serviceAccount: "rtdn@mine.iam.gserviceaccount.com"))
+            #expect(Self.body(try await browser.get(path)).contains("/notifications/google/\(app.token)"))
+            #expect(Self.body(try await browser.get(path + "/edit")).contains("https://rv.example.com/rtdn"))
+            #expect(try await browser.submit(path, fields + [names], from: path + "/edit").status == .seeOther)
+            #expect(try await screen.tenancy.app(token: app.token).googlePubSub == nil)
         }
     }
 

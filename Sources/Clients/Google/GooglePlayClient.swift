@@ -70,6 +70,15 @@ public final class GooglePlayClient: GooglePlayLooking {
             method: .POST, endpoint: "\(kind)_acknowledge", account: account)
     }
 
+    public func consume(packageName: String, productID: String, token: String, account: GoogleServiceAccount)
+        async throws
+    {
+        _ = try await send(
+            "/androidpublisher/v3/applications/\(Self.segment(packageName))/purchases/products/"
+                + "\(Self.segment(productID))/tokens/\(Self.segment(token)):consume",
+            method: .POST, endpoint: "products_consume", account: account)
+    }
+
     public func voidedPurchases(
         packageName: String, startTime: Int64?, pageToken: String?, account: GoogleServiceAccount
     ) async throws -> (purchases: [JSONObject], nextPageToken: String?) {

@@ -109,19 +109,30 @@ struct GoogleAcknowledger: Service {
     /// One attempt, and what it came to.
     func attempt(_ task: GoogleAcknowledgementTask) async -> AppleFinishOutcome {
         let account: GoogleServiceAccount?
+        let consumes: Bool
         do {
             let app = try await deadline.run("the app of a Google acknowledgement") { [store] in
                 try await store.app(id: task.appID)
             }
             account = try app.flatMap { try tenancy.googleCredentials(of: $0) }
+            // A consumable of the catalog is consumed once delivered (which acknowledges it): the customer may then
+            // buy it again.
+            consumes =
+                !task.isSubscription && app?.catalog?.first(where: { $0.id == task.productID })?.kind == .consumable
         } catch {
             return retry(task, after: "the app could not be read: \(error)")
         }
         guard let account else { return .failed(error: "the app has no Google service account key") }
         do {
-            try await googlePlay.acknowledge(
-                packageName: task.packageName, productID: task.productID, token: task.purchaseToken,
-                isSubscription: task.isSubscription, account: account)
+            if consumes {
+                try await googlePlay.consume(
+                    packageName: task.packageName, productID: task.productID, token: task.purchaseToken,
+                    account: account)
+            } else {
+                try await googlePlay.acknowledge(
+                    packageName: task.packageName, productID: task.productID, token: task.purchaseToken,
+                    isSubscription: task.isSubscription, account: account)
+            }
             return .finished
         } catch let error as GooglePlayError where error.code == .notFound {
             return .failed(error: error.reason)

@@ -23,6 +23,9 @@ public protocol GooglePlayLooking: Sendable {
     func acknowledge(
         packageName: String, productID: String, token: String, isSubscription: Bool, account: GoogleServiceAccount
     ) async throws
+    /// `purchases.products.consume`: consumes the one-time purchase of `productID` bought with `token`, so that the
+    /// customer may buy it again (a consumption also acknowledges it).
+    func consume(packageName: String, productID: String, token: String, account: GoogleServiceAccount) async throws
     /// Google's OIDC signing keys, which sign Pub/Sub's push tokens, fresh enough for a token naming `keyID`.
     func pushKeys(forKeyID keyID: String?) async throws -> JSONWebKeySet
 }

@@ -29,7 +29,8 @@ public enum PurgeKind: String, Sendable, CaseIterable {
 
 /// How long each kind is kept; nil keeps it for ever.
 public struct RetentionPolicy: Sendable, Equatable {
-    /// Notifications (default 90 days; at least 8, past Apple's retries and the reconciliation's window).
+    /// Notifications, Apple's and Google's (default 90 days; at least 8, past Apple's retries and the reconciliation's
+    /// window, and Pub/Sub's seven days).
     public var notifications: Duration?
     /// Delivered and dead webhook events (default 30 days).
     public var events: Duration?

@@ -7,7 +7,8 @@ import ReceiptCore
 public struct WebhookEvent: Sendable, Equatable {
     /// The event types.
     public enum Kind: String, Sendable, CaseIterable {
-        /// An App Store Server Notification arrived (every one, unknown types included).
+        /// An App Store Server Notification or a Google Play Real-time Developer Notification arrived (every one,
+        /// unknown types included).
         case notification = "notification"
         /// The ledger recorded a transaction it did not know.
         case transactionCreated = "transaction.created"

@@ -167,6 +167,7 @@ struct AppView: PageView {
     var credentials: String
     var packageNames: String
     var googleCredentials: String
+    var googlePubSub: String
     var cipher: String
     var testData: String
     var claims: String
@@ -197,6 +198,10 @@ struct AppView: PageView {
         credentials = app.appStoreServerCredentials.map { "key \($0.keyID)" } ?? "none"
         packageNames = app.packageNames.isEmpty ? "none" : app.packageNames.joined(separator: ", ")
         googleCredentials = app.googlePlayCredentials.map { "service account \($0.clientEmail)" } ?? "none"
+        googlePubSub =
+            app.googlePubSub.map {
+                "pushed to /notifications/google/\(app.token) by \($0.serviceAccount), audience \($0.audience)"
+            } ?? "off"
         cipher = app.resultCipher.rawValue
         testData =
             !app.allowsTestData
@@ -276,6 +281,8 @@ struct AppForm: PageView {
     var packageNames: String
     var hasGoogleCredentials: Bool
     var googleServiceAccount: String
+    var googlePubSubAudience: String
+    var googlePubSubServiceAccount: String
     var errors: [String: String]
     var formError: String?
 
@@ -335,6 +342,8 @@ struct AppForm: PageView {
         packageNames = form?["package_names"] ?? app?.packageNames.joined(separator: "\n") ?? ""
         hasGoogleCredentials = app?.googlePlayCredentials != nil
         googleServiceAccount = app?.googlePlayCredentials?.clientEmail ?? ""
+        googlePubSubAudience = form?["google_pubsub_audience"] ?? app?.googlePubSub?.audience ?? ""
+        googlePubSubServiceAccount = form?["google_pubsub_service_account"] ?? app?.googlePubSub?.serviceAccount ?? ""
         errors = Dictionary(uniqueKeysWithValues: problems.map { ($0.key.rawValue, $0.value) })
     }
 
@@ -381,6 +390,15 @@ struct AppForm: PageView {
         // The key is replaced only when one is given: the form shows the service account, not its key.
         settings.googleServiceAccountJSON = form.text("google_service_account_key")
         settings.removeGoogleCredentials = form.isChecked("remove_google_credentials")
+        // Real-time Developer Notifications: both fields set them, both blank remove them (one alone is refused).
+        let audience = form.text("google_pubsub_audience")
+        let pushAccount = form.text("google_pubsub_service_account")
+        if audience == nil && pushAccount == nil {
+            settings.removeGooglePubSub = app?.googlePubSub != nil
+        } else {
+            settings.googlePubSubAudience = audience
+            settings.googlePubSubServiceAccount = pushAccount
+        }
         return settings
     }
 }
