@@ -46,6 +46,11 @@ struct AppCommand: AsyncParsableCommand {
                 "The service account the app's Pub/Sub push subscription authenticates as (the push token's email)."
         )
         var googlePubsubServiceAccount: String?
+        @Option(
+            help:
+                "The app's Play licensing key (Play Console's base64 RSA public key): a purchase sent as JSON must come with its signature; \"\" removes it."
+        )
+        var googleLicenseKey: String?
         @Option(help: "Cipher of /apiencrypted results: aes-256-cbc, aes-256-gcm.") var cipher: String?
         @Flag(
             inversion: .prefixedNo,
@@ -131,6 +136,7 @@ struct AppCommand: AsyncParsableCommand {
             }
             settings.googlePubSubAudience = googlePubsubAudience
             settings.googlePubSubServiceAccount = googlePubsubServiceAccount
+            settings.googleLicenseKey = googleLicenseKey
             settings.refundPolicy = refundPolicy
             settings.consumptionConsent = consumptionConsent
             settings.sampleContentProvided = sampleContentProvided

@@ -1,7 +1,9 @@
+import Crypto
 import Foundation
 import ReceiptCore
 import TestSupport
 import Testing
+import _CryptoExtras
 
 /// Google Play purchases through `/api` on a live server, both stores, against a fake Google speaking the real
 /// protocol (token grant checked as Google does, androidpublisher v3 resources answered only to a granted account):
@@ -440,6 +442,47 @@ import Testing
                 fake.acknowledged.contains("\(Self.package)/subscriptions/premium_monthly/sub-ack")
             }
             #expect(fake.acknowledged.count == 2 && fake.consumed.count == 1)
+        }
+    }
+
+    /// The client's purchase JSON with the Play licensing key's signature (SHA1withRSA): checked before Google is
+    /// asked where the app has the key, a changed byte or a missing signature refused, the key refused by the CLI
+    /// when it is not an RSA key.
+    @Test(arguments: StoreKind.available)
+    func aPurchaseJSONMustCarryTheLicensingKeysSignature(kind: StoreKind) async throws {
+        let licensing = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let publicKey = licensing.publicKey.derRepresentation.base64EncodedString()
+        try await Self.withGoogle(kind) { service, fake, account in
+            let tenant = try Self.tenant(
+                service, account, ["--product", "coins_100=consumable", "--google-license-key", publicKey])
+            fake.setProduct(Self.package, "coins_100", token: "tok-lic", Self.product(orderID: "GPA.77"))
+            let purchase =
+                #"{"orderId":"GPA.77","packageName":"\#(Self.package)","productId":"coins_100","purchaseTime":1790000000123,"purchaseState":0,"purchaseToken":"tok-lic","quantity":1,"acknowledged":false}"#
+            func sign(_ text: String) throws -> String {
+                let signature = try licensing.signature(
+                    for: Insecure.SHA1.hash(data: Array(text.utf8)), padding: .insecurePKCS1v1_5)
+                return signature.rawRepresentation.base64EncodedString()
+            }
+            let (unsigned, unsignedJSON) = try await Self.verify(service, tenant, [("purchase", purchase)])
+            #expect(unsigned.httpStatus == 400)
+            #expect(unsignedJSON["description"]?.stringValue?.hasPrefix("signature") == true)
+            let changed = purchase.replacingOccurrences(of: #""quantity":1"#, with: #""quantity":2"#)
+            let (forged, forgedJSON) = try await Self.verify(
+                service, tenant, [("purchase", changed), ("signature", try sign(purchase))])
+            #expect(forged.httpStatus == 403, "\(forged.text)")
+            #expect(forgedJSON["description"]?.stringValue?.contains("licensing key") == true)
+            #expect(fake.resourceRequests.isEmpty, "Google was asked about a purchase whose signature failed")
+            let (signed, signedJSON) = try await Self.verify(
+                service, tenant, [("purchase", purchase), ("signature", try sign(purchase))])
+            #expect(signed.httpStatus == 200 && signedJSON["status"] == .integer(0), "\(signed.text)")
+            // A token alone names no signed JSON: Google's answer decides, as without a key.
+            let (byToken, _) = try await Self.verify(
+                service, tenant,
+                [("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tok-lic")])
+            #expect(byToken.httpStatus == 200)
+            let bad = try service.cli.run(["app", "update", tenant.token, "--google-license-key", "bm90IGEga2V5"])
+            #expect(bad.status != 0 && bad.stderr.contains("Play licensing key"), "\(bad.stderr)")
+            _ = try service.cli.expectSuccess(["app", "update", tenant.token, "--google-license-key", ""])
         }
     }
 }

@@ -87,6 +87,7 @@ enum RequestBody {
         request.purchaseToken = try fields.text("purchase_token", limit: GooglePlayPurchase.maximumTokenLength)
         request.purchaseType = try fields.text("purchase_type")
         request.purchase = try fields.text("purchase", limit: 8_192)
+        request.purchaseSignature = try fields.text("signature", limit: 1_024)
         request.limit = try fields.text("limit").map { text throws(Unreadable) in
             guard let limit = Int(text), (1...VerificationRequest.maximumPageSize).contains(limit) else {
                 throw Unreadable(reason: "field 'limit' must be a whole number from 1 to 1000")
@@ -211,6 +212,7 @@ enum RequestBody {
         "allow_introductory_offer", "bundle_id", "consumption_percentage", "delivery_status", "app_account_token",
         "extend_by_days", "extend_reason_code", "request_identifier", "storefront_country_codes", "store",
         "package_name", "purchase_token", "purchase_type", "purchase",
+        "signature",
     ]
 
     /// A field name fit for a log line: a name we read, or "an unknown field" (a client may put anything in a name,

@@ -76,6 +76,8 @@ public struct VerificationRequest: Sendable, Equatable {
     public var purchaseType: String?
     /// Google Play: the client's `Purchase.getOriginalJson()`, which names the package, product and token.
     public var purchase: String?
+    /// Google Play: `Purchase.getSignature()`, the Play licensing key's signature of ``purchase``.
+    public var purchaseSignature: String?
 
     /// Creates a request; every field defaults to "not sent".
     public init(

@@ -29,6 +29,19 @@ extension VerificationService {
             return .rejected(
                 source: .none, reason: "package '\(named.package)' is not the app's", description: Self.foreignPackage)
         }
+        // The client's purchase JSON, signed by the app's Play licensing key where one is set.
+        if let key = app.googleLicenseKey, let purchase = request.purchase {
+            guard let signature = request.purchaseSignature else {
+                return Self.badRequest(
+                    "signature (Purchase.getSignature()) is required with purchase: the app has a Play licensing key",
+                    detail: "no signature")
+            }
+            guard GoogleLicenseKey.verifies(purchase: purchase, signature: signature, key: key) else {
+                return .rejected(
+                    source: .none, reason: "the purchase's signature does not verify",
+                    description: "The purchase's signature does not verify with the app's Play licensing key")
+            }
+        }
         // A product outside the app's catalog is refused before anything else is asked of it.
         if let catalog = app.productCatalog, let product = named.product, !catalog.contains(product) {
             return .rejected(

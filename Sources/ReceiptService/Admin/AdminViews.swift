@@ -145,6 +145,8 @@ public struct AppView: Codable, Sendable, Equatable {
     /// The Pub/Sub push subscription's audience and service account its Real-time Developer Notifications must carry.
     public let googlePubSubAudience: String?
     public let googlePubSubServiceAccount: String?
+    /// The Play licensing public key, if set (public: it only checks signatures).
+    public let googleLicenseKey: String?
     /// The cipher of `/apiencrypted` results.
     public let resultCipher: String
     /// Whether test-signed data is accepted (under ``testAnchors`` only).
@@ -197,6 +199,7 @@ public struct AppView: Codable, Sendable, Equatable {
         case googleServiceAccount = "google_service_account"
         case googlePubSubAudience = "google_pubsub_audience"
         case googlePubSubServiceAccount = "google_pubsub_service_account"
+        case googleLicenseKey = "google_license_key"
         case resultCipher = "result_cipher"
         case allowsTestData = "allows_test_data"
         case testAnchors = "test_anchors"
@@ -229,6 +232,7 @@ public struct AppView: Codable, Sendable, Equatable {
         googleServiceAccount = app.googlePlayCredentials?.clientEmail
         googlePubSubAudience = app.googlePubSub?.audience
         googlePubSubServiceAccount = app.googlePubSub?.serviceAccount
+        googleLicenseKey = app.googleLicenseKey
         resultCipher = app.resultCipher.rawValue
         allowsTestData = app.allowsTestData
         testAnchors = app.testAnchors

@@ -19,6 +19,9 @@ public struct App: Sendable, Hashable {
     public var googlePlayCredentials: GooglePlayCredentials?
     /// How the app's Real-time Developer Notifications authenticate (nil: the route refuses them).
     public var googlePubSub: GooglePubSubPush?
+    /// The Play licensing public key (Play Console's base64 X.509 RSA key): a purchase JSON sent with `signature` must
+    /// verify with it (nil: not checked).
+    public var googleLicenseKey: String?
     /// The environments whose purchases are accepted.
     public var allowedEnvironments: Set<StoreEnvironment>
     /// How receipts are verified.

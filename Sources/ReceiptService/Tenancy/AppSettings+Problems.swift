@@ -11,6 +11,7 @@ extension AppSettings {
         case packageNames = "package_names"
         case googleCredentials = "google_credentials"
         case googlePubSub = "google_pubsub"
+        case googleLicenseKey = "google_license_key"
     }
 
     /// Each given field that does not parse, with its error; empty when every given field is good.
@@ -56,6 +57,7 @@ extension AppSettings {
         case .packageNames: packageNames != nil
         case .googleCredentials: googleServiceAccountJSON != nil || removeGoogleCredentials
         case .googlePubSub: googlePubSubAudience != nil || googlePubSubServiceAccount != nil || removeGooglePubSub
+        case .googleLicenseKey: googleLicenseKey != nil
         }
     }
 
@@ -105,6 +107,12 @@ extension AppSettings {
                 settings.googlePubSubAudience = googlePubSubAudience
                 settings.googlePubSubServiceAccount = googlePubSubServiceAccount
                 settings.removeGooglePubSub = removeGooglePubSub
+                return settings
+            }()
+        case .googleLicenseKey:
+            {
+                var settings = AppSettings()
+                settings.googleLicenseKey = googleLicenseKey
                 return settings
             }()
         }

@@ -37,6 +37,8 @@ public struct AppSettings: Sendable {
     public var googlePubSubServiceAccount: String?
     /// Removes the Pub/Sub push setting (the route then refuses the app's notifications).
     public var removeGooglePubSub = false
+    /// The Play licensing public key (Play Console's base64 RSA key); the empty string removes it.
+    public var googleLicenseKey: String?
     /// `aes-256-cbc` or `aes-256-gcm`.
     public var resultCipher: String?
     /// Whether test-signed data is accepted (under the bound ``testAnchors`` only).
@@ -114,6 +116,8 @@ public struct AppSettings: Sendable {
         var googleCredentials: GoogleServiceAccountKey??
         /// `.some(nil)` removes it.
         var googlePubSub: GooglePubSubPush??
+        /// `.some(nil)` removes it.
+        var googleLicenseKey: String??
         var resultCipher: ResultCipher?
         var allowsTestData: Bool?
         var testAnchors: [String]?
@@ -245,6 +249,10 @@ public struct AppSettings: Sendable {
                     .invalidArgument, "the Pub/Sub audience and service account are given together")
             }
             parsed.googlePubSub = .some(try GooglePubSubPush.parse(audience: audience, serviceAccount: account))
+        }
+        if let googleLicenseKey {
+            let text = googleLicenseKey.filter { !$0.isWhitespace }
+            parsed.googleLicenseKey = text.isEmpty ? .some(nil) : .some(try GoogleLicenseKey.check(text))
         }
         if let resultCipher {
             parsed.resultCipher = try Self.choice(resultCipher, "result cipher", expected: "aes-256-cbc or aes-256-gcm")

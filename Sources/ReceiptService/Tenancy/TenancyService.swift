@@ -312,6 +312,7 @@ public struct TenancyService: Sendable {
     private func apply(answerSettingsOf parsed: AppSettings.Parsed, to app: inout App) {
         if let names = parsed.packageNames { app.packageNames = names }
         if let push = parsed.googlePubSub { app.googlePubSub = push }
+        if let key = parsed.googleLicenseKey { app.googleLicenseKey = key }
         if let policy = parsed.claimsPolicy { app.claimsPolicy = policy }
         if let mode = parsed.deliveryMode { app.deliveryMode = mode }
         if let catalog = parsed.productCatalog { app.catalog = catalog }

@@ -168,9 +168,9 @@ extension SQLiteStore {
                     apple_issuer_id, apple_key_id, apple_private_key, result_cipher, result_key, allows_test_data,
                     enabled, claims_policy, delivery_mode, product_catalog, enrichment, id_lookups, requires_user,
                     apple_app_id, locked, test_anchors, product_terms, refund_answers, package_names,
-                    google_client_email, google_key_id, google_token_uri, google_private_key, google_pubsub, created_at,
-                    updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    google_client_email, google_key_id, google_token_uri, google_private_key, google_pubsub, google_license_key,
+                    created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [.uuid(app.id), .uuid(app.accountID), .text(app.token)] + Self.appColumns(app)
                     + [.millis(app.createdAt), .millis(app.updatedAt)])
@@ -188,7 +188,8 @@ extension SQLiteStore {
                     allows_test_data = ?, enabled = ?, claims_policy = ?, delivery_mode = ?, product_catalog = ?,
                     enrichment = ?, id_lookups = ?, requires_user = ?, apple_app_id = ?, locked = ?, test_anchors = ?,
                     product_terms = ?, refund_answers = ?, package_names = ?, google_client_email = ?,
-                    google_key_id = ?, google_token_uri = ?, google_private_key = ?, google_pubsub = ?, token = ?,
+                    google_key_id = ?, google_token_uri = ?, google_private_key = ?, google_pubsub = ?, google_license_key = ?,
+                    token = ?,
                     updated_at = ?
                 WHERE id = ? RETURNING id
                 """,
@@ -265,7 +266,7 @@ extension SQLiteStore {
             app.googlePlayCredentials.map { .text($0.keyID) } ?? .null,
             app.googlePlayCredentials.map { .text($0.tokenURI) } ?? .null,
             .bytes(app.googlePlayCredentials?.privateKey.bytes),
-            app.googlePubSub.map { .text($0.storedForm) } ?? .null,
+            app.googlePubSub.map { .text($0.storedForm) } ?? .null, app.googleLicenseKey.map { .text($0) } ?? .null,
         ]
     }
 

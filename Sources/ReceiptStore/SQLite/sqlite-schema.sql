@@ -635,3 +635,7 @@ CREATE TABLE google_notifications (
     PRIMARY KEY (app_id, message_id)
 );
 CREATE INDEX google_notifications_received_idx ON google_notifications (received_at);
+
+-- version: 27 Google Play: an app's Play licensing public key (Play Console's base64 RSA key), which signs the purchase
+-- JSON a client sends with its signature
+ALTER TABLE apps ADD COLUMN google_license_key TEXT;

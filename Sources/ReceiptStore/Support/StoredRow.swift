@@ -98,6 +98,7 @@ extension StoredForm {
             }
             app.googlePubSub = setting
         }
+        app.googleLicenseKey = try row.optionalText("google_license_key")
         return app
     }
 

@@ -283,6 +283,7 @@ struct AppForm: PageView {
     var googleServiceAccount: String
     var googlePubSubAudience: String
     var googlePubSubServiceAccount: String
+    var googleLicenseKey: String
     var errors: [String: String]
     var formError: String?
 
@@ -344,6 +345,7 @@ struct AppForm: PageView {
         googleServiceAccount = app?.googlePlayCredentials?.clientEmail ?? ""
         googlePubSubAudience = form?["google_pubsub_audience"] ?? app?.googlePubSub?.audience ?? ""
         googlePubSubServiceAccount = form?["google_pubsub_service_account"] ?? app?.googlePubSub?.serviceAccount ?? ""
+        googleLicenseKey = form?["google_license_key"] ?? app?.googleLicenseKey ?? ""
         errors = Dictionary(uniqueKeysWithValues: problems.map { ($0.key.rawValue, $0.value) })
     }
 
@@ -390,6 +392,8 @@ struct AppForm: PageView {
         // The key is replaced only when one is given: the form shows the service account, not its key.
         settings.googleServiceAccountJSON = form.text("google_service_account_key")
         settings.removeGoogleCredentials = form.isChecked("remove_google_credentials")
+        // The licensing key is public and shown: the field's text is the key, blank removes it.
+        settings.googleLicenseKey = form["google_license_key"] ?? (app == nil ? nil : "")
         // Real-time Developer Notifications: both fields set them, both blank remove them (one alone is refused).
         let audience = form.text("google_pubsub_audience")
         let pushAccount = form.text("google_pubsub_service_account")
