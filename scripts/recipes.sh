@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every client recipe in docs/recipes/ against a live server: a throwaway database with a plan that includes
-# /apiencrypted, an account, an API key and two apps (aes-256-cbc and aes-256-gcm) for a real Apple receipt. Then
+# /apiencrypted, an account, an API key and two apps (aes-256-cbc and aes-256-gcm) for a real Apple receipt, and a
+# Google Play app whose purchase a fake Google on loopback answers (scripts/fake-google.py). Then
 # the webhook verifiers of docs/recipes/webhooks/: `webhooks test` signs an event to a loopback receiver, and each
 # verifier must accept that delivery and refuse its body with one byte changed.
 #
@@ -40,9 +41,10 @@ WHAT="all recipes"
 TMP=$(mktemp -d /tmp/receiptverify-recipes.XXXXXX)
 SERVER_PID=
 HOOK_PID=
+GOOGLE_PID=
 cleanup() {
     local pid
-    for pid in "$SERVER_PID" "$HOOK_PID"; do
+    for pid in "$SERVER_PID" "$HOOK_PID" "$GOOGLE_PID"; do
         if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
             kill "$pid" 2>/dev/null || true
             wait "$pid" 2>/dev/null || true
@@ -87,12 +89,46 @@ RV_TOKEN_DROPIN=$(rv app add --account recipes@example.com --name "recipes drop-
     --environment "$ENVIRONMENT" --mode local --shared-secret "$RV_SHARED_SECRET" --share-bundle-id --json | json token)
 export RV_SHARED_SECRET RV_TOKEN_DROPIN
 
+# Google Play (docs/recipes/google-play): a fake Google on loopback (scripts/fake-google.py checks each token grant's
+# signature with the service account key's public half) and an app of its package with that key. Needs Python's
+# cryptography for the key and the fake; without it the recipe is skipped.
+GOOGLE_ARGS=()
+RV_TOKEN_GOOGLE=
+export RV_GOOGLE_PACKAGE=com.example.recipes RV_GOOGLE_PRODUCT=coins_100 RV_GOOGLE_PURCHASE_TOKEN=recipe-purchase-token
+if python3 -c 'import cryptography' >/dev/null 2>&1; then
+    python3 - "$TMP/google-key.json" "$TMP/google-key.pub" <<'PY'
+import json, sys
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+json.dump({"type": "service_account", "project_id": "recipes", "private_key_id": "0123456789abcdef",
+           "private_key": pem.decode(), "client_email": "verifier@recipes.iam.gserviceaccount.com",
+           "token_uri": "https://oauth2.googleapis.com/token"}, open(sys.argv[1], "w"))
+open(sys.argv[2], "wb").write(key.public_key().public_bytes(
+    serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+PY
+    python3 scripts/fake-google.py "$TMP/google.port" "$TMP/google-key.pub" verifier@recipes.iam.gserviceaccount.com \
+        "$RV_GOOGLE_PACKAGE" "$RV_GOOGLE_PRODUCT" "$RV_GOOGLE_PURCHASE_TOKEN" 2>"$TMP/fake-google.log" &
+    GOOGLE_PID=$!
+    for _ in $(seq 1 50); do [ -s "$TMP/google.port" ] && break; sleep 0.1; done
+    if [ -s "$TMP/google.port" ]; then
+        GOOGLE_URL=http://127.0.0.1:$(cat "$TMP/google.port")
+        GOOGLE_ARGS=(--google-play-api-url "$GOOGLE_URL" --google-oauth-token-url "$GOOGLE_URL/token")
+        RV_TOKEN_GOOGLE=$(rv app add --account recipes@example.com --name "recipes google" --bundle-id "$BUNDLE_ID" \
+            --environment production --package-name "$RV_GOOGLE_PACKAGE" \
+            --google-service-account-file "$TMP/google-key.json" --product "$RV_GOOGLE_PRODUCT=consumable" \
+            --share-bundle-id --json | json token)
+    fi
+fi
+export RV_TOKEN_GOOGLE
+
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
 RV_URL=http://127.0.0.1:$PORT
 export RV_URL RV_KEY RV_TOKEN_CBC RV_TOKEN_GCM RV_RESULT_KEY_CBC RV_RESULT_KEY_GCM RV_RECEIPT=$RECEIPT
 
 log "starting the server on $RV_URL"
-"$RV_BIN" serve --hostname 127.0.0.1 --port "$PORT" >"$TMP/server.log" 2>&1 &
+"$RV_BIN" serve --hostname 127.0.0.1 --port "$PORT" ${GOOGLE_ARGS[@]+"${GOOGLE_ARGS[@]}"} >"$TMP/server.log" 2>&1 &
 SERVER_PID=$!
 healthy() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "$RV_URL/healthz" 2>/dev/null; }
 for _ in $(seq 1 150); do
@@ -189,6 +225,10 @@ need_dropin() {
     tail -n 5 "$TMP/pip.log" >&2
     REASON="itunes-iap (PyPI) could not be installed"; return 1
 }
+need_google() {
+    [ -n "$RV_TOKEN_GOOGLE" ] && return 0
+    REASON="no fake Google (Python's cryptography not found, or the fake did not start)"; return 1
+}
 need_swift() {
     [ -x "$BIN_DIR/SwiftRecipe" ] && return 0
     REASON="no SwiftRecipe binary in $BIN_DIR (swift build makes it)"; return 1
@@ -228,6 +268,7 @@ run go go go run verify.go
 run php php php verify.php
 run swift swift "$BIN_DIR/SwiftRecipe"
 run dropin verifyreceipt python3 migrate.py
+run google google-play python3 verify.py
 
 kill "$SERVER_PID" 2>/dev/null || true
 wait "$SERVER_PID" 2>/dev/null || true
