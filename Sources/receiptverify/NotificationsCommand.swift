@@ -14,7 +14,9 @@ struct NotificationsCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "The app's latest notifications received: type, subtype, environment, when signed and received.")
+            abstract:
+                "The app's latest notifications received, Apple's and Google Play's: type, subtype, environment, when signed and received."
+        )
         @Option(help: "App token.") var app: String
         @Option(help: "How many (1-1000).") var limit = 20
         @OptionGroup var options: GlobalOptions
@@ -33,7 +35,8 @@ struct NotificationsCommand: AsyncParsableCommand {
                 columns: [
                     ("RECEIVED", { Output.date($0.receivedAt) }), ("TYPE", \.type), ("SUBTYPE", { $0.subtype ?? "-" }),
                     ("ENVIRONMENT", \.environment.rawValue), ("SIGNED", { Output.date($0.signedDate) }),
-                    ("SOURCE", { $0.source == "history" ? "recovered" : "Apple" }), ("UUID", \.uuid),
+                    ("SOURCE", { $0.source == "history" ? "recovered" : $0.source == "google" ? "Google" : "Apple" }),
+                    ("UUID", \.uuid),
                 ])
         }
     }

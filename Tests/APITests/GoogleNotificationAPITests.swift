@@ -238,6 +238,15 @@ import Testing
                 #"{"version":"1.0","packageName":"\#(Self.package)","eventTimeMillis":"1790000000000","testNotification":{"version":"1.0"}}"#
             let (_, tested) = try await Self.push(service, fake, tenant, messageID: "p-4", test)
             #expect(tested["effect"] == .string("none") && tested["duplicate"] == .bool(false))
+
+            // `notifications list` shows them beside Apple's, Google's event time as their signed date.
+            let listed = try service.cli.expectSuccess(["notifications", "list", "--app", tenant.token, "--json"])
+            let items = try #require(try JSONParser.parse(Array(listed.stdout.utf8)).arrayValue)
+            #expect(Set(items.compactMap { $0["notification_uuid"]?.stringValue }) == ["p-1", "p-2", "p-3", "p-4"])
+            #expect(items.allSatisfy { $0["source"] == .string("google") })
+            let voidedItem = try #require(items.first { $0["notification_uuid"] == .string("p-3") })
+            #expect(voidedItem["notification_type"] == .string("VOIDED_PURCHASE"))
+            #expect(voidedItem["signed_date"]?.stringValue?.hasPrefix("2026-09-21T") == true, "\(voidedItem)")
         }
     }
 
@@ -331,6 +340,54 @@ import Testing
             try await Task.sleep(for: .seconds(2))
             let (taken, takenJSON) = try await Self.push(service, fake, keyless, messageID: "x-6", notification)
             #expect(taken.httpStatus == 200 && takenJSON["duplicate"] == .bool(false), "\(taken.text)")
+        }
+    }
+
+    /// Two servers on one database: one keeps Google's answer for 30 s, the other hears a notification and reads the
+    /// subscription anew. The kept answer, used again after, states the purchase as of its fetch: it never overwrites
+    /// the fresher state (a stale statement does not revive a subscription on hold).
+    @Test func aKeptAnswerNeverOverwritesAFresherStateReadByANotification() async throws {
+        let fake = FakeGoogle()
+        let account = try FakeGoogle.Account.make()
+        fake.add(account)
+        fake.grant(account, package: Self.package)
+        try await withLoopbackServer(fake.router(), label: "fake-google") { google in
+            let arguments = [
+                "--google-play-api-url", google, "--google-oauth-token-url", google + "/token",
+                "--google-pubsub-jwks-url", google + "/oauth2/v3/certs", "--google-play-cache-seconds", "30",
+            ]
+            try await withLiveService(.postgres, serveArguments: arguments) { service in
+                let tenant = try Self.tenant(service, account, ["--product", "premium_monthly=auto_renewable:pro"])
+                let other = try await service.startServer(arguments: arguments, logName: "other.log")
+                let original = "GPA.3391-7070-7070-70707"
+                fake.setSubscription(Self.package, token: "sub-1", GooglePlayAPITests.subscription(orderID: original))
+                let fields = [
+                    ("package_name", Self.package), ("product_id", "premium_monthly"), ("purchase_token", "sub-1"),
+                ]
+                let (_, first) = try await GooglePlayAPITests.verify(service, tenant, fields)
+                #expect(first["subscriptions"]?.arrayValue?.first?["status"] == .string("active"), "\(first)")
+
+                fake.setSubscription(
+                    Self.package, token: "sub-1",
+                    GooglePlayAPITests.subscription(state: "SUBSCRIPTION_STATE_ON_HOLD", orderID: original))
+                try await Task.sleep(for: .milliseconds(20))
+                let pushed = try await service.post(
+                    "/notifications/google/\(tenant.token)",
+                    body: FakeGoogle.pushBody(messageID: "k-1", notification: Self.subscriptionNotification(5)),
+                    contentType: "application/json",
+                    headers: [
+                        ("Authorization", "Bearer " + fake.pushToken(audience: Self.audience, email: Self.pushAccount))
+                    ], baseURL: other.baseURL)
+                #expect(pushed.httpStatus == 200, "\(pushed.text)")
+
+                // The first server answers again from its kept answer (Google is not asked): the status stays on hold.
+                let (_, again) = try await GooglePlayAPITests.verify(service, tenant, fields)
+                #expect(fake.resourceRequests.count == 2, "\(fake.resourceRequests)")
+                #expect(again["status"] == .integer(0))
+                let rows = try await Self.rows(service, tenant, original: original)
+                #expect(rows["subscriptions"]?.arrayValue?.first?["status"] == .string("billing_retry"), "\(rows)")
+                #expect(other.stop() == 0, "\(other.logText)")
+            }
         }
     }
 }

@@ -16,7 +16,7 @@ public final class GooglePlayClient: GooglePlayLooking {
     public let configuration: GooglePlayConfiguration
     private let http: HTTPClient
     private let tokens: GoogleAccessTokens
-    private let answers: AnswerCache<JSONObject>
+    private let answers: AnswerCache<GooglePlayAnswer>
     private let pushKeys: GooglePushKeys
     private let metrics: any MetricsFactory
     private let logger: Logger
@@ -44,7 +44,7 @@ public final class GooglePlayClient: GooglePlayLooking {
 
     public func productPurchase(
         packageName: String, productID: String, token: String, account: GoogleServiceAccount, fresh: Bool
-    ) async throws -> JSONObject {
+    ) async throws -> GooglePlayAnswer {
         try await get(
             "/androidpublisher/v3/applications/\(Self.segment(packageName))/purchases/products/"
                 + "\(Self.segment(productID))/tokens/\(Self.segment(token))",
@@ -53,7 +53,7 @@ public final class GooglePlayClient: GooglePlayLooking {
 
     public func subscriptionPurchase(
         packageName: String, token: String, account: GoogleServiceAccount, fresh: Bool
-    ) async throws -> JSONObject {
+    ) async throws -> GooglePlayAnswer {
         try await get(
             "/androidpublisher/v3/applications/\(Self.segment(packageName))/purchases/subscriptionsv2/tokens/"
                 + Self.segment(token),
@@ -100,12 +100,14 @@ public final class GooglePlayClient: GooglePlayLooking {
 
     /// A GET of `path`, from the cache when the same account asked for it within its lifetime and `fresh` is false.
     private func get(_ path: String, endpoint: String, account: GoogleServiceAccount, fresh: Bool) async throws
-        -> JSONObject
+        -> GooglePlayAnswer
     {
         let key = "\(account.clientEmail) \(account.keyID) \(path)"
         if fresh { answers.forget(key) }
         return try await answers.value(key) {
-            try await self.send(path, method: .GET, endpoint: endpoint, account: account)
+            GooglePlayAnswer(
+                resource: try await self.send(path, method: .GET, endpoint: endpoint, account: account),
+                fetchedAt: Date())
         }.value
     }
 

@@ -76,9 +76,9 @@ extension VerificationService {
             return .failure(
                 ResponseStatus.internalError, detail: "the server runs without the Google Play Developer API")
         }
-        let resource: JSONObject
+        let answer: GooglePlayAnswer
         do {
-            resource =
+            answer =
                 switch kind {
                 case .product:
                     try await googlePlay.productPurchase(
@@ -93,6 +93,7 @@ extension VerificationService {
         } catch {
             return .failure(ResponseStatus.internalError, retryable: true, detail: "Google Play: \(error)")
         }
+        let resource = answer.resource
         let purchase: GooglePlayPurchase
         do {
             purchase =
@@ -152,7 +153,8 @@ extension VerificationService {
         outcome.inputUser = purchase.user
         outcome.assurance = .playDeveloperAPI
         outcome.statedStatuses = [
-            purchase.status(appID: app.id, asOf: now.millisecondsSince1970, now: now)
+            // As of Google's answer, which may be a kept one: never dated after a fresher answer read since.
+            purchase.status(appID: app.id, asOf: answer.fetchedAt.millisecondsSince1970, now: now)
         ].compactMap { $0 }
         return outcome
     }

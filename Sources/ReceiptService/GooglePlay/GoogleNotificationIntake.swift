@@ -74,7 +74,7 @@ public struct GoogleNotificationIntake: Sendable {
         }
         let record = GoogleNotificationRecord(
             appID: app.id, messageID: notification.messageID, packageName: notification.packageName,
-            type: notification.typeName, purchaseToken: notification.purchaseToken,
+            type: notification.typeName, purchaseToken: notification.purchaseToken, environment: environment,
             eventTime: Date(millisecondsSince1970: notification.eventTime), receivedAt: now)
         let event = WebhookEvent(
             appID: app.id, environment: environment, kind: .notification, createdAt: now,
@@ -93,15 +93,15 @@ public struct GoogleNotificationIntake: Sendable {
         token: String, revokedAt: Int64?, notification: GoogleDeveloperNotification, app: App,
         account: GoogleServiceAccount, now: Date
     ) async throws -> (String, StoreEnvironment) {
-        let resource: JSONObject
+        let answer: GooglePlayAnswer
         do {
-            resource = try await googlePlay.subscriptionPurchase(
+            answer = try await googlePlay.subscriptionPurchase(
                 packageName: notification.packageName, token: token, account: account, fresh: true)
         } catch let error as GooglePlayError where error.code == .notFound {
             return ("unknown_purchase", .production)
         }
         var purchase = try GooglePlayPurchase.subscription(
-            resource, token: token, packageName: notification.packageName)
+            answer.resource, token: token, packageName: notification.packageName)
         if let revokedAt {
             for index in purchase.transactions.indices {
                 purchase.transactions[index].revocationDate = revokedAt
@@ -109,7 +109,10 @@ public struct GoogleNotificationIntake: Sendable {
                 purchase.transactions[index].signedDate = revokedAt
             }
         }
-        return (try await record(purchase, notification: notification, app: app, now: now), purchase.environment)
+        return (
+            try await record(purchase, asOf: answer.fetchedAt, notification: notification, app: app, now: now),
+            purchase.environment
+        )
     }
 
     /// Reads the one-time purchase and records it.
@@ -117,23 +120,26 @@ public struct GoogleNotificationIntake: Sendable {
         token: String, productID: String, notification: GoogleDeveloperNotification, app: App,
         account: GoogleServiceAccount, now: Date
     ) async throws -> (String, StoreEnvironment) {
-        let resource: JSONObject
+        let answer: GooglePlayAnswer
         do {
-            resource = try await googlePlay.productPurchase(
+            answer = try await googlePlay.productPurchase(
                 packageName: notification.packageName, productID: productID, token: token, account: account,
                 fresh: true)
         } catch let error as GooglePlayError where error.code == .notFound {
             return ("unknown_purchase", .production)
         }
         let purchase = try GooglePlayPurchase.product(
-            resource, productID: productID, token: token, packageName: notification.packageName)
-        return (try await record(purchase, notification: notification, app: app, now: now), purchase.environment)
+            answer.resource, productID: productID, token: token, packageName: notification.packageName)
+        return (
+            try await record(purchase, asOf: answer.fetchedAt, notification: notification, app: app, now: now),
+            purchase.environment
+        )
     }
 
     /// Records a paid purchase's orders and status as a verification would, but delivering nothing (the backend's
     /// answer does) and claiming for the user Google names, if any.
     private func record(
-        _ purchase: GooglePlayPurchase, notification: GoogleDeveloperNotification, app: App, now: Date
+        _ purchase: GooglePlayPurchase, asOf: Date, notification: GoogleDeveloperNotification, app: App, now: Date
     ) async throws -> String {
         switch purchase.state {
         case .pending: return "pending"
@@ -146,7 +152,7 @@ public struct GoogleNotificationIntake: Sendable {
             user: purchase.user, movesClaims: false, deliversNew: false,
             requestID: "google:\(notification.messageID)", now: now)
         recording.catalog = app.catalog
-        recording.statuses = [purchase.status(appID: app.id, asOf: now.millisecondsSince1970, now: now)].compactMap {
+        recording.statuses = [purchase.status(appID: app.id, asOf: asOf.millisecondsSince1970, now: now)].compactMap {
             $0
         }
         let writing = recording

@@ -1,3 +1,4 @@
+import Foundation
 import ReceiptCore
 
 /// The Google Play Developer API's purchase resources, as ``VerificationService`` asks for them (the client in
@@ -8,10 +9,10 @@ public protocol GooglePlayLooking: Sendable {
     /// `fresh` asks Google even when an answer about the purchase is kept (a notification says it changed).
     func productPurchase(
         packageName: String, productID: String, token: String, account: GoogleServiceAccount, fresh: Bool
-    ) async throws -> JSONObject
+    ) async throws -> GooglePlayAnswer
     /// `purchases.subscriptionsv2.get`: the `SubscriptionPurchaseV2` bought with `token` in `packageName`.
     func subscriptionPurchase(packageName: String, token: String, account: GoogleServiceAccount, fresh: Bool)
-        async throws -> JSONObject
+        async throws -> GooglePlayAnswer
     /// `purchases.voidedpurchases.list`: one page of the package's voided purchases (refunds, chargebacks,
     /// cancellations), one-time products and subscriptions, voided at `startTime` or later (nil: Google's default,
     /// 30 days back), from `pageToken`.
@@ -33,7 +34,7 @@ public protocol GooglePlayLooking: Sendable {
 extension GooglePlayLooking {
     /// The purchase, from a kept answer when there is one.
     public func productPurchase(packageName: String, productID: String, token: String, account: GoogleServiceAccount)
-        async throws -> JSONObject
+        async throws -> GooglePlayAnswer
     {
         try await productPurchase(
             packageName: packageName, productID: productID, token: token, account: account, fresh: false)
@@ -41,8 +42,23 @@ extension GooglePlayLooking {
 
     /// The subscription, from a kept answer when there is one.
     public func subscriptionPurchase(packageName: String, token: String, account: GoogleServiceAccount) async throws
-        -> JSONObject
+        -> GooglePlayAnswer
     {
         try await subscriptionPurchase(packageName: packageName, token: token, account: account, fresh: false)
+    }
+}
+
+/// A resource of Google's and when Google gave it: a kept answer states the purchase as of its fetch, and a status
+/// read from it is dated so (never later), so that it cannot overwrite a fresher one read since.
+public struct GooglePlayAnswer: Sendable {
+    /// Google's resource, as it came.
+    public var resource: JSONObject
+    /// When Google answered.
+    public var fetchedAt: Date
+
+    /// Creates an answer.
+    public init(resource: JSONObject, fetchedAt: Date) {
+        self.resource = resource
+        self.fetchedAt = fetchedAt
     }
 }

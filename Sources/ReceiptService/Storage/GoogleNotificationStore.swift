@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptCore
 
 /// Google Play's Real-time Developer Notifications as received (docs/google-play.md, "Real-time Developer
 /// Notifications"): each Pub/Sub message recorded once per app by its `messageId`, with its `notification` event.
@@ -27,6 +28,8 @@ public struct GoogleNotificationRecord: Sendable, Equatable {
     public var type: String
     /// The purchase it is about (none for a test).
     public var purchaseToken: String?
+    /// The purchase's environment (Production when none was read).
+    public var environment: StoreEnvironment
     /// When Google says it happened (`eventTimeMillis`).
     public var eventTime: Date
     /// When it arrived.
@@ -34,9 +37,10 @@ public struct GoogleNotificationRecord: Sendable, Equatable {
 
     /// Creates a record.
     public init(
-        appID: UUID, messageID: String, packageName: String, type: String, purchaseToken: String?, eventTime: Date,
-        receivedAt: Date
+        appID: UUID, messageID: String, packageName: String, type: String, purchaseToken: String?,
+        environment: StoreEnvironment, eventTime: Date, receivedAt: Date
     ) {
+        self.environment = environment
         self.appID = appID
         self.messageID = messageID
         self.packageName = packageName

@@ -15,7 +15,7 @@ public protocol NotificationStore: StoreLifecycle {
     /// Moves up to `limit` subscriptions whose expiry (grace period included) passed before `now` with no newer
     /// statement to `expired`, with their events; returns how many moved.
     func expireSubscriptions(dueBy now: Date, limit: Int) async throws -> Int
-    /// The app's latest `limit` recorded notifications, newest received first.
+    /// The app's latest `limit` recorded notifications, Apple's and Google Play's, newest received first.
     func recentNotifications(appID: UUID, limit: Int) async throws -> [ReceivedNotification]
     /// The UUIDs among `uuids` already recorded for the app (reconciliation skips them).
     func knownNotifications(appID: UUID, uuids: [String]) async throws -> Set<String>
@@ -109,7 +109,8 @@ public struct ReceivedNotification: Sendable, Equatable {
     public var signedDate: Date
     /// When it was recorded here.
     public var receivedAt: Date
-    /// `apple` (Apple sent it) or `history` (recovered from Apple's Notification History).
+    /// `apple` (Apple sent it), `history` (recovered from Apple's Notification History) or `google` (a Google Play
+    /// Real-time Developer Notification: its uuid is Pub/Sub's message id, its signed date Google's event time).
     public var source: String
 
     /// Creates one.

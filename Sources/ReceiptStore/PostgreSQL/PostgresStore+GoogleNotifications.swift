@@ -21,10 +21,10 @@ extension PostgresStore: GoogleNotificationStore {
             let inserted = try await self.rows(
                 """
                 INSERT INTO google_notifications (app_id, message_id, package_name, notification_type, purchase_token,
-                    event_time, received_at)
+                    environment, event_time, received_at)
                 VALUES (\(notification.appID), \(notification.messageID), \(notification.packageName),
-                    \(notification.type), \(notification.purchaseToken), \(notification.eventTime),
-                    \(notification.receivedAt))
+                    \(notification.type), \(notification.purchaseToken), \(notification.environment.rawValue),
+                    \(notification.eventTime.millisecondsSince1970), \(notification.receivedAt))
                 ON CONFLICT DO NOTHING RETURNING 1
                 """, on: connection)
             guard !inserted.isEmpty else { return false }

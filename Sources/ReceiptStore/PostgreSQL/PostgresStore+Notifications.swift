@@ -74,7 +74,11 @@ extension PostgresStore: NotificationStore {
             try await rows(
                 """
                 SELECT notification_uuid, notification_type, subtype, environment, signed_date, received_at, source
-                FROM notifications WHERE app_id = \(appID) ORDER BY received_at DESC, notification_uuid LIMIT \(limit)
+                FROM notifications WHERE app_id = \(appID)
+                UNION ALL
+                SELECT message_id, notification_type, NULL::text, environment, event_time, received_at, 'google'
+                FROM google_notifications WHERE app_id = \(appID)
+                ORDER BY received_at DESC, notification_uuid LIMIT \(limit)
                 """
             ).map(StoredForm.receivedNotification)
         }

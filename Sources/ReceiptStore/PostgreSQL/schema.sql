@@ -512,7 +512,8 @@ CREATE INDEX google_voided_cursors_due_idx ON google_voided_cursors (next_run_at
 -- version: 26 Google Play's Real-time Developer Notifications: each app's Pub/Sub push authentication, and each push
 -- message recorded once per app by its messageId
 -- google_pubsub: `AUDIENCE SERVICE_ACCOUNT` (GooglePubSubPush's stored form); NULL: the app takes none.
--- notification_type: the developer notification's kind and type (SUBSCRIPTION_RENEWED, VOIDED_PURCHASE, TEST, ...).
+-- notification_type: the developer notification's kind and type (SUBSCRIPTION_RENEWED, VOIDED_PURCHASE, TEST, ...);
+-- environment: the purchase's (Production when none was read); event_time: Google's eventTimeMillis.
 ALTER TABLE apps ADD COLUMN google_pubsub TEXT;
 CREATE TABLE google_notifications (
     app_id UUID NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
@@ -520,7 +521,8 @@ CREATE TABLE google_notifications (
     package_name TEXT NOT NULL,
     notification_type TEXT NOT NULL,
     purchase_token TEXT,
-    event_time TIMESTAMPTZ NOT NULL,
+    environment TEXT NOT NULL,
+    event_time BIGINT NOT NULL,
     received_at TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (app_id, message_id)
 );

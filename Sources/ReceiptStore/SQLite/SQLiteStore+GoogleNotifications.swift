@@ -22,14 +22,15 @@ extension SQLiteStore: GoogleNotificationStore {
             let inserted = try await self.query(
                 """
                 INSERT INTO google_notifications (app_id, message_id, package_name, notification_type, purchase_token,
-                    event_time, received_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                    environment, event_time, received_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT DO NOTHING RETURNING 1
                 """,
                 [
                     .uuid(notification.appID), .text(notification.messageID), .text(notification.packageName),
                     .text(notification.type), notification.purchaseToken.map { .text($0) } ?? .null,
-                    .millis(notification.eventTime), .millis(notification.receivedAt),
+                    .text(notification.environment.rawValue), .millis(notification.eventTime),
+                    .millis(notification.receivedAt),
                 ])
             guard !inserted.isEmpty else { return false }
             try await self.insertEvents(events)

@@ -69,8 +69,12 @@ extension SQLiteStore: NotificationStore {
             try await self.query(
                 """
                 SELECT notification_uuid, notification_type, subtype, environment, signed_date, received_at, source
-                FROM notifications WHERE app_id = ? ORDER BY received_at DESC, notification_uuid LIMIT ?
-                """, [.uuid(appID), .integer(limit)]
+                FROM notifications WHERE app_id = ?
+                UNION ALL
+                SELECT message_id, notification_type, NULL, environment, event_time, received_at, 'google'
+                FROM google_notifications WHERE app_id = ?
+                ORDER BY received_at DESC, notification_uuid LIMIT ?
+                """, [.uuid(appID), .uuid(appID), .integer(limit)]
             ).map(StoredForm.receivedNotification)
         }
     }

@@ -5,7 +5,8 @@ import ReceiptService
 
 /// `/account/apps/{id}/notifications`: Apple's notifications for an app, set up and proven by the customer: the URL to
 /// paste into App Store Connect (production and sandbox), a test notification asked of Apple and its result, the
-/// latest notifications received, and recovery of what Apple could not deliver (Notification History).
+/// latest notifications received (Google Play's too), and recovery of what Apple could not deliver (Notification
+/// History). An app with Android packages is shown its Pub/Sub push endpoint.
 enum NotificationsPage {
     struct View: PageView {
         struct Row: Sendable {
@@ -21,6 +22,9 @@ enum NotificationsPage {
         var appID: String
         var appName: String
         var url: String
+        /// Google Play's push endpoint, for an app with Android packages.
+        var googleURL: String?
+        var googleConfigured: Bool
         var hasCredentials: Bool
         var notifications: [Row]
         var testToken: String?
@@ -106,13 +110,17 @@ enum NotificationsPage {
         return View(
             layout: LayoutView(title: "Notifications of \(app.name)", signedIn: signedIn),
             appID: appID.uuidString.lowercased(), appName: app.name,
-            url: "\(site.publicURL)/notifications/\(app.token)", hasCredentials: app.appStoreServerCredentials != nil,
+            url: "\(site.publicURL)/notifications/\(app.token)",
+            googleURL: app.packageNames.isEmpty ? nil : "\(site.publicURL)/notifications/google/\(app.token)",
+            googleConfigured: app.googlePubSub != nil, hasCredentials: app.appStoreServerCredentials != nil,
             notifications: try await scope.recentNotifications(appID: appID, limit: listed).map { notification in
                 View.Row(
                     received: Format.time(notification.receivedAt), type: notification.type,
                     subtype: notification.subtype ?? "", environment: notification.environment.rawValue,
                     signed: Format.time(notification.signedDate),
-                    source: notification.source == "history" ? "recovered from Apple's history" : "sent by Apple")
+                    source: notification.source == "history"
+                        ? "recovered from Apple's history"
+                        : notification.source == "google" ? "pushed by Google Play" : "sent by Apple")
             })
     }
 }
