@@ -214,8 +214,7 @@ final class FakeGoogle: Sendable {
     /// A resource, as Google answers: 401 without a token it granted, 403 for an account without access to the
     /// package, 404 for a purchase it does not know.
     private func resource(_ request: Request, package: String, key: String) -> Response {
-        let authorization = request.headers[.authorization] ?? ""
-        let token = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : ""
+        let token = Self.bearer(request)
         return state.withLock { state in
             state.resourceRequests.append(key)
             guard let email = state.issued[token] else {
@@ -242,8 +241,7 @@ final class FakeGoogle: Sendable {
     private func acknowledge(
         _ request: Request, package: String, kind: String, product: String, token: String, consumes: Bool
     ) -> Response {
-        let authorization = request.headers[.authorization] ?? ""
-        let bearer = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : ""
+        let bearer = Self.bearer(request)
         return state.withLock { state in
             guard let email = state.issued[bearer] else {
                 return Self.googleError(401, "Request had invalid authentication credentials.")
@@ -270,8 +268,7 @@ final class FakeGoogle: Sendable {
 
     /// A page of voided purchases (`token` names the page: `page-N`), as `voidedpurchases.list` answers.
     private func voided(_ request: Request, package: String) -> Response {
-        let authorization = request.headers[.authorization] ?? ""
-        let bearer = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : ""
+        let bearer = Self.bearer(request)
         let query = request.uri.query ?? ""
         return state.withLock { state in
             state.voidedQueries.append(query)
@@ -289,6 +286,12 @@ final class FakeGoogle: Sendable {
                 status: .ok, headers: [.contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(string: body)))
         }
+    }
+
+    /// The access token a request carries (`Authorization: Bearer …`), or "".
+    private static func bearer(_ request: Request) -> String {
+        let authorization = request.headers[.authorization] ?? ""
+        return authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : ""
     }
 
     /// Google's error body (`{"error": {"code", "message", "status"}}`).

@@ -5,7 +5,6 @@ import NIOCore
 import NIOHTTP1
 import ReceiptCore
 import ReceiptService
-import Synchronization
 
 /// Google's OIDC signing keys (its JWKS), which sign the tokens of Pub/Sub's authenticated pushes: fetched on the first
 /// push, kept, fetched again when a token names a key not among them (Google rotated them; at most once a minute) and
@@ -15,17 +14,12 @@ final class GooglePushKeys: Sendable {
     /// How long a failed fetch is remembered.
     static let failureMemory: TimeInterval = 30
 
-    private struct State {
-        var keys: JSONWebKeySet?
-        var fetchedAt: Date?
-        var failedAt: Date?
-        var fetching: Task<JSONWebKeySet, any Error>?
-    }
-
     private let url: String
     private let http: HTTPClient
     private let logger: Logger
-    private let state = Mutex(State())
+    private let cache = JSONWebKeySetCache(failureMemory: failureMemory) {
+        GooglePlayError(.unavailable, "Google's keys could not be fetched less than 30 s ago")
+    }
 
     /// Creates the keys' client for `url` (`serve --google-pubsub-jwks-url`) over `http` (the Google Play client's);
     /// nothing is fetched before the first push.
@@ -36,41 +30,8 @@ final class GooglePushKeys: Sendable {
     }
 
     /// The keys to check a token whose header names `keyID`.
-    func keys(forKeyID keyID: String?, now: Date = Date()) async throws -> JSONWebKeySet {
-        let task: Task<JSONWebKeySet, any Error> = try state.withLock { state in
-            if let keys = state.keys, let fetchedAt = state.fetchedAt, now.timeIntervalSince(fetchedAt) < 86_400,
-                keys.contains(keyID: keyID) || now.timeIntervalSince(fetchedAt) < 60
-            {
-                return Task { keys }
-            }
-            if let fetching = state.fetching { return fetching }
-            if let failedAt = state.failedAt, now.timeIntervalSince(failedAt) < Self.failureMemory {
-                if let keys = state.keys { return Task { keys } }
-                throw GooglePlayError(.unavailable, "Google's keys could not be fetched less than 30 s ago")
-            }
-            let fetching = Task { try await self.fetch() }
-            state.fetching = fetching
-            return fetching
-        }
-        do {
-            let keys = try await task.value
-            state.withLock { state in
-                if state.fetching != nil {
-                    state.keys = keys
-                    state.fetchedAt = now
-                    state.fetching = nil
-                }
-            }
-            return keys
-        } catch {
-            state.withLock { state in
-                if state.fetching != nil {
-                    state.failedAt = now
-                    state.fetching = nil
-                }
-            }
-            throw error
-        }
+    func keys(forKeyID keyID: String?) async throws -> JSONWebKeySet {
+        try await cache.keys(forKeyID: keyID) { try await self.fetch() }
     }
 
     private func fetch() async throws -> JSONWebKeySet {

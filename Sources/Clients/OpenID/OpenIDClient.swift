@@ -72,8 +72,8 @@ public final class OpenIDClient: Sendable {
     /// The configuration.
     public let configuration: OpenIDConfiguration
     private let http: HTTPClient
-    private let cache = Mutex<(endpoints: Endpoints?, failedAt: Date?, keys: JSONWebKeySet?, keysFetchedAt: Date?)>(
-        (nil, nil, nil, nil))
+    private let cache = Mutex<(endpoints: Endpoints?, failedAt: Date?)>((nil, nil))
+    private let jwks = JSONWebKeySetCache()
     /// How long a failed discovery is remembered: while the issuer is down, sign-ins fail at once instead of each
     /// asking it again.
     static let failureMemory: TimeInterval = 30
@@ -205,29 +205,15 @@ public final class OpenIDClient: Sendable {
             authorization: discovery.authorizationEndpoint, token: discovery.tokenEndpoint, jwks: discovery.jwksURI)
     }
 
-    /// The issuer's keys, fetched again when a token names a key not in them (the issuer rotated), at most once a
-    /// minute, and at least daily.
+    /// The issuer's keys (``JSONWebKeySetCache``): fetched again when a token names a key not in them (the issuer
+    /// rotated), at most once a minute, and at least daily.
     private func keys(for idToken: String) async throws -> JSONWebKeySet {
-        let keyID = Self.keyID(of: idToken)
-        let now = Date()
-        let (cached, fetchedAt) = cache.withLock { ($0.keys, $0.keysFetchedAt) }
-        if let cached, let fetchedAt, now.timeIntervalSince(fetchedAt) < 86_400 {
-            if cached.contains(keyID: keyID) || now.timeIntervalSince(fetchedAt) < 60 { return cached }
+        try await jwks.keys(forKeyID: JSONWebKeySet.keyID(of: idToken)) {
+            let (status, body) = try await self.send(
+                HTTPClientRequest(url: try await self.endpoints().jwks), what: "JWKS")
+            guard status == 200 else { throw ServiceError(.signInFailed, "the issuer's JWKS answered HTTP \(status)") }
+            return try JSONWebKeySet(json: body)
         }
-        let (status, body) = try await send(HTTPClientRequest(url: try await endpoints().jwks), what: "JWKS")
-        guard status == 200 else { throw ServiceError(.signInFailed, "the issuer's JWKS answered HTTP \(status)") }
-        let keys = try JSONWebKeySet(json: body)
-        cache.withLock {
-            $0.keys = keys
-            $0.keysFetchedAt = now
-        }
-        return keys
-    }
-
-    private static func keyID(of token: String) -> String? {
-        struct Header: Decodable { var kid: String? }
-        guard let header = token.split(separator: ".").first, let bytes = Base64URL.decode(header) else { return nil }
-        return (try? JSONDecoder().decode(Header.self, from: Data(bytes)))?.kid
     }
 
     private func send(_ request: HTTPClientRequest, what: String) async throws -> (status: Int, body: [UInt8]) {

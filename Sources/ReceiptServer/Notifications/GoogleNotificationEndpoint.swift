@@ -133,7 +133,7 @@ struct GoogleNotificationEndpoint: Sendable {
         }
         let authorization = request.headers[.authorization]
         let token = authorization.map { String($0.dropFirst(7)) } ?? ""
-        let keys = try await googlePlay.pushKeys(forKeyID: Self.keyID(of: token))
+        let keys = try await googlePlay.pushKeys(forKeyID: JSONWebKeySet.keyID(of: token))
         do {
             try PubSubPushToken.verify(authorization: authorization, keys: keys, expected: setting, now: Date())
         } catch let refusal as PubSubPushToken.Refusal {
@@ -154,29 +154,16 @@ struct GoogleNotificationEndpoint: Sendable {
         }
     }
 
-    /// The `kid` of a compact JWS's header, if any.
-    static func keyID(of token: String) -> String? {
-        guard token.utf8.count <= PubSubPushToken.maximumLength,
-            let header = token.split(separator: ".", maxSplits: 1).first, let bytes = Base64URL.decode(header),
-            case .object(let object)? = try? JSONParser.parse(bytes, maximumDepth: 2)
-        else { return nil }
-        return object["kid"]?.stringValue
-    }
-
     /// A type as a metric label: Google's documented names, anything else `other`.
-    static func metricType(_ type: String) -> String {
-        let known =
-            Set(GoogleDeveloperNotification.subscriptionTypes.values)
-            .union(GoogleDeveloperNotification.oneTimeProductTypes.values)
-            .union(["VOIDED_PURCHASE", "TEST", "none"])
-        return known.contains(type) ? type : "other"
-    }
+    static func metricType(_ type: String) -> String { knownTypes.contains(type) ? type : "other" }
+
+    /// The types Google documents, as metric labels.
+    static let knownTypes =
+        Set(GoogleDeveloperNotification.subscriptionTypes.values)
+        .union(GoogleDeveloperNotification.oneTimeProductTypes.values)
+        .union(["VOIDED_PURCHASE", "TEST", "none"])
 
     private func answer(_ outcome: VerificationOutcome, context: ServerContext) -> Response {
-        var outcome = outcome
-        outcome.requestID = context.requestID
-        context.record.outcome = RequestRecord.Outcome(
-            status: outcome.status, source: outcome.source, input: "google_notification", detail: outcome.detail)
-        return VerificationEndpoint.response(outcome, sealed: nil, requestID: context.requestID)
+        NotificationEndpoint.answer(outcome, context: context, input: "google_notification")
     }
 }

@@ -117,10 +117,15 @@ struct NotificationEndpoint: Sendable {
     }
 
     private func answer(_ outcome: VerificationOutcome, context: ServerContext) -> Response {
+        Self.answer(outcome, context: context, input: "notification")
+    }
+
+    /// A refusal or failure of a notification route, logged as `input` and answered with the request's id.
+    static func answer(_ outcome: VerificationOutcome, context: ServerContext, input: String) -> Response {
         var outcome = outcome
         outcome.requestID = context.requestID
         context.record.outcome = RequestRecord.Outcome(
-            status: outcome.status, source: outcome.source, input: "notification", detail: outcome.detail)
+            status: outcome.status, source: outcome.source, input: input, detail: outcome.detail)
         return VerificationEndpoint.response(outcome, sealed: nil, requestID: context.requestID)
     }
 }

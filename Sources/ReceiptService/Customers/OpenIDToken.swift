@@ -246,6 +246,15 @@ public struct JSONWebKeySet: Sendable {
         return candidates.first { $0.id == id }
     }
 
+    /// The `kid` a compact JWS's header names, if any (the key to look for before its signature is checked).
+    public static func keyID(of token: String) -> String? {
+        guard let header = token.split(separator: ".", maxSplits: 1).first, header.utf8.count <= 4_096,
+            let bytes = Base64URL.decode(header),
+            case .object(let object)? = try? JSONParser.parse(bytes, maximumDepth: 2)
+        else { return nil }
+        return object["kid"]?.stringValue
+    }
+
     /// Whether a key with this id is in the set (an unknown one makes the client fetch the JWKS again).
     public func contains(keyID: String?) -> Bool { keyID == nil || keys.contains { $0.id == keyID } }
 }
