@@ -27,6 +27,8 @@ BIN="$BIN_DIR/receiptverify"
 [ -x "$BIN" ] || die "no receiptverify binary at $BIN: build it first (swift build), or pass its folder"
 
 SPEC=$(realpath "${CONTRACT_SPEC:-Sources/ReceiptServer/Operations/openapi.json}")
+# The document is laid out by one rule, so that its diffs are the changes made.
+python3 scripts/format-openapi.py --check "$SPEC" || die "run scripts/format-openapi.py"
 FIXTURES=${RECEIPTVERIFY_FIXTURES:-../shared/fixtures}
 RECEIPT="$FIXTURES/receipts/revenuecat_sandbox_ios_2020.b64"
 [ -f "$RECEIPT" ] || die "no receipt at $RECEIPT (set RECEIPTVERIFY_FIXTURES)"
