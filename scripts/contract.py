@@ -221,6 +221,13 @@ class Document:
     def schema(self, name: str) -> dict:
         return {"$ref": f"#/components/schemas/{name}"}
 
+    def sealed_errors(self, body: Any) -> list[str]:
+        """The plaintext of a sealed answer: a `VerifyAnswer` with status 0."""
+        errors = self.errors(self.schema("VerifyAnswer"), body)
+        if not errors and body.get("status") != 0:
+            errors.append(f"status: {body.get('status')!r}, expected 0")
+        return errors
+
     def errors(self, schema: Any, instance: Any, limit: int = 5) -> list[str]:
         found = sorted(self.validator(schema).iter_errors(instance), key=lambda error: list(error.path))
         messages = []
@@ -286,6 +293,39 @@ class Document:
                              "NotificationRecorded", "GoogleNotificationRecorded", "WebhooksAnswer", "CustomerAnswer", "Customer",
                              "OfferSignatureAnswer", "ConsumptionRecorded", "AppleActionAnswer",
                              "AppleActionFailure")}
+
+
+def is_verdict(status: Any) -> bool:
+    """0 (valid) or one of Apple's codes: 21000–21199."""
+    return status == 0 or (isinstance(status, int) and not isinstance(status, bool) and 21000 <= status <= 21199)
+
+
+def status_rules(http: int, route: str, body: Any) -> list[str]:
+    """What the document says in words of an answer's `status` (its schemas say only "an integer", so that code
+    generators make one model per shape): an error answer's status is its HTTP status, with `retry_after` on 429
+    and 503 and `retryable` on 503; a verdict is 0 or one of Apple's codes, sent in clear on /apiencrypted only when
+    not 0; a 500 of /api is ours (500) or Apple's undocumented status passed on. The drop-in's answers are Apple's
+    shape and /api/apple's failures have their own (checked by their schemas)."""
+    if not isinstance(body, dict) or "status" not in body or route == DROP_IN or (route == APPLE and http != 200):
+        return []
+    status = body["status"]
+    problems = []
+    if http == 200 and route in ("/api", "/apiencrypted"):
+        if not is_verdict(status):
+            problems.append(f"status {status!r} in a verdict: expected 0 or 21000–21199")
+        elif route == "/apiencrypted" and status == 0:
+            problems.append("a valid answer of /apiencrypted sent in clear")
+    elif http == 500 and route in ("/api", "/apiencrypted"):
+        if status != 500 and is_verdict(status):
+            problems.append(f"status {status!r} in a 500: expected 500 or a status Apple does not document")
+    elif http >= 400:
+        if status != http:
+            problems.append(f"status {status!r} in an HTTP {http} answer")
+        if http in (429, 503) and "retry_after" not in body:
+            problems.append(f"no retry_after in an HTTP {http} answer")
+        if http == 503 and body.get("retryable") is not True:
+            problems.append("no retryable: true in an HTTP 503 answer")
+    return problems
 
 
 class Contract:
@@ -384,6 +424,7 @@ class Contract:
             problems += body_problems
             if content_type is not None and answer.header("content-type") != content_type:
                 problems.append(f"Content-Type {answer.header('content-type')!r}, expected {content_type!r}")
+            problems += status_rules(answer.status, self.document.template(answer.path), body)
             if isinstance(body, dict) and "request_id" in body and answer.header("x-request-id") is not None \
                     and body["request_id"] != answer.header("x-request-id"):
                 problems.append("request_id differs from X-Request-ID")
@@ -1519,7 +1560,7 @@ class Run:
                         body = json.loads(plaintext)
                     except ValueError:
                         return [f"the sealed answer does not open to JSON: {plaintext[:80]!r}"]
-                    errors = self.doc.errors(self.doc.schema("ValidAnswer"), body)
+                    errors = self.doc.sealed_errors(body)
                     if errors:
                         return [f"sealed plaintext: {error}" for error in errors]
                     self.c.record_sealed(body)
@@ -1830,7 +1871,7 @@ class Run:
                     if not self.cred.get("apple_result_key"):
                         return []
                     body = json.loads(open_sealed(body, self.cred["apple_result_key"], "aes-256-cbc") or b"{}")
-                    errors = self.doc.errors(self.doc.schema("ValidAnswer"), body)
+                    errors = self.doc.sealed_errors(body)
                     if errors:
                         return [f"sealed plaintext: {error}" for error in errors]
                     self.c.record_sealed(body)
@@ -1882,7 +1923,7 @@ class Run:
                     if not result_key:
                         return ["no google_result_key to open the sealed answer"]
                     value = json.loads(open_sealed(value, result_key, "aes-256-cbc") or b"{}")
-                    errors = self.doc.errors(self.doc.schema("ValidAnswer"), value)
+                    errors = self.doc.sealed_errors(value)
                     if errors:
                         return [f"sealed plaintext: {error}" for error in errors]
                     c.record_sealed(value)
@@ -1963,7 +2004,7 @@ class Run:
                     if not result_key:
                         return ["no storekit_result_key to open the sealed answer"]
                     body = json.loads(open_sealed(body, result_key, "aes-256-cbc") or b"{}")
-                    errors = self.doc.errors(self.doc.schema("ValidAnswer"), body)
+                    errors = self.doc.sealed_errors(body)
                     if errors:
                         return [f"sealed plaintext: {error}" for error in errors]
                     self.c.record_sealed(body)

@@ -88,6 +88,16 @@ RV_SHARED_SECRET=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 RV_TOKEN_DROPIN=$(rv app add --account recipes@example.com --name "recipes drop-in" --bundle-id "$BUNDLE_ID" \
     --environment "$ENVIRONMENT" --mode local --shared-secret "$RV_SHARED_SECRET" --share-bundle-id --json | json token)
 export RV_SHARED_SECRET RV_TOKEN_DROPIN
+# The generated clients' apps (docs/recipes/python-generated, swift-generated): `confirm` delivery, which each
+# recipe confirms; one app each, so that each sees the receipt's transactions new for its own user.
+confirm_app() { # NAME: prints the new app's token
+    rv app add --account recipes@example.com --name "recipes $1" --bundle-id "$BUNDLE_ID" --environment "$ENVIRONMENT" \
+        --mode local --cipher aes-256-cbc --delivery confirm --share-bundle-id --json | json token
+}
+RV_TOKEN_CONFIRM_PYTHON=$(confirm_app python-generated)
+RV_TOKEN_CONFIRM_SWIFT=$(confirm_app swift-generated)
+RV_RESULT_KEY_CONFIRM_PYTHON=$(rv app show "$RV_TOKEN_CONFIRM_PYTHON" --reveal-key --json | json result_key)
+RV_RESULT_KEY_CONFIRM_SWIFT=$(rv app show "$RV_TOKEN_CONFIRM_SWIFT" --reveal-key --json | json result_key)
 
 # Google Play (docs/recipes/google-play): a fake Google on loopback (scripts/fake-google.py checks each token grant's
 # signature with the service account key's public half) and an app of its package with that key. Needs Python's
@@ -215,6 +225,25 @@ need_php() {
 # The Swift recipe is a target of this package (it needs swift-crypto, already in the graph): `swift build` puts it
 # beside receiptverify.
 # The verifyReceipt drop-in is checked with a client library from PyPI, installed beside the recipe (not system-wide).
+# The generated clients: openapi-python-client from PyPI, into a directory of its own; SwiftPM builds the Swift one
+# (its first build, with swift-openapi-generator's plugin, takes minutes). CI must run both: there a missing
+# generator fails the run.
+need_python_generated() {
+    need_python || return 1
+    PYTHONPATH="$TMP/opc" python3 -c 'import openapi_python_client, httpx, attrs, dateutil' >/dev/null 2>&1 && return 0
+    log "installing openapi-python-client (PyPI) into $TMP/opc"
+    python3 -m pip install --quiet --disable-pip-version-check --target "$TMP/opc" openapi-python-client \
+        >"$TMP/pip-opc.log" 2>&1 && return 0
+    REASON="pip could not install openapi-python-client: $(tail -1 "$TMP/pip-opc.log")"
+    if [ -n "${CI:-}" ]; then FAILED+=("python_generated ($REASON)"); fi
+    return 1
+}
+need_swift_generated() {
+    command -v swift >/dev/null 2>&1 && return 0
+    REASON="swift not found"
+    if [ -n "${CI:-}" ]; then FAILED+=("swift_generated ($REASON)"); fi
+    return 1
+}
 have_dropin() { PYTHONPATH="$TMP/pylib" python3 -c 'import itunesiap' >/dev/null 2>&1; }
 need_dropin() {
     export PYTHONPATH="$TMP/pylib${PYTHONPATH:+:$PYTHONPATH}"
@@ -248,7 +277,7 @@ run() {
         return 0
     fi
     log "running $name: $*"
-    (cd "$dir" && timeout 600 "$@") >"$TMP/$name.out" 2>&1 || rc=$?
+    (cd "$dir" && timeout "${RECIPE_TIMEOUT:-600}" "$@") >"$TMP/$name.out" 2>&1 || rc=$?
     sed "s/^/    [$name] /" "$TMP/$name.out"
     RAN+=("$name")
     if [ "$rc" -ne 0 ]; then
@@ -267,6 +296,12 @@ run java java java Verify.java
 run go go go run verify.go
 run php php php verify.php
 run swift swift "$BIN_DIR/SwiftRecipe"
+RV_WORK=$TMP/generated-python RV_OPC=$TMP/opc RV_TOKEN_CONFIRM=$RV_TOKEN_CONFIRM_PYTHON \
+    RV_RESULT_KEY_CONFIRM=$RV_RESULT_KEY_CONFIRM_PYTHON run python_generated python-generated \
+    bash "$ROOT/scripts/generated-client.sh" python
+RECIPE_TIMEOUT=1800 RV_WORK=$TMP/generated-swift RV_TOKEN_CONFIRM=$RV_TOKEN_CONFIRM_SWIFT \
+    RV_RESULT_KEY_CONFIRM=$RV_RESULT_KEY_CONFIRM_SWIFT run swift_generated swift-generated \
+    bash "$ROOT/scripts/generated-client.sh" swift
 run dropin verifyreceipt python3 migrate.py
 run google google-play python3 verify.py
 
