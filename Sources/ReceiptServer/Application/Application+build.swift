@@ -159,19 +159,10 @@ struct ServerComponents: Sendable {
 /// gets 405 with `Allow`.
 func buildRouter(
     configuration: ServerConfiguration, tenancy: TenancyService, verification: VerificationService,
-    components: ServerComponents, openID: OpenIDClient? = nil, logger: Logger
+    components: ServerComponents, openID: OpenIDClient? = nil, routes: KnownRoutes = KnownRoutes(), logger: Logger
 ) throws -> Router<ServerContext> {
-    // Every route and the methods it takes; any other method on these paths is answered 405.
-    var routes: [String: [HTTPRequest.Method]] = [
-        "/healthz": [.get, .head], "/readyz": [.get, .head], "/openapi.json": [.get], "/api": [.post],
-        "/apiencrypted": [.post], "/api/transactions": [.post], "/api/transactions/delivered": [.post],
-        "/api/transactions/consumption": [.post],
-        "/api/webhooks": [.post], "/api/customers": [.post], "/api/offers/signature": [.post],
-        "/api/apple": [.post],
-        "/verifyReceipt/:token": [.post], "/notifications/:token": [.post],
-        "/notifications/google/:token": [.post],
-    ]
-    if configuration.metricsPort == nil { routes["/metrics"] = [.get] }
+    // The paths routed below and their methods (`routes`), read off the router once they are added: any other method
+    // on these paths is answered 405 (the account screen's pages, added after, keep their 404).
     let router = Router(context: ServerContext.self)
     // Outermost first: the client's address, then the log line and the metrics, which see every answer, errors turned
     // into JSON included.
@@ -180,7 +171,7 @@ func buildRouter(
     }
     router.add(middleware: RequestLogMiddleware(logger: logger))
     router.add(middleware: MetricsMiddleware(metrics: components.metrics))
-    router.add(middleware: JSONErrorMiddleware(methods: routes))
+    router.add(middleware: JSONErrorMiddleware(routes: routes))
 
     // Operations.
     router.get("/healthz") { _, _ in HealthStatus.ok.response }
@@ -255,6 +246,8 @@ func buildRouter(
         }
     }
 
+    routes.record(router)
+
     // The account screen (Web/): HTML pages for customers, with Apple's side of notifications when Apple is reachable.
     var customers = CustomerService(tenancy: tenancy, settings: configuration.customers)
     if let storeKit = verification.storeKit, let verifier = verification.verifier {
@@ -293,8 +286,10 @@ func buildMetricsApplication(hostname: String, port: Int, components: ServerComp
     -> Application<RouterResponder<ServerContext>>
 {
     let router = Router(context: ServerContext.self)
-    router.add(middleware: JSONErrorMiddleware(methods: ["/metrics": [.get]]))
+    let routes = KnownRoutes()
+    router.add(middleware: JSONErrorMiddleware(routes: routes))
     router.get("/metrics") { _, _ in components.renderMetrics() }
+    routes.record(router)
     // Its own start line, so that "listening on" in the log is the API's port alone.
     var quiet = logger
     quiet.logLevel = max(logger.logLevel, .warning)
