@@ -11,7 +11,7 @@ struct ReceiptVerify: AsyncParsableCommand {
             Serve.self, Migrate.self, VerifyCommand.self, AccountCommand.self, KeyCommand.self, AppCommand.self,
             PlanCommand.self, UsageCommand.self, BillingCommand.self, TransactionsCommand.self, AuditCommand.self,
             AppleCommand.self, NotificationsCommand.self, WebhooksCommand.self, EventsCommand.self,
-            CustomersCommand.self,
+            CustomersCommand.self, ExportCommand.self,
         ])
 
     /// Parses and runs a command; a usage error is one `error: …` line, like every other failure.

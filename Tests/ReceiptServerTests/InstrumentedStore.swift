@@ -7,7 +7,8 @@ import Synchronization
 /// hold them, as a database that stops answering would: the tests of what strangers and outages cost.
 final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionStore, AppleFinishStore,
     GoogleAcknowledgementStore, GoogleVoidedStore, GoogleNotificationStore,
-    ConsumptionAnswerStore, RenewalExtensionStore, NotificationStore, WebhookStore, RetentionStore, ReconciliationStore
+    ConsumptionAnswerStore, RenewalExtensionStore, NotificationStore, WebhookStore, RetentionStore, ReconciliationStore,
+    ExportStore
 {
     let base: any DataStore
 
@@ -302,6 +303,15 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
         try await base.redeliverWebhookEvents(query, at: date)
     }
     func webhookBacklog() async throws -> (pending: Int, oldest: Date?) { try await base.webhookBacklog() }
+    func exportClaimants(appID: UUID, range: ExportRange, after: (String, String)?, limit: Int) async throws
+        -> [ExportClaimant]
+    { try await base.exportClaimants(appID: appID, range: range, after: after, limit: limit) }
+    func exportEvents(appID: UUID, range: ExportRange, after: (Int64, UUID)?, limit: Int) async throws
+        -> [(event: WebhookEvent, microseconds: Int64)]
+    { try await base.exportEvents(appID: appID, range: range, after: after, limit: limit) }
+    func exportUsage(appID: UUID, fromDay: String?, toDay: String?, after: [String]?, limit: Int) async throws
+        -> [ExportUsageRow]
+    { try await base.exportUsage(appID: appID, fromDay: fromDay, toDay: toDay, after: after, limit: limit) }
     func setClaim(appID: UUID, originalTransactionID: String, user: String?, at date: Date) async throws -> Bool {
         try await base.setClaim(appID: appID, originalTransactionID: originalTransactionID, user: user, at: date)
     }

@@ -30,6 +30,7 @@ NOT_PRODUCIBLE = {
     ("GET", "/readyz", 503): "needs a database outage, which a client cannot cause",
     ("HEAD", "/readyz", 503): "needs a database outage, which a client cannot cause",
     ("POST", "/notifications/{token}", 500): "our own failure, which a client cannot cause",
+    ("GET", "/api/export", 503): "needs a database outage, which a client cannot cause",
 }
 # The verifyReceipt drop-in's route template.
 DROP_IN = "/verifyReceipt/{token}"

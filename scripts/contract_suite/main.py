@@ -30,6 +30,7 @@ from .fakes import FakeApple, FakeAppStoreServer, FakeGoogle
 from .apple_api import AppleAPIChecks
 from .base import RunBase
 from .drop_in import DropInChecks
+from .exports import ExportChecks
 from .ledger import LedgerChecks
 from .notifications import NotificationChecks
 from .operations import OperationsChecks
@@ -40,7 +41,8 @@ from .verification import VerificationChecks
 DESCRIPTION = getattr(sys.modules.get("__main__"), "__doc__", None) or __doc__
 
 
-class Run(RunBase, VerificationChecks, LedgerChecks, AppleAPIChecks, DropInChecks, NotificationChecks, OperationsChecks):
+class Run(RunBase, VerificationChecks, LedgerChecks, AppleAPIChecks, DropInChecks, NotificationChecks, OperationsChecks,
+          ExportChecks):
     """Every surface's checks against one server."""
 
 
@@ -173,6 +175,7 @@ def main() -> int:
             run.google_notifications(google)
         run.ledger()
         run.customers()
+        run.exports()
         run.webhooks()
         run.offers()
         run.consumption()

@@ -189,7 +189,7 @@ struct VerificationEndpoint: Sendable {
             throw HTTPFailure(status: ResponseStatus.payloadTooLarge, reason: "Content-Length \(length)")
         }
         if request.headers[.authorization] != nil {
-            try await checkKey(try bearerOrField(request, nil), from: context)
+            try await checkKey(try Self.bearerOrField(request, nil), from: context)
         }
         let collected = try await Self.collect(
             request, limit: maximumBodySize, bodies: bodies, address: context.clientAddress, into: &body)
@@ -263,7 +263,7 @@ struct VerificationEndpoint: Sendable {
     private func authenticate(_ request: Request, _ parsed: VerificationRequest, from context: ServerContext)
         async throws -> Caller
     {
-        let apiKey = try bearerOrField(request, parsed.apiKey)
+        let apiKey = try Self.bearerOrField(request, parsed.apiKey)
         return try await failedAuthentications.guarding(context.clientAddress) { mayQueryStore in
             try await authenticator.authenticate(
                 apiKey: apiKey, token: parsed.token, mayQueryStore: mayQueryStore, logger: logger)
@@ -272,7 +272,7 @@ struct VerificationEndpoint: Sendable {
 
     /// The API key from `Authorization: Bearer …` (or HTTP Basic with the key as the user, for libraries that can
     /// only put it in the URL) or the `apikey` field; both present and different is refused.
-    private func bearerOrField(_ request: Request, _ field: String?) throws -> String? {
+    static func bearerOrField(_ request: Request, _ field: String?) throws -> String? {
         guard let header = request.headers[.authorization] else { return field }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, ["bearer", "basic"].contains(parts[0].lowercased()) else {

@@ -219,6 +219,12 @@ func buildRouter(
         }
     }
 
+    // Exports of the app's data, streamed.
+    let export = ExportEndpoint(
+        authenticator: authenticator, failedAuthentications: failedAuthentications, gate: components.gate,
+        exporter: Exporter(store: tenancy.store, customers: components.customers), logger: logger)
+    router.get("/api/export") { request, context in await export.respond(to: request, context: context) }
+
     // App Store Server Notifications (Notifications/), verified with the local verifier's trust anchors.
     if let verifier = verification.verifier {
         let notifications = NotificationEndpoint(

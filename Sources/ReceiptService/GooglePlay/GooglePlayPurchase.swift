@@ -220,9 +220,9 @@ public struct GooglePlayPurchase: Sendable {
 }
 
 /// RFC 3339 times, as Google's APIs write them.
-enum RFC3339 {
+public enum RFC3339 {
     /// Milliseconds since 1970 of `text` (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`); nil when it is not such a time.
-    static func milliseconds(_ text: String) -> Int64? {
+    public static func milliseconds(_ text: String) -> Int64? {
         let bytes = Array(text.utf8)
         guard bytes.count >= 20, bytes.count <= 40 else { return nil }
         func number(_ start: Int, _ count: Int) -> Int64? {

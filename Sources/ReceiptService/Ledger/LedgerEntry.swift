@@ -184,6 +184,8 @@ public struct LedgerQuery: Sendable, Equatable {
     public var originalTransactionID: String?
     /// Only those first seen at or after this time.
     public var since: Date?
+    /// Only those first seen before this time.
+    public var until: Date?
     /// Only those after this position (the last row of the previous page).
     public var after: LedgerPosition?
     /// At most this many.
@@ -192,12 +194,13 @@ public struct LedgerQuery: Sendable, Equatable {
     /// Creates a query.
     public init(
         appID: UUID, user: String? = nil, originalTransactionID: String? = nil, since: Date? = nil,
-        after: LedgerPosition? = nil, limit: Int
+        until: Date? = nil, after: LedgerPosition? = nil, limit: Int
     ) {
         self.appID = appID
         self.user = user
         self.originalTransactionID = originalTransactionID
         self.since = since
+        self.until = until
         self.after = after
         self.limit = limit
     }

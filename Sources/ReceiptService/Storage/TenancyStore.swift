@@ -73,7 +73,7 @@ public protocol StoreLifecycle: Sendable {
 public typealias DataStore = TenancyStore & UsageStore & LedgerStore & SessionStore & AppleFinishStore
     & GoogleAcknowledgementStore & GoogleVoidedStore & GoogleNotificationStore
     & ConsumptionAnswerStore & RenewalExtensionStore
-    & NotificationStore & WebhookStore & RetentionStore & ReconciliationStore
+    & NotificationStore & WebhookStore & RetentionStore & ReconciliationStore & ExportStore
 
 extension TenancyStore {
     /// Stores a new API key, whatever the account holds.

@@ -12,6 +12,8 @@ public enum UsageEndpoint: String, Sendable, Hashable, CaseIterable, Codable {
     case customers
     /// `POST /api/offers/signature`: an offer signed with the app's key.
     case offers
+    /// `GET /api/export`: an export of the app's data, counted once whatever its size.
+    case export
 }
 
 /// What a billable call ended in: the outcome classes usage is counted by.

@@ -140,6 +140,7 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
                     AND (\(query.originalTransactionID)::text IS NULL
                         OR t.original_transaction_id = \(query.originalTransactionID))
                     AND (\(query.since)::timestamptz IS NULL OR t.first_seen_at >= \(query.since))
+                    AND (\(query.until)::timestamptz IS NULL OR t.first_seen_at < \(query.until))
                     AND (\(afterMilliseconds)::int8 IS NULL
                         OR (t.first_seen_at, t.environment, t.transaction_id)
                             > (TIMESTAMPTZ 'epoch' + \(afterMilliseconds)::int8 * INTERVAL '1 millisecond',

@@ -531,3 +531,10 @@ CREATE INDEX google_notifications_received_idx ON google_notifications (received
 -- version: 27 Google Play: an app's Play licensing public key (Play Console's base64 RSA key), which signs the purchase
 -- JSON a client sends with its signature
 ALTER TABLE apps ADD COLUMN google_license_key TEXT;
+
+-- version: 28 Exports (GET /api/export, receiptverify export), metered as an endpoint of their own; an app's usage read
+-- by day
+ALTER TABLE usage_daily DROP CONSTRAINT usage_daily_endpoint_check;
+ALTER TABLE usage_daily ADD CONSTRAINT usage_daily_endpoint_check
+    CHECK (endpoint IN ('api', 'apiencrypted', 'transactions', 'customers', 'offers', 'export'));
+CREATE INDEX usage_daily_app_idx ON usage_daily (app_id, day);

@@ -131,6 +131,10 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
             conditions.append("t.first_seen_at >= ?")
             binds.append(.millis(since))
         }
+        if let until = query.until {
+            conditions.append("t.first_seen_at < ?")
+            binds.append(.millis(until))
+        }
         if let after = query.after {
             conditions.append("(t.first_seen_at, t.environment, t.transaction_id) > (?, ?, ?)")
             binds += [.integer(Int(after.firstSeen)), .text(after.environment), .text(after.transactionID)]

@@ -641,3 +641,20 @@ CREATE INDEX google_notifications_received_idx ON google_notifications (received
 -- version: 27 Google Play: an app's Play licensing public key (Play Console's base64 RSA key), which signs the purchase
 -- JSON a client sends with its signature
 ALTER TABLE apps ADD COLUMN google_license_key TEXT;
+
+-- version: 28 Exports (GET /api/export, receiptverify export), metered as an endpoint of their own; an app's usage read
+-- by day
+CREATE TABLE usage_daily_v28 (
+    account_id TEXT NOT NULL,
+    day TEXT NOT NULL,                                                 -- UTC, YYYY-MM-DD
+    app_id TEXT NOT NULL,
+    endpoint TEXT NOT NULL CHECK (endpoint IN ('api', 'apiencrypted', 'transactions', 'customers', 'offers', 'export')),
+    outcome TEXT NOT NULL CHECK (outcome IN ('valid', 'apple_code', 'rejected')),
+    calls INTEGER NOT NULL CHECK (calls > 0),
+    PRIMARY KEY (account_id, day, app_id, endpoint, outcome)
+);
+INSERT INTO usage_daily_v28 SELECT account_id, day, app_id, endpoint, outcome, calls FROM usage_daily;
+DROP TABLE usage_daily;
+ALTER TABLE usage_daily_v28 RENAME TO usage_daily;
+CREATE INDEX usage_daily_day_idx ON usage_daily (day);
+CREATE INDEX usage_daily_app_idx ON usage_daily (app_id, day);
