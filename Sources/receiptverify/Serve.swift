@@ -152,6 +152,18 @@ struct Serve: AsyncParsableCommand {
     var googleOAuthTokenURL: String?
 
     @Option(
+        help:
+            "A folder for daily export files: per app and ended UTC day, APP_ID/YYYY-MM-DD/{transactions,events,usage,customers}.jsonl, each written whole or not at all. Env: RECEIPTVERIFY_EXPORT_DIRECTORY. Default: none"
+    )
+    var exportDirectory: String?
+
+    @Option(
+        help:
+            "Seconds between looks for daily export files due (--export-directory). Env: RECEIPTVERIFY_EXPORT_CHECK_SECONDS. Default: 600"
+    )
+    var exportCheckSeconds: String?
+
+    @Option(
         name: .customLong("google-pubsub-jwks-url"),
         help:
             "Where Google's OIDC keys, which sign Pub/Sub's push tokens (Real-time Developer Notifications), are fetched. Env: RECEIPTVERIFY_GOOGLE_PUBSUB_JWKS_URL. Default: https://www.googleapis.com/oauth2/v3/certs"
@@ -307,6 +319,7 @@ struct Serve: AsyncParsableCommand {
             "storekit-extension-poll-seconds": storekitExtensionPollSeconds, "webhook-timeout": webhookTimeout,
             "google-play-api-url": googlePlayAPIURL, "google-oauth-token-url": googleOAuthTokenURL,
             "google-pubsub-jwks-url": googlePubSubJWKSURL,
+            "export-directory": exportDirectory, "export-check-seconds": exportCheckSeconds,
             "google-play-cache-seconds": googlePlayCacheSeconds,
             "google-acknowledge-retry-seconds": googleAcknowledgeRetrySeconds,
             "google-voided-poll-seconds": googleVoidedPollSeconds,

@@ -177,6 +177,52 @@ import Testing
     }
 }
 
+extension ExportStoreContractTests {
+    @Test(arguments: StoreKind.available)
+    func dailyFilesAreWrittenWholeOncePerAppAndDay(kind: StoreKind) async throws {
+        try await Self.withData(kind) { store, app in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("daily-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let exporter = Exporter(store: store)
+            var daily = DailyExports(directory: folder.path, store: store, exporter: exporter)
+            daily.catchUpDays = 3
+            // A day after the data's: its day has ended.
+            let now = Self.start.addingTimeInterval(86_400)
+            let written = try await daily.writeDue(now: now)
+            let day = folder.appendingPathComponent(app.id.uuidString.lowercased()).appendingPathComponent("2026-09-21")
+            // Three days of transactions, events and usage, and the customers of the last one.
+            #expect(written.count == 3 * 3 + 1)
+            let names = try FileManager.default.contentsOfDirectory(atPath: day.path).sorted()
+            #expect(names == ["customers.jsonl", "events.jsonl", "transactions.jsonl", "usage.jsonl"])
+            let dayStart = Date(timeIntervalSince1970: TimeInterval(1_790_000_000 - 1_790_000_000 % 86_400))
+            let dayRange = try ExportRange(from: dayStart, to: dayStart.addingTimeInterval(86_400))
+            for kind in [ExportKind.transactions, .events] {
+                let expected = try await Self.lines(
+                    exporter, ExportRequest(appID: app.id, kind: kind, range: dayRange), app: app)
+                let text = try String(contentsOf: day.appendingPathComponent("\(kind.rawValue).jsonl"), encoding: .utf8)
+                #expect(text.split(separator: "\n").map(String.init) == expected, "\(kind)")
+                #expect(!expected.isEmpty)
+            }
+            let customers = try String(contentsOf: day.appendingPathComponent("customers.jsonl"), encoding: .utf8)
+            #expect(customers.split(separator: "\n").count == 3)
+            // The days before hold no rows: their files exist, empty; no part file is left anywhere.
+            let before = folder.appendingPathComponent(app.id.uuidString.lowercased())
+                .appendingPathComponent("2026-09-19").appendingPathComponent("transactions.jsonl")
+            #expect(try String(contentsOf: before, encoding: .utf8).isEmpty)
+            let everything = FileManager.default.enumerator(atPath: folder.path)?.allObjects as? [String] ?? []
+            #expect(!everything.contains { $0.hasSuffix(".part") })
+
+            // Written once: a second look writes nothing; a file removed is written again, alone.
+            #expect(try await daily.writeDue(now: now.addingTimeInterval(600)).isEmpty)
+            try FileManager.default.removeItem(at: day.appendingPathComponent("events.jsonl"))
+            #expect(
+                try await daily.writeDue(now: now.addingTimeInterval(1_200)) == [
+                    day.appendingPathComponent("events.jsonl").path
+                ])
+        }
+    }
+}
+
 /// Bytes a sink took, in order.
 final class Collected: @unchecked Sendable {
     private let lock = NSLock()

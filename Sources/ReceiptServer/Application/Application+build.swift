@@ -90,6 +90,14 @@ public func buildApplication(
         Purger(
             store: tenancy.store, policy: configuration.retention, deadline: components.deadline,
             metrics: metrics.factory, logger: logger))
+    if let directory = configuration.exportDirectory {
+        extraServices.append(
+            DailyExporter(
+                exports: DailyExports(
+                    directory: directory, store: tenancy.store,
+                    exporter: Exporter(store: tenancy.store, customers: components.customers)),
+                interval: configuration.exportCheckInterval, metrics: metrics.factory, logger: logger))
+    }
     extraServices.append(
         SubscriptionExpirer(
             store: tenancy.store, deadline: components.deadline, metrics: metrics.factory, logger: logger))

@@ -120,6 +120,10 @@ public struct ServeSettings: Sendable {
             try number("google-acknowledge-retry-seconds", 1...3_600, default: 60))
         configuration.googleVoidedInterval = .seconds(
             try number("google-voided-poll-seconds", 1...86_400, default: 3_600))
+        if let directory = text("export-directory")?.text, !directory.isEmpty {
+            configuration.exportDirectory = directory
+        }
+        configuration.exportCheckInterval = .seconds(try number("export-check-seconds", 1...86_400, default: 600))
         return configuration
     }
 

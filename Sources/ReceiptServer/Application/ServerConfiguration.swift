@@ -118,6 +118,10 @@ public struct ServerConfiguration: Sendable {
     public var googleAcknowledgeFirstRetry: Duration = .seconds(60)
     /// How often each app's Google Play voided purchases are read.
     public var googleVoidedInterval: Duration = .seconds(3_600)
+    /// Where the daily export files are written (`--export-directory`); nil: none are.
+    public var exportDirectory: String?
+    /// How often due daily export files are looked for.
+    public var exportCheckInterval: Duration = .seconds(600)
     /// The first wait before a failed Finish Transaction is asked again (doubling up to six hours).
     public var appleFinishFirstRetry: Duration
     /// Seconds between asks of Apple where a mass renewal-date extension stands.
