@@ -25,7 +25,8 @@ struct DailyExporter: Service {
         do {
             let written = try await exports.writeDue(now: now)
             if !written.isEmpty {
-                Counter(label: "receiptverify_export_files_written_total", factory: metrics).increment(by: written.count)
+                Counter(label: "receiptverify_export_files_written_total", factory: metrics).increment(
+                    by: written.count)
                 logger.info("daily export files written", metadata: ["count": "\(written.count)"])
             }
         } catch {
