@@ -859,4 +859,57 @@ import _CryptoExtras
             #expect(try await stranger.get("/account/customers?app=\(appID)&user=alice").status == .notFound)
         }
     }
+
+    /// The transactions page offers a download of the app's data: the same lines as `GET /api/export`, as a file;
+    /// another account's app is unknown (404), a malformed request a 400 page, and a browser without a session goes
+    /// to the sign-in page.
+    @Test(arguments: StoreKind.available)
+    func theTransactionsPageOffersExportsAsDownloads(kind: StoreKind) async throws {
+        try await AccountScreen.run(kind) { screen in
+            let browser = Browser(screen)
+            try await browser.signIn(email: "owner@example.com")
+            let created = try await browser.submit(
+                "/account/apps",
+                [
+                    ("name", "Exported, Inc."), ("bundle_ids", "com.example.exp"), ("environments", "production"),
+                    ("mode", "local"), ("cipher", "aes-256-cbc"), ("claims", "flag"), ("delivery", "once"),
+                ])
+            #expect(created.status == .seeOther)
+            let app = try #require(try await screen.tenancy.apps(account: "owner@example.com").first)
+            let now = Date().millisecondsSince1970
+            let purchases = (1...3).map { index in
+                PurchaseTransaction(
+                    transactionID: "e\(index)", originalTransactionID: "e\(index)", productID: "com.example.exp.coins",
+                    purchaseDate: now - Int64(index) * 1_000)
+            }
+            _ = try await screen.tenancy.store.record(
+                LedgerRecording(
+                    appID: app.id, environment: .production, transactions: purchases, user: "alice",
+                    movesClaims: false, deliversNew: true, requestID: "r1", now: Date()))
+            let appID = app.id.uuidString.lowercased()
+            let page = Self.body(try await browser.get("/account/transactions?app=\(appID)"))
+            #expect(page.contains(#"<form id="export-form" method="get" action="/account/export">"#))
+
+            let download = try await browser.get("/account/export?app=\(appID)&kind=transactions&format=csv")
+            #expect(download.status == .ok)
+            #expect(download.headers[.contentType] == "text/csv; charset=utf-8")
+            #expect(
+                download.headers[.contentDisposition]?.hasPrefix(#"attachment; filename="Exported--Inc-transactions-"#)
+                    == true)
+            let lines = Self.body(download).components(separatedBy: "\r\n")
+            #expect(lines.first?.hasPrefix("cursor,transaction_id,") == true)
+            #expect(lines.count == 5)
+            #expect(Set(lines.dropFirst().dropLast().map { $0.components(separatedBy: ",")[1] }) == ["e1", "e2", "e3"])
+            let customers = Self.body(try await browser.get("/account/export?app=\(appID)&kind=customers"))
+            #expect(customers.split(separator: "\n").count == 1 && customers.contains(#""app_user_id":"alice""#))
+
+            #expect(try await browser.get("/account/export?app=\(appID)&kind=receipts").status == .badRequest)
+            #expect(try await browser.get("/account/export?kind=transactions").status == .badRequest)
+            let stranger = Browser(screen)
+            try await stranger.signIn(email: "stranger@example.com")
+            #expect(try await stranger.get("/account/export?app=\(appID)&kind=transactions").status == .notFound)
+            let anonymous = Browser(screen)
+            #expect(try await anonymous.get("/account/export?app=\(appID)&kind=transactions").status == .seeOther)
+        }
+    }
 }

@@ -277,7 +277,7 @@ func buildRouter(
             customers: customers, openID: openID,
             templates: try PageTemplates(), deadline: components.deadline, plans: PlanList(),
             publicURL: configuration.effectivePublicURL, publicURLIsSet: configuration.publicURL != nil,
-            logger: logger))
+            logger: logger, exporter: Exporter(store: tenancy.store, customers: components.customers)))
     return router
 }
 

@@ -29,6 +29,7 @@ func addWebRoutes(to router: Router<ServerContext>, site: WebSite) {
     WebhooksPage.register(on: router, site: site)
     NotificationsPage.register(on: router, site: site)
     TransactionsPage.register(on: router, site: site)
+    TransactionsPage.registerExport(on: router, site: site)
     CustomersPage.register(on: router, site: site)
     PlansPage.register(on: router, site: site)
     DocsPage.register(on: router, site: site)

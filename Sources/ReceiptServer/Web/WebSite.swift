@@ -30,6 +30,8 @@ struct WebSite: Sendable {
     /// host the request names.
     var publicURLIsSet = false
     let logger: Logger
+    /// Writes the downloads of `/account/export` (none without it: 404).
+    var exporter: Exporter?
 
     /// The session cookie: `__Host-` over https, so that no subdomain and no plain-http page can set or shadow it.
     var sessionCookie: String { securesCookies ? "__Host-rv_session" : "rv_session" }

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Logging
 import ReceiptCore
 import ReceiptService
 
@@ -70,6 +71,61 @@ enum TransactionsPage {
                         count: rows.count, more: entries.count > limit))
             }
         }
+    }
+
+    /// `GET /account/export?app=ID&kind=…&format=…&from=…&to=…`: one of the account's apps' data as a download, the
+    /// same lines as `GET /api/export` (docs/account-screen.md), streamed. Not metered: the account screen is the
+    /// customer's own.
+    static func registerExport(on router: Router<ServerContext>, site: WebSite) {
+        router.get("/account/export") { request, context in
+            await site.signedInPage(request, context: context) { signedIn, scope in
+                guard let exporter = site.exporter else { return site.errorPage(.notFound, "No exports here.") }
+                var parameters: [String: String] = [:]
+                for (name, value) in request.uri.queryParameters where !value.isEmpty {
+                    parameters[String(name)] = String(value)
+                }
+                guard let appID = parameters["app"].flatMap(UUID.init(uuidString:)) else {
+                    return site.errorPage(.badRequest, "Choose an app to export.", signedIn: signedIn)
+                }
+                // Another account's app id is unknown here (404).
+                let app = try await scope.app(id: appID)
+                let export: ExportRequest
+                do {
+                    export = try ExportRequest(parameters: parameters, appID: app.id)
+                } catch let error as ServiceError where error.code == .invalidArgument {
+                    return site.errorPage(.badRequest, "The export cannot be made: \(error.reason).", signedIn: signedIn)
+                }
+                var headers = HTTPFields()
+                headers[.contentType] = export.format.contentType
+                headers[.cacheControl] = "no-store"
+                let day = UsageDay(containing: Date()).description
+                headers[.contentDisposition] =
+                    "attachment; filename=\"\(Self.fileName(app.name))-\(export.kind.rawValue)-\(day).\(export.format.fileExtension)\""
+                let logger = site.logger
+                return Response(
+                    status: .ok, headers: headers,
+                    body: ResponseBody { writer in
+                        do {
+                            try await exporter.run(export, app: app) { try await writer.write(ByteBuffer(bytes: $0)) }
+                        } catch {
+                            logger.warning("account screen export cut short", metadata: ["error": "\(error)"])
+                            throw error
+                        }
+                        try await writer.finish(nil)
+                    })
+            }
+        }
+    }
+
+    /// An app's name as a file name: ASCII letters and digits, `-` and `_`, the rest `-`, none at either end; `app`
+    /// when nothing is left.
+    static func fileName(_ name: String) -> String {
+        let kept = String(
+            name.unicodeScalars.prefix(40).map {
+                CharacterSet.alphanumerics.contains($0) && $0.isASCII || $0 == "-" || $0 == "_" ? Character($0) : "-"
+            })
+        let trimmed = kept.trimmingCharacters(in: CharacterSet(charactersIn: "-"))
+        return trimmed.isEmpty ? "app" : trimmed
     }
 
     /// A finish's state in words: its time once finished, else its state, attempts and last error.
