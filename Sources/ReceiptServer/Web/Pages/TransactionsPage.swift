@@ -93,14 +93,15 @@ enum TransactionsPage {
                 do {
                     export = try ExportRequest(parameters: parameters, appID: app.id)
                 } catch let error as ServiceError where error.code == .invalidArgument {
-                    return site.errorPage(.badRequest, "The export cannot be made: \(error.reason).", signedIn: signedIn)
+                    return site.errorPage(
+                        .badRequest, "The export cannot be made: \(error.reason).", signedIn: signedIn)
                 }
                 var headers = HTTPFields()
                 headers[.contentType] = export.format.contentType
                 headers[.cacheControl] = "no-store"
                 let day = UsageDay(containing: Date()).description
-                headers[.contentDisposition] =
-                    "attachment; filename=\"\(Self.fileName(app.name))-\(export.kind.rawValue)-\(day).\(export.format.fileExtension)\""
+                let name = "\(Self.fileName(app.name))-\(export.kind.rawValue)-\(day).\(export.format.fileExtension)"
+                headers[.contentDisposition] = "attachment; filename=\"\(name)\""
                 let logger = site.logger
                 return Response(
                     status: .ok, headers: headers,
