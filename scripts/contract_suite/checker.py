@@ -230,21 +230,9 @@ class Contract:
             if isinstance(entry, dict):
                 self.fields["DeliveryDecision"] |= set(entry)
 
-    REQUEST_SCHEMAS = {"/api": "VerifyRequest", "/apiencrypted": "VerifyRequest", "/api/transactions": "LookUpRequest",
-                       "/api/transactions/delivered": "DeliveredRequest", "/api/webhooks": "WebhooksRequest",
-                       "/api/customers": "CustomersRequest", "/api/offers/signature": "OfferSignatureRequest",
-                       "/api/transactions/consumption": "ConsumptionRequest", "/api/apple": "AppleActionRequest"}
-
     def request_body_problems(self, media: str, body: Any, valid: bool, route: str = "/api") -> list[str]:
         """Whether the documented request schema agrees with what the server did with `body`."""
-        if route == DROP_IN:
-            name = "VerifyReceiptRequest"
-        elif route == NOTIFICATIONS:
-            name = "NotificationRequest"
-        elif route == GOOGLE_NOTIFICATIONS:
-            name = "GooglePushRequest"
-        else:
-            name = self.REQUEST_SCHEMAS[route] + ("JSON" if media == "application/json" else "Form")
+        name = self.document.request_schema_name(route, media)
         errors = self.document.errors(self.document.schema(name), body)
         if valid and errors:
             return [f"the server took this body, but the request schema {name} rejects it: {errors[0]}"]

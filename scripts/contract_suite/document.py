@@ -154,6 +154,14 @@ class Document:
             definition = item["x-other-methods"]["response"] if status == 405 else None
         return pair, (self.resolve(definition) if definition is not None else None)
 
+    def request_schema_name(self, route: str, media: str) -> str:
+        """The name of the schema the document gives the body of `POST route` in `media` (the route's only one
+        when it documents a single media type, as the routes that read JSON whatever the `Content-Type` say)."""
+        body = self.resolve(self.doc["paths"][self.template(route)]["post"]["requestBody"])
+        content = body["content"]
+        schema = (content.get(media) or next(iter(content.values())) if len(content) == 1 else content[media])["schema"]
+        return schema["$ref"].rsplit("/", 1)[-1]
+
     def documented_pairs(self) -> set[tuple[str, str, int]]:
         pairs = {("*", UNKNOWN_PATH, 404)}
         for path, item in self.doc["paths"].items():

@@ -17,6 +17,8 @@ struct ExportEndpoint: Sendable {
     let failedAuthentications: FailedAuthentications
     let gate: UsageGate
     let exporter: Exporter
+    /// Exports each account may have streaming at once.
+    let slots: ExportSlots
     let logger: Logger
 
     func respond(to request: Request, context: ServerContext) async -> Response {
@@ -48,6 +50,14 @@ struct ExportEndpoint: Sendable {
             } catch let error as ServiceError where error.code == .invalidArgument {
                 throw HTTPFailure.badRequest(saying: error.reason)
             }
+            // Within the account's share of exports running at once (before the plan counts it).
+            guard let slot = slots.take(for: caller.app.accountID) else {
+                throw HTTPFailure(
+                    status: ResponseStatus.tooManyRequests,
+                    reason: "\(slots.perAccount) exports of the account are streaming", retryAfter: 5,
+                    description: "Too many exports at once: \(slots.perAccount) of this account are running; retry "
+                        + "when one ends")
+            }
             let ticket: UsageGate.Ticket
             switch try await gate.admit(caller, to: .export) {
             case .admitted(let admitted): ticket = admitted
@@ -68,6 +78,8 @@ struct ExportEndpoint: Sendable {
             return Response(
                 status: .ok, headers: headers,
                 body: ResponseBody { writer in
+                    // The slot is the body's: given back when it ends, fails, or is never run.
+                    defer { slot.release() }
                     do {
                         try await exporter.run(export, app: app) { bytes in
                             try await writer.write(ByteBuffer(bytes: bytes))

@@ -137,6 +137,8 @@ struct ServerComponents: Sendable {
     let statuses: SubscriptionStatusView
     /// Customer views, for `customer` in answers and `/api/customers`.
     let customers: CustomerLookup
+    /// Exports each account may have streaming at once on this server.
+    let exportSlots = ExportSlots()
 
     init(configuration: ServerConfiguration, store: any DataStore, metrics: ServerMetrics) {
         deadline = StoreDeadline(configuration.databaseTimeout, metrics: metrics.factory)
@@ -230,7 +232,8 @@ func buildRouter(
     // Exports of the app's data, streamed.
     let export = ExportEndpoint(
         authenticator: authenticator, failedAuthentications: failedAuthentications, gate: components.gate,
-        exporter: Exporter(store: tenancy.store, customers: components.customers), logger: logger)
+        exporter: Exporter(store: tenancy.store, customers: components.customers), slots: components.exportSlots,
+        logger: logger)
     router.get("/api/export") { request, context in await export.respond(to: request, context: context) }
 
     // App Store Server Notifications (Notifications/), verified with the local verifier's trust anchors.
@@ -277,7 +280,8 @@ func buildRouter(
             customers: customers, openID: openID,
             templates: try PageTemplates(), deadline: components.deadline, plans: PlanList(),
             publicURL: configuration.effectivePublicURL, publicURLIsSet: configuration.publicURL != nil,
-            logger: logger, exporter: Exporter(store: tenancy.store, customers: components.customers)))
+            logger: logger, exporter: Exporter(store: tenancy.store, customers: components.customers),
+            exportSlots: components.exportSlots))
     return router
 }
 

@@ -32,6 +32,8 @@ struct WebSite: Sendable {
     let logger: Logger
     /// Writes the downloads of `/account/export` (none without it: 404).
     var exporter: Exporter?
+    /// Exports each account may have streaming at once (shared with `GET /api/export`).
+    var exportSlots = ExportSlots()
 
     /// The session cookie: `__Host-` over https, so that no subdomain and no plain-http page can set or shadow it.
     var sessionCookie: String { securesCookies ? "__Host-rv_session" : "rv_session" }

@@ -96,6 +96,12 @@ enum TransactionsPage {
                     return site.errorPage(
                         .badRequest, "The export cannot be made: \(error.reason).", signedIn: signedIn)
                 }
+                guard let slot = site.exportSlots.take(for: app.accountID) else {
+                    return site.errorPage(
+                        .tooManyRequests,
+                        "\(site.exportSlots.perAccount) exports of this account are running. Try again when one ends.",
+                        signedIn: signedIn)
+                }
                 var headers = HTTPFields()
                 headers[.contentType] = export.format.contentType
                 headers[.cacheControl] = "no-store"
@@ -106,6 +112,7 @@ enum TransactionsPage {
                 return Response(
                     status: .ok, headers: headers,
                     body: ResponseBody { writer in
+                        defer { slot.release() }
                         do {
                             try await exporter.run(export, app: app) { try await writer.write(ByteBuffer(bytes: $0)) }
                         } catch {
