@@ -146,6 +146,16 @@ import Testing
             let cursor = try #require(try Self.object(events[0])["cursor"]?.stringValue)
             #expect(throws: ServiceError.self) { try ExportCursor(text: cursor, kind: .transactions) }
             #expect(throws: ServiceError.self) { try ExportCursor(text: "not-a-cursor", kind: .events) }
+            // Crafted cursors of the right kind but parts no export writes are refused before an export starts.
+            for (kind, parts) in [
+                (ExportKind.transactions, ["soon", "Production", "t1"]), (.transactions, ["1", "Staging", "t1"]),
+                (.customers, ["Staging", "alice"]), (.events, ["1", "not-a-uuid"]),
+                (.events, ["x", UUID().uuidString]),
+                (.usage, ["2026-13-01", "api", "valid"]),
+            ] {
+                let text = ExportCursor(kind: kind, parts: parts).text
+                #expect(throws: ServiceError.self, "\(kind) \(parts)") { try ExportCursor(text: text, kind: kind) }
+            }
             #expect(throws: ServiceError.self) { try ExportRange(from: Self.start, to: Self.start) }
         }
     }

@@ -144,6 +144,16 @@ public struct ExportCursor: Sendable, Equatable {
             throw ServiceError(.invalidArgument, "cursor is not one an export gave")
         }
         let joined = Array(position.prefix(expected - 1)) + [position.dropFirst(expected - 1).joined(separator: "|")]
+        // Each part in the form its kind writes: a crafted cursor is refused here, before an export starts.
+        let wellFormed =
+            switch kind {
+            case .transactions:
+                Int64(joined[0]) != nil && StoreEnvironment(rawValue: joined[1]) != nil
+            case .customers: StoreEnvironment(rawValue: joined[0]) != nil
+            case .events: Int64(joined[0]) != nil && UUID(uuidString: joined[1]) != nil
+            case .usage: UsageDay(joined[0]) != nil
+            }
+        guard wellFormed else { throw ServiceError(.invalidArgument, "cursor is not one an export gave") }
         self.init(kind: kind, parts: joined)
     }
 }
