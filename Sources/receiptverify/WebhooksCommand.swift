@@ -280,10 +280,7 @@ struct EventsCommand: AsyncParsableCommand {
 enum Day {
     /// The start of `text`, a UTC day `YYYY-MM-DD`, given as `option`.
     static func start(_ text: String, option: String) throws -> Date {
-        guard UsageDay(text) != nil, let milliseconds = AppleDate.milliseconds(rfc3339: Array("\(text)T00:00:00Z".utf8))
-        else {
-            throw CommandFailure("\(option) must be a day, YYYY-MM-DD")
-        }
-        return Date(millisecondsSince1970: milliseconds)
+        guard let day = UsageDay(text) else { throw CommandFailure("\(option) must be a day, YYYY-MM-DD") }
+        return day.start
     }
 }

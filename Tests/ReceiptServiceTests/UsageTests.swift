@@ -18,6 +18,10 @@ import Testing
         #expect(
             UsageDay(containing: date)
                 == UsageDay(String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)))
+        // The day's first instant, from the day and from any time within it.
+        let start = try #require(calendar.date(from: parts))
+        #expect(UsageDay(containing: date).start == start)
+        #expect(UsageDay.start(containing: date) == start)
     }
 
     @Test func monthsStartAndEndInUTC() throws {

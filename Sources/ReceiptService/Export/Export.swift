@@ -93,7 +93,7 @@ public struct ExportRange: Sendable, Equatable {
         let from = from.map { UsageDay(containing: $0).description }
         let to = to.map { date -> String in
             // A `to` after the start of its day includes that day.
-            let start = Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 86_400).rounded(.down) * 86_400)
+            let start = UsageDay.start(containing: date)
             return UsageDay(containing: date > start ? start.addingTimeInterval(86_400) : start).description
         }
         return (from, to)
@@ -116,11 +116,7 @@ public struct ExportCursor: Sendable, Equatable {
     }
 
     /// The cursor's text.
-    public var text: String {
-        Data(([kind.rawValue] + parts).joined(separator: "|").utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
+    public var text: String { Base64URL.encode(([kind.rawValue] + parts).joined(separator: "|").utf8) }
 
     /// The longest cursor text taken.
     public static let maximumLength = 2_048
@@ -128,10 +124,8 @@ public struct ExportCursor: Sendable, Equatable {
     /// The cursor `text` names for `kind`; throws ``ServiceError/Code/invalidArgument`` for text no export made, or
     /// one of another kind.
     public init(text: String, kind: ExportKind) throws {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard text.utf8.count <= Self.maximumLength, let data = Data(base64Encoded: base64),
-            let decoded = String(data: data, encoding: .utf8)
+        guard text.utf8.count <= Self.maximumLength, let bytes = Base64URL.decode(text),
+            let decoded = String(validating: bytes, as: UTF8.self)
         else { throw ServiceError(.invalidArgument, "cursor is not one an export gave") }
         let parts = decoded.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
         guard parts.first == kind.rawValue else {
@@ -221,8 +215,8 @@ extension ExportRequest {
     /// start); nil for none or empty.
     static func time(_ text: String?, _ name: String) throws -> Date? {
         guard let text, !text.isEmpty else { return nil }
-        let time = text.utf8.count == 10 && UsageDay(text) != nil ? text + "T00:00:00Z" : text
-        guard let milliseconds = RFC3339.milliseconds(time) else {
+        if let day = UsageDay(text) { return day.start }
+        guard let milliseconds = RFC3339.milliseconds(text) else {
             throw ServiceError(.invalidArgument, "\(name) must be an RFC 3339 time or a day (YYYY-MM-DD)")
         }
         return Date(millisecondsSince1970: milliseconds)

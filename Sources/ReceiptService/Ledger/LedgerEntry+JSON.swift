@@ -100,18 +100,12 @@ extension LedgerEntry {
 
 extension LedgerPosition {
     /// The position as an opaque cursor: base64url of `first_seen|environment|transaction_id`.
-    public var cursor: String {
-        Data("\(firstSeen)|\(environment)|\(transactionID)".utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
+    public var cursor: String { Base64URL.encode("\(firstSeen)|\(environment)|\(transactionID)".utf8) }
 
     /// The position a cursor names; nil for text no server made.
     public init?(cursor: String) {
-        var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard cursor.utf8.count <= VerificationRequest.maximumCursorLength, let data = Data(base64Encoded: base64),
-            let text = String(data: data, encoding: .utf8)
+        guard cursor.utf8.count <= VerificationRequest.maximumCursorLength, let bytes = Base64URL.decode(cursor),
+            let text = String(validating: bytes, as: UTF8.self)
         else { return nil }
         let parts = text.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 3, let firstSeen = Int64(parts[0]),

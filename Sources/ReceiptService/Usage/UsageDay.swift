@@ -44,6 +44,14 @@ public struct UsageDay: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// `YYYY-MM-DD`.
     public var description: String { usageMonth.description + "-" + Self.twoDigits(day) }
 
+    /// The day's first instant (00:00:00 UTC).
+    public var start: Date { usageMonth.start.addingTimeInterval(Double(day - 1) * 86_400) }
+
+    /// The first instant of the UTC day holding `date`.
+    public static func start(containing date: Date) -> Date {
+        Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 86_400).rounded(.down) * 86_400)
+    }
+
     public static func < (lhs: UsageDay, rhs: UsageDay) -> Bool {
         (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day)
     }
