@@ -32,55 +32,16 @@ struct ExportCommand: AsyncParsableCommand {
         let written = try await options.withTenancy { [app, parameters, output] tenancy in
             let app = try await tenancy.app(token: app)
             let request = try ExportRequest(parameters: parameters, appID: app.id)
-            // Only an export that can run opens its file.
-            let sink = try ExportSink(path: output)
-            do {
-                let count = try await Exporter(store: tenancy.store).run(request, app: app) { try sink.write($0) }
-                try sink.finish()
-                return count
-            } catch {
-                sink.abandon()
-                throw error
+            let exporter = Exporter(store: tenancy.store)
+            // Only an export that can run opens its file: FILE.part, renamed to FILE once complete (a failed export
+            // leaves no FILE and no part file).
+            guard let output else {
+                return try await exporter.run(request, app: app) { try FileHandle.standardOutput.write(contentsOf: $0) }
+            }
+            return try await AtomicFile.write(path: output) { file in
+                try await exporter.run(request, app: app) { try file.write($0) }
             }
         }
         FileHandle.standardError.write(Data("exported \(written) \(kind.lowercased()) rows\n".utf8))
-    }
-}
-
-/// Where an export's bytes go: standard output, or FILE.part renamed to FILE once complete (a failed export leaves
-/// no FILE; the part file is removed).
-final class ExportSink: @unchecked Sendable {
-    private let handle: FileHandle
-    private let path: String?
-
-    init(path: String?) throws {
-        self.path = path
-        guard let path else {
-            handle = FileHandle.standardOutput
-            return
-        }
-        let part = path + ".part"
-        guard FileManager.default.createFile(atPath: part, contents: nil) else {
-            throw CommandFailure("cannot write \(part)")
-        }
-        handle = try FileHandle(forWritingTo: URL(fileURLWithPath: part))
-    }
-
-    func write(_ bytes: [UInt8]) throws { try handle.write(contentsOf: bytes) }
-
-    func finish() throws {
-        guard let path else { return }
-        try handle.synchronize()
-        try handle.close()
-        // rename(2) replaces an existing FILE in one step.
-        guard rename(path + ".part", path) == 0 else {
-            throw CommandFailure("cannot rename \(path).part to \(path): \(String(cString: strerror(errno)))")
-        }
-    }
-
-    func abandon() {
-        guard let path else { return }
-        try? handle.close()
-        try? FileManager.default.removeItem(atPath: path + ".part")
     }
 }

@@ -26,10 +26,10 @@ public struct DailyExports: Sendable {
     /// Writes every file due at `now` that is missing; returns the paths written.
     @discardableResult
     public func writeDue(now: Date) async throws -> [String] {
-        let today = Self.dayStart(now)
+        let today = UsageDay.start(containing: now)
         var written: [String] = []
         for app in try await store.apps(accountID: nil) {
-            let created = Self.dayStart(app.createdAt)
+            let created = UsageDay.start(containing: app.createdAt)
             for back in (1...max(1, catchUpDays)).reversed() {
                 let day = today.addingTimeInterval(-86_400 * Double(back))
                 guard day >= created else { continue }
@@ -57,31 +57,9 @@ public struct DailyExports: Sendable {
         try manager.createDirectory(at: folder, withIntermediateDirectories: true)
         // A name of its own per writer: two servers never write into one part file.
         let part = folder.appendingPathComponent(".\(request.kind.rawValue).\(UUID().uuidString).part")
-        guard manager.createFile(atPath: part.path, contents: nil) else {
-            throw ServiceError(.storage, "cannot create \(part.path)")
+        try await AtomicFile.write(path: file.path, partPath: part.path) { file in
+            try await exporter.run(request, app: app, now: now) { try file.write($0) }
         }
-        do {
-            let handle = try FileHandle(forWritingTo: part)
-            do {
-                try await exporter.run(request, app: app, now: now) { try handle.write(contentsOf: $0) }
-                try handle.synchronize()
-                try handle.close()
-            } catch {
-                try? handle.close()
-                throw error
-            }
-            guard rename(part.path, file.path) == 0 else {
-                throw ServiceError(.storage, "cannot rename \(part.path) to \(file.path)")
-            }
-            return file.path
-        } catch {
-            try? manager.removeItem(at: part)
-            throw error
-        }
-    }
-
-    /// The start of the UTC day holding `date`.
-    static func dayStart(_ date: Date) -> Date {
-        Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 86_400).rounded(.down) * 86_400)
+        return file.path
     }
 }
