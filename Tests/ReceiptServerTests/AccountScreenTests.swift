@@ -905,6 +905,10 @@ import _CryptoExtras
 
             #expect(try await browser.get("/account/export?app=\(appID)&kind=receipts").status == .badRequest)
             #expect(try await browser.get("/account/export?kind=transactions").status == .badRequest)
+            // A kind given twice is a guess either way: refused, as the API refuses it.
+            let twice = try await browser.get("/account/export?app=\(appID)&kind=transactions&kind=events")
+            #expect(twice.status == .badRequest)
+            #expect(Self.body(twice).contains("kind is given more than once"))
             let stranger = Browser(screen)
             try await stranger.signIn(email: "stranger@example.com")
             #expect(try await stranger.get("/account/export?app=\(appID)&kind=transactions").status == .notFound)

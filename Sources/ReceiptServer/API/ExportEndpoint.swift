@@ -24,13 +24,11 @@ struct ExportEndpoint: Sendable {
     func respond(to request: Request, context: ServerContext) async -> Response {
         let requestID = context.requestID
         do {
-            var query: [String: String] = [:]
-            for (name, value) in request.uri.queryParameters {
-                let name = String(name)
-                guard query[name] == nil else {
-                    throw HTTPFailure.badRequest(saying: "\(name) is given more than once")
-                }
-                query[name] = String(value)
+            let query: [String: String]
+            do {
+                query = try ExportResponse.parameters(of: request)
+            } catch let error as ServiceError {
+                throw HTTPFailure.badRequest(saying: error.reason)
             }
             guard query["apikey"] == nil else {
                 throw HTTPFailure.badRequest(
@@ -68,29 +66,9 @@ struct ExportEndpoint: Sendable {
             context.record.outcome = RequestRecord.Outcome(status: 0, source: .none, input: nil, detail: "export")
             var headers = HTTPFields()
             headers[RequestID.header] = requestID
-            headers[.cacheControl] = "no-store"
-            headers[.contentType] = export.format.contentType
-            headers[.contentDisposition] =
-                "attachment; filename=\"\(export.kind.rawValue).\(export.format.fileExtension)\""
-            let exporter = self.exporter
-            let app = caller.app
-            let log = logger
-            return Response(
-                status: .ok, headers: headers,
-                body: ResponseBody { writer in
-                    // The slot is the body's: given back when it ends, fails, or is never run.
-                    defer { slot.release() }
-                    do {
-                        try await exporter.run(export, app: app) { bytes in
-                            try await writer.write(ByteBuffer(bytes: bytes))
-                        }
-                    } catch {
-                        log.warning(
-                            "export cut short", metadata: ["request_id": "\(requestID)", "error": "\(error)"])
-                        throw error
-                    }
-                    try await writer.finish(nil)
-                })
+            return ExportResponse.streaming(
+                export, app: caller.app, exporter: exporter, slot: slot, fileName: export.kind.rawValue,
+                headers: headers, logger: logger, metadata: ["request_id": "\(requestID)"])
         } catch {
             var outcome = VerificationEndpoint.outcome(for: error)
             outcome.requestID = requestID

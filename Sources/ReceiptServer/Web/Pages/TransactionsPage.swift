@@ -80,9 +80,13 @@ enum TransactionsPage {
         router.get("/account/export") { request, context in
             await site.signedInPage(request, context: context) { signedIn, scope in
                 guard let exporter = site.exporter else { return site.errorPage(.notFound, "No exports here.") }
-                var parameters: [String: String] = [:]
-                for (name, value) in request.uri.queryParameters where !value.isEmpty {
-                    parameters[String(name)] = String(value)
+                let parameters: [String: String]
+                do {
+                    // The form's blank fields are not given.
+                    parameters = try ExportResponse.parameters(of: request).filter { !$0.value.isEmpty }
+                } catch let error as ServiceError {
+                    return site.errorPage(
+                        .badRequest, "The export cannot be made: \(error.reason).", signedIn: signedIn)
                 }
                 guard let appID = parameters["app"].flatMap(UUID.init(uuidString:)) else {
                     return site.errorPage(.badRequest, "Choose an app to export.", signedIn: signedIn)
@@ -102,25 +106,11 @@ enum TransactionsPage {
                         "\(site.exportSlots.perAccount) exports of this account are running. Try again when one ends.",
                         signedIn: signedIn)
                 }
-                var headers = HTTPFields()
-                headers[.contentType] = export.format.contentType
-                headers[.cacheControl] = "no-store"
                 let day = UsageDay(containing: Date()).description
-                let name = "\(Self.fileName(app.name))-\(export.kind.rawValue)-\(day).\(export.format.fileExtension)"
-                headers[.contentDisposition] = "attachment; filename=\"\(name)\""
-                let logger = site.logger
-                return Response(
-                    status: .ok, headers: headers,
-                    body: ResponseBody { writer in
-                        defer { slot.release() }
-                        do {
-                            try await exporter.run(export, app: app) { try await writer.write(ByteBuffer(bytes: $0)) }
-                        } catch {
-                            logger.warning("account screen export cut short", metadata: ["error": "\(error)"])
-                            throw error
-                        }
-                        try await writer.finish(nil)
-                    })
+                return ExportResponse.streaming(
+                    export, app: app, exporter: exporter, slot: slot,
+                    fileName: "\(Self.fileName(app.name))-\(export.kind.rawValue)-\(day)", logger: site.logger,
+                    metadata: ["app_id": "\(app.id)"])
             }
         }
     }
