@@ -214,6 +214,7 @@ log "starting $BIN serve on port $PORT (log: $WORK/server.log)"
     --apple-attempts 2 --apple-timeout 5 \
     --storekit-production-url "http://127.0.0.1:$STOREKIT_PORT/production" \
     --storekit-sandbox-url "http://127.0.0.1:$STOREKIT_PORT/sandbox" --storekit-timeout 5 \
+    --storekit-extension-poll-seconds 1 \
     --google-play-api-url "http://127.0.0.1:$GOOGLE_PORT" --google-oauth-token-url "http://127.0.0.1:$GOOGLE_PORT/token" \
     --google-acknowledge-retry-seconds 1 --google-pubsub-jwks-url "http://127.0.0.1:$GOOGLE_PORT/oauth2/v3/certs" \
     --log-level warning >"$WORK/server.log" 2>&1 &

@@ -300,6 +300,7 @@ import Testing
             #expect(answer["enrichment"] == .string("applied"))
             let status = try #require(answer["subscriptions"]?.arrayValue?.first)
             #expect(status["status"] == .string("grace_period") && status["auto_renews"] == .bool(true))
+            #expect(status["grace_period_expires_at"]?.stringValue == EntitlementAPITests.rfc3339(graceEnd))
             let pro = try #require(EntitlementAPITests.entitlement(answer["customer"], "pro"))
             #expect(pro["active"] == .bool(true) && pro["will_renew"] == .bool(true))
             #expect(pro["grace_period_expires_at"]?.stringValue == EntitlementAPITests.rfc3339(graceEnd))

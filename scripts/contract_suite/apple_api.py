@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import time
 
 from .common import (
     APPLE,
@@ -103,6 +104,18 @@ class AppleAPIChecks:
         c.check(f"POST {APPLE} renewal_extensions", self.post(APPLE, {"token": token, "action": "renewal_extensions"}),
                 200, extra=lambda a, b: [] if {identifier, identifier + "-mass"} <= {
                     e.get("request_identifier") for e in b.get("extensions") or []} else [f"answer {b!r}"])
+        # The server polls Apple for the mass extension (every second here) until Apple says it is complete, with
+        # its counts.
+        listing = lambda: self.post(APPLE, {"token": token, "action": "renewal_extensions"})
+        mass_of = lambda b: next((e for e in b.get("extensions") or []
+                                  if e.get("request_identifier") == identifier + "-mass"), {})
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and mass_of(listing().json()).get("state") != "complete":
+            time.sleep(0.5)
+        c.check(f"POST {APPLE} renewal_extensions, the mass extension complete", listing(), 200,
+                extra=lambda a, b: [] if mass_of(b).get("state") == "complete" and mass_of(b).get("complete_date")
+                and (mass_of(b).get("succeeded_count"), mass_of(b).get("failed_count")) == (3, 0)
+                else [f"answer {b!r}"])
         for label, body in (("no action", {"token": token}),
                             ("an unknown action", {"token": token, "action": "refund"}),
                             ("91 days", {"token": token, "action": "extend_renewal_date",

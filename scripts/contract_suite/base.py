@@ -78,8 +78,10 @@ class RunBase:
             c.fail("coverage", f"{pair} occurred but is not documented")
         for schema, names in doc.documented_fields().items():
             for name in sorted(names - c.fields[schema]):
-                if name in c.fields_not_exercised:
-                    print(f"  not exercised: field {schema}.{name} ({c.fields_not_exercised[name]})")
+                reason = next((c.fields_not_exercised[key] for key in (f"{schema}.{name}", schema, name)
+                               if key in c.fields_not_exercised), None)
+                if reason is not None:
+                    print(f"  not exercised: field {schema}.{name} ({reason})")
                 else:
                     c.fail("coverage", f"documented field {schema}.{name} never occurred in an answer")
         for skipped in sorted(c.skipped_ops):

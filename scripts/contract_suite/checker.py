@@ -11,17 +11,9 @@ from urllib.parse import urlsplit
 import requests
 
 from .common import (
-    APPLE,
     Answer,
-    CONSUMPTION,
-    CUSTOMERS,
-    DROP_IN,
     Failure,
-    GOOGLE_NOTIFICATIONS,
-    NOTIFICATIONS,
     NOT_PRODUCIBLE,
-    OFFERS,
-    WEBHOOKS,
     status_rules,
 )
 from .document import Document
@@ -178,7 +170,7 @@ class Contract:
                 value = answer.json()
             except ValueError as error:
                 return None, [f"body is not JSON ({error}): {answer.body[:200]!r}"]
-            self._record_fields(value, answer)
+            self.document.record_fields(schema, value, self.fields)
         else:
             try:
                 value = answer.body.decode("utf-8")
@@ -186,49 +178,9 @@ class Contract:
                 return None, ["text body is not UTF-8"]
         return value, self.document.errors(schema, value)
 
-    def _record_fields(self, value: Any, answer: Answer) -> None:
-        if not isinstance(value, dict):
-            return
-        if self.document.template(answer.path) == DROP_IN and answer.status == 200:
-            self.fields["VerifyReceiptValid" if value.get("status") == 0 else "VerifyReceiptRefusal"] |= set(value)
-        elif self.document.template(answer.path) == NOTIFICATIONS and answer.status == 200:
-            self.fields["NotificationRecorded"] |= set(value)
-        elif self.document.template(answer.path) == GOOGLE_NOTIFICATIONS and answer.status == 200:
-            self.fields["GoogleNotificationRecorded"] |= set(value)
-        elif answer.path in ("/healthz", "/readyz") and answer.status == 200:
-            self.fields["HealthStatus"] |= set(value)
-        elif answer.path == APPLE and answer.status in (403, 500):
-            self.fields["AppleActionFailure"] |= set(value)
-        elif answer.status >= 400 and "receipt" not in value:
-            self.fields["ErrorAnswer"] |= set(value)
-        elif answer.path in ("/api", "/apiencrypted"):
-            self.record_sealed(value)
-        elif answer.path == "/api/transactions":
-            self.fields["LedgerPage"] |= set(value)
-        elif answer.path == "/api/transactions/delivered":
-            self.fields["DeliveriesConfirmed"] |= set(value)
-        elif answer.path == WEBHOOKS:
-            self.fields["WebhooksAnswer"] |= set(value)
-        elif answer.path == CUSTOMERS:
-            self.fields["CustomerAnswer"] |= set(value)
-            self.record_customer(value.get("customer"))
-        elif answer.path == OFFERS:
-            self.fields["OfferSignatureAnswer"] |= set(value)
-        elif answer.path == CONSUMPTION:
-            self.fields["ConsumptionRecorded"] |= set(value)
-        elif answer.path == APPLE:
-            self.fields["AppleActionAnswer"] |= set(value)
-
-    def record_customer(self, customer: Any) -> None:
-        if isinstance(customer, dict):
-            self.fields["Customer"] |= set(customer)
-
-    def record_sealed(self, value: dict) -> None:
-        self.fields["VerifyAnswer"] |= set(value)
-        self.record_customer(value.get("customer"))
-        for entry in value.get("transactions") or []:
-            if isinstance(entry, dict):
-                self.fields["DeliveryDecision"] |= set(entry)
+    def record_sealed(self, value: Any) -> None:
+        """The fields of an opened `/apiencrypted` answer, a `VerifyAnswer`."""
+        self.document.record_fields(self.document.schema("VerifyAnswer"), value, self.fields)
 
     def request_body_problems(self, media: str, body: Any, valid: bool, route: str = "/api") -> list[str]:
         """Whether the documented request schema agrees with what the server did with `body`."""

@@ -173,11 +173,51 @@ class Document:
         return pairs
 
     def documented_fields(self) -> dict[str, set[str]]:
-        """Top-level fields of each closed answer schema."""
+        """The fields of each closed object schema (`additionalProperties: false`) an answer can carry, read off
+        the responses: what coverage asks to see at least once."""
         schemas = self.doc["components"]["schemas"]
-        return {name: set(schemas[name]["properties"])
-                for name in ("VerifyAnswer", "ErrorAnswer", "HealthStatus", "LedgerPage", "DeliveriesConfirmed",
-                             "DeliveryDecision", "VerifyReceiptValid", "VerifyReceiptRefusal",
-                             "NotificationRecorded", "GoogleNotificationRecorded", "WebhooksAnswer", "CustomerAnswer", "Customer",
-                             "OfferSignatureAnswer", "ConsumptionRecorded", "AppleActionAnswer",
-                             "AppleActionFailure")}
+        names: set[str] = set()
+        pending = [media["schema"] for item in self.doc["paths"].values() for method in HTTP_METHODS
+                   if method in item for response in item[method]["responses"].values()
+                   for media in self.resolve(response).get("content", {}).values() if "schema" in media]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, dict):
+                ref = node.get("$ref", "")
+                if ref.startswith("#/components/schemas/"):
+                    name = ref.rsplit("/", 1)[-1]
+                    if name not in names:
+                        names.add(name)
+                        pending.append(schemas[name])
+                    continue
+                pending.extend(value for key, value in node.items() if key not in ("if", "not"))
+            elif isinstance(node, list):
+                pending.extend(node)
+        return {name: set(schemas[name]["properties"]) for name in names
+                if "properties" in schemas[name] and schemas[name].get("additionalProperties") is False}
+
+    def record_fields(self, schema: Any, value: Any, fields: dict[str, set[str]]) -> None:
+        """Adds to `fields` the members `value` carries of each closed object schema it meets, walking `schema`
+        (through `$ref`s, properties, items, and the branches of oneOf/anyOf that `value` matches)."""
+        if not isinstance(schema, dict):
+            return
+        ref = schema.get("$ref", "")
+        if ref.startswith("#/components/schemas/"):
+            name = ref.rsplit("/", 1)[-1]
+            if name in fields and isinstance(value, dict):
+                fields[name] |= set(value)
+            schema = self.doc["components"]["schemas"][name]
+        for branch in schema.get("allOf", []):
+            self.record_fields(branch, value, fields)
+        for key in ("oneOf", "anyOf"):
+            for branch in schema.get(key, []):
+                if not self.errors(branch, value, limit=1):
+                    self.record_fields(branch, value, fields)
+        if isinstance(value, dict):
+            properties = schema.get("properties", {})
+            for member, item in value.items():
+                if member in properties:
+                    self.record_fields(properties[member], item, fields)
+        elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+            for item in value:
+                self.record_fields(schema["items"], item, fields)

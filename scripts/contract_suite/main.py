@@ -150,8 +150,17 @@ def main() -> int:
         for status in (200, 403, 500):
             contract.not_exercised[("POST", APPLE, status)] = reason
     # Apple's 2025-2026 fields: the fixtures (2022) state none; AppleFieldsTests covers them.
-    for name in ("app_transaction_id", "offer_period", "billing_plan_type", "commitment"):
+    for name in ("app_transaction_id", "offer_period", "billing_plan_type", "commitment", "commitment_expires_at",
+                 "Commitment"):
         contract.fields_not_exercised[name] = "no fixture of Apple's states it (2022 items); AppleFieldsTests covers it"
+    # A grace period is stated by Apple's renewal info alone, and the fixtures hold none in one.
+    contract.fields_not_exercised["SubscriptionStatus.grace_period_expires_at"] = (
+        "no fixture's renewal info is in a grace period (ServerAPIAnswersTests covers it)")
+    # A finish or an acknowledgement refused, then its error kept: the fakes do not refuse them.
+    for schema in ("AppleFinish", "GoogleAcknowledgement"):
+        contract.fields_not_exercised[f"{schema}.last_error"] = (
+            "needs Apple or Google to refuse a finish or an acknowledgement (ServerAPIAnswersTests, "
+            "StoreDimensionTests cover it)")
     # Only Apple signs an app transaction, and the fixtures hold none: AppleActionsTests covers the answer.
     contract.fields_not_exercised["app_transaction"] = "no Apple-signed app transaction among the fixtures"
     # Apple's real receipts hold no refund, and only Apple can sign one: LedgerAPITests covers refunds with test-signed
