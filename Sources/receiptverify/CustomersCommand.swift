@@ -76,10 +76,13 @@ struct CustomersCommand: AsyncParsableCommand {
                 + "App Store Server API credentials).",
             discussion:
                 "Each original transaction's history is recorded as a verified input, claimed by the user given "
-                + "beside it, and counts as delivered. Idempotent: run it again after an interruption.")
+                + "beside it, and counts as delivered. Idempotent: run it again after an interruption, with "
+                + "--skip-known to leave out what the ledger holds already.")
         @Argument(help: "App token.") var app: String
         @Option(help: "An original transaction id to import; repeat.") var originalTransactionID: [String] = []
         @Option(help: "A file of lines ORIGINAL_TRANSACTION_ID[,APP_USER_ID] (# starts a comment).") var file: String?
+        @Flag(help: "Leave out original transactions the app's ledger holds already (resumes a run cut short).")
+        var skipKnown = false
         @OptionGroup var storeKit: StoreKitOptions
         @OptionGroup var options: GlobalOptions
 
@@ -95,9 +98,10 @@ struct CustomersCommand: AsyncParsableCommand {
             let verifier = try await storeKit.verifier()
             let json = options.json
             let report = try await storeKit.withClient(verifier: verifier) { client in
-                try await options.withTenancy { [app, items] tenancy in
-                    try await CustomerImport(storeKit: client, tenancy: tenancy).run(token: app, items: items) {
-                        done, total in
+                try await options.withTenancy { [app, items, skipKnown] tenancy in
+                    try await CustomerImport(storeKit: client, tenancy: tenancy).run(
+                        token: app, items: items, skipKnown: skipKnown
+                    ) { done, total in
                         // A progress bar on the terminal (stderr), twenty steps wide.
                         guard !json else { return }
                         let filled = total == 0 ? 20 : done * 20 / total
@@ -108,16 +112,18 @@ struct CustomersCommand: AsyncParsableCommand {
                 }
             }
             if json {
-                var object = JSONObject(capacity: 4)
+                var object = JSONObject(capacity: 5)
                 object.append("imported", .integer(Int64(report.imported)))
                 object.append("new_transactions", .integer(Int64(report.newTransactions)))
                 object.append("known_transactions", .integer(Int64(report.knownTransactions)))
+                object.append("skipped", .integer(Int64(report.skipped)))
                 object.append("failed", .array(report.failed.map { .string($0) }))
                 print(JSONValue.object(object).encodedString)
             } else {
                 print(
                     "\(report.imported) of \(items.count) imported: \(report.newTransactions) transactions new, "
-                        + "\(report.knownTransactions) known")
+                        + "\(report.knownTransactions) known"
+                        + (report.skipped > 0 ? "; \(report.skipped) skipped, already in the ledger" : ""))
                 for failure in report.failed { print("failed: \(failure)") }
             }
             if !report.failed.isEmpty { throw ExitCode(1) }

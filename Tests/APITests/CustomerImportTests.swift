@@ -53,6 +53,20 @@ import Testing
                 ["customers", "import", tenant.token, "--original-transaction-id", "1000000000", "--json"] + storeKit
             ).jsonObject()
             #expect(second["new_transactions"] == .integer(0) && second["known_transactions"] == .integer(2))
+
+            // Resumed with --skip-known, what the ledger holds is not asked of Apple again; the rest is.
+            let asked = fake.received.count
+            fake.script("sandbox", history)
+            let third = try service.cli.run(
+                [
+                    "customers", "import", tenant.token, "--original-transaction-id", "1000000000",
+                    "--original-transaction-id", "4000000000", "--skip-known", "--json",
+                ] + storeKit)
+            let resumed = try #require(try JSONParser.parse(Array(third.stdout.utf8)).objectValue)
+            #expect(resumed["skipped"] == .integer(1) && resumed["imported"] == .integer(1), "\(resumed)")
+            let paths = fake.received.dropFirst(asked).map(\.path)
+            #expect(paths.contains { $0.contains("4000000000") }, "the unknown id is asked: \(paths)")
+            #expect(!paths.contains { $0.contains("1000000000") }, "the known id is not asked: \(paths)")
         }
     }
 }

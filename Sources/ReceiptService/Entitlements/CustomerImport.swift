@@ -55,6 +55,9 @@ public struct CustomerImport: Sendable {
         public var newTransactions = 0
         /// Transactions the ledger knew already.
         public var knownTransactions = 0
+        /// Original transactions skipped, the ledger knowing them already (``run(token:items:skipKnown:progress:)``
+        /// with `skipKnown`).
+        public var skipped = 0
         /// Original transactions that failed, with why.
         public var failed: [String] = []
     }
@@ -68,10 +71,12 @@ public struct CustomerImport: Sendable {
         self.tenancy = tenancy
     }
 
-    /// Imports `items` into the app with `token`, telling `progress` after each (done, of).
-    public func run(token: String, items: [Item], progress: @Sendable (Int, Int) -> Void = { _, _ in })
-        async throws -> Report
-    {
+    /// Imports `items` into the app with `token`, telling `progress` after each (done, of). With `skipKnown`, an
+    /// original transaction the app's ledger holds already is not asked of Apple again: a run cut short resumes where
+    /// it stopped (without, every item is asked again, and renewals since the last run are recorded).
+    public func run(
+        token: String, items: [Item], skipKnown: Bool = false, progress: @Sendable (Int, Int) -> Void = { _, _ in }
+    ) async throws -> Report {
         let app = try await tenancy.app(token: token)
         guard let credentials = try tenancy.serverAPICredentials(of: app) else {
             throw ServiceError(
@@ -81,6 +86,14 @@ public struct CustomerImport: Sendable {
         var report = Report()
         for (index, item) in items.enumerated() {
             defer { progress(index + 1, items.count) }
+            if skipKnown {
+                let known = try await tenancy.store.ledgerEntries(
+                    LedgerQuery(appID: app.id, originalTransactionID: item.originalTransactionID, limit: 1))
+                if !known.isEmpty {
+                    report.skipped += 1
+                    continue
+                }
+            }
             let history: (transactions: [VerifiedReceipt], environment: StoreEnvironment)
             do {
                 history = try await storeKit.history(
