@@ -36,6 +36,10 @@ struct ReceiptBench {
             try writeNotificationFixture(to: directory, count: Int(arguments.dropFirst(2).first ?? "") ?? 1_000)
             return
         }
+        if arguments.first == "write-import-fixture", let directory = arguments.dropFirst().first {
+            try writeImportFixture(to: directory, count: Int(arguments.dropFirst(2).first ?? "") ?? 1_000)
+            return
+        }
         if arguments.first == "write-storekit-fixture", let directory = arguments.dropFirst().first {
             try writeStoreKitFixture(to: directory)
             return
@@ -264,3 +268,48 @@ extension ReceiptBench {
 
 /// A reference signature did not verify: the benchmark itself is broken.
 struct BenchError: Error {}
+
+extension ReceiptBench {
+    /// What scripts/export-bench.sh imports with `receiptverify customers import`: a P-256 test root
+    /// (`anchors/test-root-import.cer`), an App Store Server API key (`apple-key.p8`), `count` original
+    /// transactions' Transaction History (`import-histories.jsonl`, one `{"id": …, "history": …}` per line: three
+    /// monthly periods of `com.example.bench.monthly`, production, bundle `com.example.bench`, each signed), and the
+    /// app's file of them (`import.csv`, `ORIGINAL_TRANSACTION_ID,APP_USER_ID`, one user per original).
+    static func writeImportFixture(to directory: String, count: Int) throws {
+        let folder = URL(fileURLWithPath: directory)
+        let pki = try TestPKI(TestPKI.Options(keyType: .p256, name: "ReceiptBench import"))
+        let anchors = folder.appendingPathComponent("anchors")
+        try FileManager.default.createDirectory(at: anchors, withIntermediateDirectories: true)
+        try Data(pki.rootDER).write(to: anchors.appendingPathComponent("test-root-import.cer"))
+        try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(
+            to: folder.appendingPathComponent("apple-key.p8"))
+        let start = Date().addingTimeInterval(-75 * 86_400)
+        var histories: [UInt8] = []
+        var mapping = "# ReceiptBench: the app's own users of each original transaction\n"
+        for index in 0..<count {
+            let original = String(5_000_000_000 + index * 3)
+            var transactions: [JSONValue] = []
+            for period in 0..<3 {
+                var builder = JWSBuilder()
+                builder.transactionID = String(5_000_000_000 + index * 3 + period)
+                builder.originalTransactionID = original
+                builder.bundleID = "com.example.bench"
+                builder.productID = "com.example.bench.monthly"
+                builder.environment = "Production"
+                builder.purchaseDate = start.addingTimeInterval(Double(period) * 30 * 86_400)
+                builder.expiresDate = builder.purchaseDate?.addingTimeInterval(30 * 86_400)
+                builder.signedDate = Date()
+                transactions.append(.string(try builder.build(signedBy: pki)))
+            }
+            let history: JSONObject = [
+                "revision": .string("r1"), "hasMore": .bool(false), "bundleId": .string("com.example.bench"),
+                "environment": .string("Production"), "signedTransactions": .array(transactions),
+            ]
+            histories += JSONValue.object(["id": .string(original), "history": .object(history)]).encoded
+            histories.append(UInt8(ascii: "\n"))
+            mapping += "\(original),user-\(index)\n"
+        }
+        try Data(histories).write(to: folder.appendingPathComponent("import-histories.jsonl"))
+        try Data(mapping.utf8).write(to: folder.appendingPathComponent("import.csv"))
+    }
+}
