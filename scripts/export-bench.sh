@@ -25,8 +25,9 @@ TMP=$(mktemp -d /tmp/receiptverify-export-bench.XXXXXX)
 SERVER_PID=
 FAKE_PID=
 cleanup() {
-    [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-    [ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null
+    # (wait answers 143 for a process it killed: not the bench's status.)
+    { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null; } || true
+    { [ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null; } || true
     rm -rf "$TMP"
 }
 trap cleanup EXIT
