@@ -40,7 +40,7 @@ struct AccountScreen: Sendable {
                 configuration: OpenIDConfiguration(
                     issuer: provider.issuer, clientID: clientID, clientSecret: clientSecret, displayName: "Fake"),
                 logger: logger)
-            var configuration = ServerConfiguration()
+            var configuration = ServerConfiguration.forTests()
             configuration.publicURL = publicURL
             configuration.customers = settings
             // These tests are about behaviour, not time: a suite running beside them on two cores must not turn a

@@ -45,7 +45,7 @@ import Testing
                 settings: AppSettings(
                     bundleIDs: ["com.example.app"], allowedEnvironments: ["production"], verificationMode: "local",
                     resultCipher: "aes-256-gcm"))
-            let configuration = ServerConfiguration()
+            let configuration = ServerConfiguration.forTests()
             let components = ServerComponents(
                 configuration: configuration, store: tenancy.store, metrics: ServerMetrics())
             let router = try buildRouter(

@@ -14,7 +14,7 @@ import Testing
         try await withTemporaryTenancy { tenancy, logger in
             try await body(
                 try buildApplication(
-                    configuration: ServerConfiguration(), tenancy: tenancy,
+                    configuration: ServerConfiguration.forTests(), tenancy: tenancy,
                     verification: VerificationService(verifier: nil, apple: nil), logger: logger))
         }
     }

@@ -47,7 +47,7 @@ import Testing
                     // The in-process client has no peer address, so /metrics is served to anyone here; the live
                     // tests (ProxyAPITests) check that it is served to loopback only by default.
                     app: try buildApplication(
-                        configuration: ServerConfiguration(publicMetrics: true), tenancy: tenancy,
+                        configuration: ServerConfiguration.forTests(publicMetrics: true), tenancy: tenancy,
                         verification: VerificationService(verifier: verifier, apple: nil), metrics: metrics,
                         logger: logger),
                     metrics: metrics, key: key, token: app.token, resultKey: try tenancy.resultKey(of: app),
@@ -169,7 +169,7 @@ import Testing
 
     @Test func metricsOnTheirOwnPortLeaveA404OnThePublicOne() async throws {
         try await withTemporaryTenancy { tenancy, logger in
-            var configuration = ServerConfiguration()
+            var configuration = ServerConfiguration.forTests()
             configuration.metricsPort = 1
             let app = try buildApplication(
                 configuration: configuration, tenancy: tenancy,

@@ -34,7 +34,7 @@ import Testing
     /// The API's router as `serve` builds it (every optional route present, as in Server.swift), and its known routes.
     func withRouter(_ body: @Sendable (Router<ServerContext>, KnownRoutes) async throws -> Void) async throws {
         try await withTemporaryTenancy { tenancy, logger in
-            let configuration = ServerConfiguration(publicMetrics: true)
+            let configuration = ServerConfiguration.forTests(publicMetrics: true)
             let components = ServerComponents(
                 configuration: configuration, store: tenancy.store, metrics: ServerMetrics())
             let verifier = ReceiptVerifier(anchors: try TrustAnchors(encoded: []))

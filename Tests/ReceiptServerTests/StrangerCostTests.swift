@@ -18,7 +18,7 @@ import Testing
 
     /// An application over a fresh SQLite store seen through an ``InstrumentedStore``, with one tenant.
     func withApplication(
-        _ configuration: ServerConfiguration = ServerConfiguration(),
+        _ configuration: ServerConfiguration = ServerConfiguration.forTests(),
         _ body:
             @Sendable (Application<RouterResponder<ServerContext>>, InstrumentedStore, Tenant, Tenant) async throws
             -> Void
@@ -68,7 +68,7 @@ import Testing
     }
 
     @Test func madeUpKeysCostTheDatabaseNoMoreThanTheFailureBudget() async throws {
-        var configuration = ServerConfiguration()
+        var configuration = ServerConfiguration.forTests()
         configuration.failedAuthenticationsPerSecond = 10
         try await withApplication(configuration) { app, store, tenant, _ in
             try await app.test(.router) { client in
@@ -103,7 +103,7 @@ import Testing
     /// than the budget allows: each lookup spends its unit before it is made, so concurrent requests cannot all pass
     /// one check. The database is held, as under load, so that every request is in flight together.
     @Test func concurrentMadeUpKeysSpendTheBudgetBeforeTheirLookups() async throws {
-        var configuration = ServerConfiguration()
+        var configuration = ServerConfiguration.forTests()
         configuration.failedAuthenticationsPerSecond = 10
         configuration.databaseTimeout = .milliseconds(500)
         try await withApplication(configuration) { app, store, tenant, _ in
@@ -132,7 +132,7 @@ import Testing
     /// A busy app's first requests after a start, all at once with one key and one token from one address, share one
     /// lookup of each: none is refused for the failure budget that strangers' made-up keys spend.
     @Test func concurrentFirstRequestsOfOneKeyShareOneLookup() async throws {
-        var configuration = ServerConfiguration()
+        var configuration = ServerConfiguration.forTests()
         configuration.failedAuthenticationsPerSecond = 10
         try await withApplication(configuration) { app, store, tenant, _ in
             try await app.test(.router) { client in
@@ -159,7 +159,7 @@ import Testing
     /// A token busy in its own account's cache and a token that does not exist are refused alike to another account's
     /// key: the same store lookup, and past the address's budget the same 429.
     @Test func aTokenInUseIsRefusedLikeAnUnknownOne() async throws {
-        var configuration = ServerConfiguration()
+        var configuration = ServerConfiguration.forTests()
         configuration.failedAuthenticationsPerSecond = 2
         configuration.authenticationCacheTTL = .seconds(600)
         try await withApplication(configuration) { app, store, tenant, other in
@@ -188,7 +188,7 @@ import Testing
     }
 
     @Test func repeatedUnknownCredentialsAreAnsweredFromTheCache() async throws {
-        var configuration = ServerConfiguration()
+        var configuration = ServerConfiguration.forTests()
         configuration.failedAuthenticationsPerSecond = nil
         configuration.authenticationCacheTTL = .seconds(600)  // longer than any run of the loop
         try await withApplication(configuration) { app, store, tenant, other in
@@ -216,7 +216,7 @@ import Testing
     /// Holding a valid key, an unknown token and another account's token must not be told apart by the time of the
     /// 401: both take the cached path, and their latencies (interleaved, medians) agree.
     @Test func theTimeOfA401DoesNotTellWhetherATokenExists() async throws {
-        var configuration = ServerConfiguration()
+        var configuration = ServerConfiguration.forTests()
         configuration.failedAuthenticationsPerSecond = nil
         try await withApplication(configuration) { app, _, tenant, other in
             try await app.test(.router) { client in
@@ -266,7 +266,7 @@ import Testing
     }
 
     @Test func aDatabaseThatStopsAnsweringFailsFastAndRecovers() async throws {
-        var configuration = ServerConfiguration()
+        var configuration = ServerConfiguration.forTests()
         configuration.databaseTimeout = .milliseconds(300)
         configuration.authenticationCacheTTL = .zero  // every call reads the database
         try await withApplication(configuration) { app, store, tenant, _ in
@@ -345,7 +345,7 @@ import Testing
     }
 
     @Test func anAccountPageFailsFastWhenTheDatabaseStopsAnswering() async throws {
-        var configuration = ServerConfiguration()
+        var configuration = ServerConfiguration.forTests()
         configuration.databaseTimeout = .milliseconds(300)
         try await withApplication(configuration) { app, store, _, _ in
             try await app.test(.router) { client in
