@@ -312,7 +312,7 @@ import Testing
                 process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
                 process.arguments = ["python3", "-c", Self.burstClient, "\(port)", "\(count)", "1900000"]
                 process.standardOutput = FileHandle.nullDevice
-                try process.run()
+                try launch(process)
                 return process
             }
             let warmup = try burst(2)

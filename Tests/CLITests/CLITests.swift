@@ -374,7 +374,7 @@ extension CLI {
             ]
             let pipe = Pipe()
             process.standardOutput = pipe
-            try process.run()
+            try launch(process)
             let data = pipe.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             try #require(process.terminationStatus == 0)

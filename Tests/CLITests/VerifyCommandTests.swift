@@ -35,7 +35,7 @@ import Testing
                 fixtures.appendingPathComponent("certs").path, roots.path,
             ]
             script.standardOutput = FileHandle.nullDevice
-            try script.run()
+            try launch(script)
             script.waitUntilExit()
             try #require(script.terminationStatus == 0)
             #expect(try FileManager.default.contentsOfDirectory(atPath: roots.path).count == 4)
@@ -175,7 +175,7 @@ import Testing
             let errors = Pipe()
             script.standardOutput = FileHandle.nullDevice
             script.standardError = errors
-            try script.run()
+            try launch(script)
             let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             script.waitUntilExit()
             #expect(script.terminationStatus != 0)

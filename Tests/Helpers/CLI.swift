@@ -59,7 +59,7 @@ public struct CLI: Sendable {
             process.standardOutput = output
             process.standardError = output
         }
-        try process.run()
+        try launch(process)
         return process
     }
 
@@ -80,7 +80,7 @@ public struct CLI: Sendable {
         process.standardOutput = stdout
         process.standardError = stderr
         process.standardInput = input == nil ? FileHandle.nullDevice : stdin
-        try process.run()
+        try launch(process)
         if let input {
             stdin.fileHandleForWriting.write(input)
             try stdin.fileHandleForWriting.close()

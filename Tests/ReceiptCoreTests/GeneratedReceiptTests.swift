@@ -1,6 +1,7 @@
 import Foundation
 import ReceiptCore
 import ReceiptTestKit
+import TestSupport
 import Testing
 
 /// Receipts and JWS generated in-process by ReceiptTestKit: every check of the verifier, one defect at a time.
@@ -452,7 +453,7 @@ enum OpenSSL {
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
-        try process.run()
+        try launch(process)
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: output, as: UTF8.self))
