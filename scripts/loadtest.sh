@@ -17,7 +17,9 @@
 #                of SQLite.
 # NEW=N          loads a stream of N distinct receipts (default 0: the 8 receipts in turn), none sent twice: every
 #                transaction of every /api call is new to the ledger. The summary says if the stream ran out
-#                (then some were sent twice: raise N or shorten DURATION). The warm-up uses one other receipt.
+#                (then some were sent twice: raise N or shorten DURATION). Each round first loads the 8 known
+#                receipts in turn (recorded during the warm-up) on the same server for DURATION, so the summary
+#                gives new ÷ known of one run (issue 38).
 # ROUTE=customers loads POST /api/customers instead (issue 34): the app gets a catalog whose subscription grants
 #                `pro`, each receipt is first verified with its own app_user_id (load-0 … load-7), and the load asks
 #                for those 8 customers in turn (known customers, answered from memory). The summary's "/api" rows
@@ -48,7 +50,8 @@ case "$ROUTE" in
     *) echo "ROUTE must be api or customers" >&2; exit 1 ;;
 esac
 # The receipts the load sends (the stream plus the warm-up receipt with NEW).
-if [ "$NEW" -gt 0 ]; then RECEIPTS=$((NEW + 1)); else RECEIPTS=8; fi
+# With NEW, receipts 0-7 are the known ones and 8 onwards the stream.
+if [ "$NEW" -gt 0 ]; then RECEIPTS=$((NEW + 8)); else RECEIPTS=8; fi
 log() { printf '==> %s\n' "$*" >&2; }
 
 if ! command -v wrk >/dev/null 2>&1; then
@@ -104,6 +107,17 @@ database_url() {
 
 "$CURRENT/ReceiptBench" write-load-fixture "$WORK" "$RECEIPTS"
 
+# The server's CPU time so far (user and system), in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# Server CPU µs per answered request of wrk report $1 between tick counts $2 and $3, written to $1.cpu.
+cpu_per_request() {
+    local requests
+    requests=$(awk '/requests in/ { print $1 }' "$1")
+    awk -v a="$2" -v b="$3" -v n="$requests" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN { printf "%.0f\n", (b - a) / hz * 1e6 / (n > 0 ? n : 1) }' >"$1.cpu"
+    echo "server CPU per request: $(cat "$1.cpu") µs"
+}
+
 # Milliseconds of wrk's latency line for percentile $2 in report $1 (wrk prints us, ms or s).
 percentile() {
     awk -v p="$2" '$1 == p {
@@ -148,10 +162,10 @@ for index in range(count):
     with open(f"{folder}/body-{index}", "w") as body:
         body.write(urllib.parse.urlencode(fields))
 PY
-    # The load's bodies: with NEW, receipts 1…N, each wrk thread sending its own share once; else the 8 in turn.
-    # The warm-up sends body 0 only (with NEW; it is then known before the load).
+    # The load's bodies: with NEW, receipts 8…N+7, each wrk thread sending its own share once; else the 8 in turn.
+    # The warm-up and the known load (LOAD_KNOWN=1) send bodies 0-7 in turn.
     local first=0 last=$((RECEIPTS - 1))
-    [ "$NEW" -gt 0 ] && first=1
+    [ "$NEW" -gt 0 ] && first=8
     cat >"$dir/post.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/x-www-form-urlencoded"
@@ -162,11 +176,12 @@ function setup(thread)
 end
 local bodies, n = {}, 0
 function init(args)
-    local only = os.getenv("LOAD_ONLY_FIRST") == "1"
-    for i = $first, $last do
-        if only or $NEW == 0 or (i - $first) % count == id then
-            local f = io.open("$dir/$BODY_PREFIX" .. (only and 0 or i), "rb"); bodies[#bodies + 1] = f:read("*a"); f:close()
-            if only then break end
+    local known = os.getenv("LOAD_KNOWN") == "1"
+    local from, to = $first, $last
+    if known then from, to = 0, 7 end
+    for i = from, to do
+        if known or $NEW == 0 or (i - from) % count == id then
+            local f = io.open("$dir/$BODY_PREFIX" .. i, "rb"); bodies[#bodies + 1] = f:read("*a"); f:close()
         end
     end
     wrapped = 0
@@ -179,7 +194,9 @@ end
 function done(summary, latency, requests)
     local total = 0
     for _, thread in ipairs(threads) do total = total + (thread:get("wrapped") or 0) end
-    if $NEW > 0 then io.write(string.format("stream ran out: %d time(s)\\n", total)) end
+    if $NEW > 0 and os.getenv("LOAD_KNOWN") ~= "1" then
+        io.write(string.format("stream ran out: %d time(s)\\n", total))
+    end
 end
 LUA
 }
@@ -195,9 +212,7 @@ round() {
     "$bin/receiptverify" serve --port "$port" --trust-anchors "$WORK/anchors" 2>>"$dir/serve.log" &
     SERVER_PID=$!
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
-    local checked=$((RECEIPTS - 1))
-    [ "$NEW" -gt 0 ] && checked=0
-    for index in $(seq 0 "$checked"); do
+    for index in $(seq 0 7); do
         local status
         status=$(curl -s -X POST -H 'Content-Type: application/x-www-form-urlencoded' \
             --data-binary @"$dir/body-$index" "http://127.0.0.1:$port/api" \
@@ -205,8 +220,15 @@ round() {
         [ "$status" = 0 ] || { log "receipt $index does not verify (status $status)"; exit 1; }
     done
     log "[$label] warm-up 5 s"
-    LOAD_ONLY_FIRST=$([ "$NEW" -gt 0 ] && echo 1 || echo 0) \
-        wrk -t"$THREADS" -c"$CONNECTIONS" -d5s -s "$dir/post.lua" "http://127.0.0.1:$port$LOAD_PATH" >/dev/null
+    LOAD_KNOWN=1 wrk -t"$THREADS" -c"$CONNECTIONS" -d5s -s "$dir/post.lua" "http://127.0.0.1:$port$LOAD_PATH" >/dev/null
+    if [ "$NEW" -gt 0 ]; then
+        log "[$label] $LOAD_PATH: ${DURATION}s, $CONNECTIONS connections, the 8 known receipts in turn"
+        local ticks
+        ticks=$(cpu_ticks "$SERVER_PID")
+        LOAD_KNOWN=1 wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$dir/post.lua" \
+            "http://127.0.0.1:$port$LOAD_PATH" | tee "$WORK/wrk-known"
+        cpu_per_request "$WORK/wrk-known" "$ticks" "$(cpu_ticks "$SERVER_PID")"
+    fi
     local rss_before perf_pid=
     rss_before=$(ps -o rss= -p "$SERVER_PID" | tr -d ' ')
     if [ -n "${PERF:-}" ] && [ "$label" = current ] && [ ! -e "$WORK/perf.data" ]; then
@@ -215,8 +237,11 @@ round() {
     fi
     log "[$label] $LOAD_PATH: ${DURATION}s, $CONNECTIONS connections, $THREADS wrk thread(s), $STORE, $(
         [ "$NEW" -gt 0 ] && echo "a stream of $NEW new receipts" || echo "$RECEIPTS receipts in turn")"
+    local api_ticks
+    api_ticks=$(cpu_ticks "$SERVER_PID")
     wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$dir/post.lua" "http://127.0.0.1:$port$LOAD_PATH" \
         | tee "$WORK/wrk-api"
+    cpu_per_request "$WORK/wrk-api" "$api_ticks" "$(cpu_ticks "$SERVER_PID")"
     [ -n "$perf_pid" ] && wait "$perf_pid" || true
     log "[$label] /healthz: ${DURATION}s"
     wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "http://127.0.0.1:$port/healthz" \
@@ -227,9 +252,12 @@ round() {
         | sed "s/^/[$label] /" || true
     kill "$SERVER_PID" && wait "$SERVER_PID" || true
     SERVER_PID=
-    for route in api health; do
-        printf '%s %s %s %s %s\n' "$label" "$route" "$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk-$route")" \
-            "$(percentile "$WORK/wrk-$route" 50%)" "$(percentile "$WORK/wrk-$route" 99%)" >>"$WORK/summary"
+    local routes=(api health)
+    [ "$NEW" -gt 0 ] && routes=(known api health)
+    for route in "${routes[@]}"; do
+        printf '%s %s %s %s %s %s\n' "$label" "$route" "$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk-$route")" \
+            "$(percentile "$WORK/wrk-$route" 50%)" "$(percentile "$WORK/wrk-$route" 99%)" \
+            "$(cat "$WORK/wrk-$route.cpu" 2>/dev/null || echo -)" >>"$WORK/summary"
     done
 }
 
@@ -258,13 +286,15 @@ echo "billable calls metered: $("$CURRENT/receiptverify" usage --account load@ex
     "(status-0 answers logged: $(grep -c 'status=0 ' "$WORK/db-current$DB_SUFFIX/serve.log" || true))"
 echo "non-200 answers logged: $(grep -v 'http.status=200' "$WORK/db-current$DB_SUFFIX/serve.log" | grep -c 'request_id' || true)"
 echo
-echo "summary (label, route, requests/s, p50 ms, p99 ms):"
+echo "summary (label, route, requests/s, p50 ms, p99 ms, server CPU µs per request):"
 sed 's/^/  /' "$WORK/summary"
-awk '{ key = $1 " " $2; rate[key] += $3; p50[key] += $4; p99[key] += $5; n[key]++ } END {
+awk '{ key = $1 " " $2; rate[key] += $3; p50[key] += $4; p99[key] += $5; cpu[key] += $6; n[key]++ } END {
     split("baseline current", labels, " ");
     for (i = 1; i <= 2; i++) {
-        l = labels[i]; a = l " api"; h = l " health";
+        l = labels[i]; a = l " api"; h = l " health"; k = l " known";
         if (!n[a]) continue;
+        if (n[k]) printf "  %s: known /api %.0f/s (p50 %.2f ms, p99 %.2f ms, %.0f µs CPU); new /api = %.3f x known (%.0f µs CPU)\n",
+            l, rate[k] / n[k], p50[k] / n[k], p99[k] / n[k], cpu[k] / n[k], rate[a] / rate[k], cpu[a] / n[a];
         printf "  %s: /api %.0f/s (p50 %.2f ms, p99 %.2f ms, p99/p50 %.1f), /healthz %.0f/s: /api = %.3f x /healthz\n",
             l, rate[a] / n[a], p50[a] / n[a], p99[a] / n[a], p99[a] / p50[a], rate[h] / n[h], rate[a] / rate[h];
     }
