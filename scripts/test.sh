@@ -79,7 +79,7 @@ export RECEIPTVERIFY_BIN="$(swift build --show-bin-path)/receiptverify"
 # after the others and one test at a time: on two shared cores, the rest of the suite running beside them would only
 # measure the machine (LedgerAPITests' two servers answering forty concurrent requests ran out of the HTTP client's
 # connection wait there). Everything else runs in parallel first.
-timed='GooglePlayAPITests|GoogleNotificationAPITests|GoogleAccessTokensTests|ConsumptionAnswerTests|AppleActionsTests|LedgerAPITests|AbuseRunTests|OutageTests|ConnectionTests|StrangerCostTests|AppStoreServerAPITests|ServerAPIAnswersTests|NotificationAPITests|ProxyAPITests|AppleAPITests|WebhookManagementTests|NotificationSetupPageTests|CustomerImportTests'
+timed='GooglePlayAPITests|GoogleNotificationAPITests|GoogleAccessTokensTests|ConsumptionAnswerTests|AppleActionsTests|LedgerAPITests|AbuseRunTests|OutageTests|ConnectionTests|StrangerCostTests|AppStoreServerAPITests|ServerAPIAnswersTests|NotificationAPITests|ProxyAPITests|AppleAPITests|WebhookManagementTests|NotificationSetupPageTests|CustomerImportTests|StandingReadTests'
 if [ -n "${SWIFT_TEST_ARGS:-}" ]; then
     log "testing (SQLite and PostgreSQL): $SWIFT_TEST_ARGS"
     # shellcheck disable=SC2086

@@ -25,7 +25,7 @@ import Testing
     ) async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("rv-\(UUID().uuidString).sqlite").path
         defer {
-            for suffix in ["", "-wal", "-shm", "-ledger", "-statuses"] {
+            for suffix in ["", "-wal", "-shm", "-ledger", "-statuses", "-customers"] {
                 try? FileManager.default.removeItem(atPath: path + suffix)
             }
         }

@@ -9,7 +9,7 @@ func withTemporaryTenancy<T: Sendable>(
 ) async throws -> T {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("rv-\(UUID().uuidString).sqlite").path
     defer {
-        for suffix in ["", "-wal", "-shm", "-ledger", "-statuses"] {
+        for suffix in ["", "-wal", "-shm", "-ledger", "-statuses", "-customers"] {
             try? FileManager.default.removeItem(atPath: path + suffix)
         }
     }

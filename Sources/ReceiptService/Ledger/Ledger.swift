@@ -246,8 +246,12 @@ final class LedgerView: Sendable {
                 state.statusesAsOf.removeAll(keepingCapacity: true)
                 state.marker = marker
             }
-            if state.entries.count + entries.count > capacity { state.entries.removeAll() }
-            if state.statusesAsOf.count + statuses.count > capacity { state.statusesAsOf.removeAll() }
+            // Emptied in place when full: the table keeps its buckets, so it does not grow again through every size
+            // up to the capacity, moving each row at every doubling (2 % of the server's CPU on new receipts).
+            if state.entries.count + entries.count > capacity { state.entries.removeAll(keepingCapacity: true) }
+            if state.statusesAsOf.count + statuses.count > capacity {
+                state.statusesAsOf.removeAll(keepingCapacity: true)
+            }
             for status in statuses {
                 let key = Key(
                     appID: status.appID, store: status.store, environment: status.environment,

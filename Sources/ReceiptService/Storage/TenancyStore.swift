@@ -63,7 +63,7 @@ public protocol StoreLifecycle: Sendable {
     func migrate() async throws
 
     /// A value that changes whenever a plan or an existing account may have changed, in this process or another
-    /// (SQLite: any commit; PostgreSQL: a notification from ``savePlan(_:)`` or ``updateAccount(_:)``), taken without
+    /// (both stores: a count of the changes ``savePlan(_:)``, ``updateAccount(_:)`` and changes to existing ledger rows announce), taken without
     /// a round trip to the database so it can be checked on every request; nil while changes cannot be observed, and
     /// then nothing read from the store may be reused.
     func changeMarker() -> Int?

@@ -51,6 +51,7 @@ extension SQLiteStore {
                     .integer(plan.overagePricePer1000Cents),
                 ] + PlanLimits.Field.allCases.map { .integer(plan.limits[$0]) })
         }
+        announceLedgerChange()
     }
 
     public func insertAccount(_ account: Account) async throws {
@@ -72,7 +73,7 @@ extension SQLiteStore {
     }
 
     public func updateAccount(_ account: Account) async throws -> Bool {
-        try await transaction {
+        let updated = try await transaction {
             let rows = try await self.query(
                 "UPDATE accounts SET name = ?, plan_name = ?, enabled = ?, updated_at = ? WHERE id = ? RETURNING id",
                 [
@@ -81,6 +82,8 @@ extension SQLiteStore {
                 ])
             return !rows.isEmpty
         }
+        announceLedgerChange()
+        return updated
     }
 
     public func accounts() async throws -> [Account] {

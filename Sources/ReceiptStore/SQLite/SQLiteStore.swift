@@ -7,7 +7,7 @@ import ReceiptService
 import SQLiteNIO
 import Synchronization
 
-// `stat` for the change marker; its timestamp fields are declared in the C headers CoreFoundation exposes.
+// `fstat` for the change files' sizes; `struct stat` is declared in the C headers CoreFoundation exposes.
 #if canImport(Glibc)
     import CoreFoundation
     import Glibc
@@ -24,12 +24,10 @@ public final class SQLiteStore: TenancyStore, UsageStore {
     /// The connection's own thread: SQLite calls block (a busy wait can last seconds), so they must not hold
     /// threads that other connections or NIO need.
     let threadPool: NIOThreadPool
-    /// Where the connection completes its operations and the group commits run.
+    /// Where the connection completes its operations outside group commits.
     let thread: StoreThread
     let lock = AsyncLock()
     let script: MigrationScript
-    /// The database's write-ahead log, whose metadata ``changeMarker()`` reads.
-    let walPath: String
     /// The ledger's change file beside the database (`…-ledger`), open for appending: a committed change to an
     /// existing ledger row appends a byte, so its size is ``ledgerChangeMarker()`` in every process using the file.
     let ledgerChanges: Int32
@@ -50,10 +48,11 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         self.connection = connection
         self.threadPool = threadPool
         self.thread = thread
-        ledgerGroups = LedgerGroupCommit(on: thread)
-        notificationGroups = GroupCommit("notifications", on: thread)
+        // The group commits run on the connection's own thread: each statement of a group resumes where it ran.
+        let poolExecutor = ThreadPoolExecutor(threadPool)
+        ledgerGroups = LedgerGroupCommit(on: poolExecutor)
+        notificationGroups = GroupCommit("notifications", on: poolExecutor)
         self.script = script
-        self.walPath = path + "-wal"
         self.ledgerChanges = ledgerChanges
         self.statusChanges = statusChanges
         self.customerChanges = customerChanges
@@ -205,12 +204,12 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         }
     }
 
-    /// The size of the ledger change file: every process's committed changes to existing ledger rows, counted
-    /// (``LedgerStore/ledgerChangeMarker()``). One `fstat`.
+    /// The size of the ledger change file: every process's committed changes to existing ledger rows, plans and
+    /// accounts, counted (``LedgerStore/ledgerChangeMarker()``). One `fstat`.
     public func ledgerChangeMarker() -> Int? { changesCounted(in: ledgerChanges) }
 
-    /// Counts a committed change to existing ledger rows, after its commit (a reader that sees the new count reads
-    /// the change).
+    /// Counts a committed change to existing ledger rows, a plan or an account, after its commit (a reader that sees
+    /// the new count reads the change).
     func announceLedgerChange() { countChange(in: ledgerChanges) }
 
     /// The size of the statuses' change file: every process's committed status writes, counted
@@ -235,26 +234,11 @@ public final class SQLiteStore: TenancyStore, UsageStore {
     /// Counts a committed recording that inserted rows or recorded for a user, after its commit.
     func announceCustomerChange() { countChange(in: customerChanges) }
 
-    /// The size, times and inode of the write-ahead log: in WAL mode every commit, from this process or another (the
-    /// CLI), appends to the log, or rewrites it from the start after a checkpoint; either changes its size or its
-    /// modification time. One `stat`, no query; nil when the log cannot be read (nothing is then reused).
-    public func changeMarker() -> Int? {
-        var info = stat()
-        guard stat(walPath, &info) == 0 else { return nil }
-        var hasher = Hasher()
-        hasher.combine(info.st_ino)
-        hasher.combine(info.st_size)
-        #if os(Linux)
-            hasher.combine(info.st_mtim.tv_sec)
-            hasher.combine(info.st_mtim.tv_nsec)
-            hasher.combine(info.st_ctim.tv_nsec)
-        #else
-            hasher.combine(info.st_mtimespec.tv_sec)
-            hasher.combine(info.st_mtimespec.tv_nsec)
-            hasher.combine(info.st_ctimespec.tv_nsec)
-        #endif
-        return hasher.finalize()
-    }
+    /// The ledger change file's size (``ledgerChangeMarker()``): it counts every process's committed plan and account
+    /// changes too (``savePlan(_:)``, ``updateAccount(_:)``), as PostgreSQL's notifications do. One `fstat`, no query;
+    /// nil when the file cannot be read (nothing is then reused). A usage flush does not move it: the usage gate
+    /// bounds the age of other servers' counts by itself, and keeps its own arithmetic exact across its flushes.
+    public func changeMarker() -> Int? { ledgerChangeMarker() }
 }
 
 extension SQLiteData {

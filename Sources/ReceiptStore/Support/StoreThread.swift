@@ -40,3 +40,24 @@ final class StoreThread: TaskExecutor {
         if first { group.shutdownGracefully { _ in } }
     }
 }
+
+/// A one-thread `NIOThreadPool` as a task executor: SQLite's connection runs each statement on the pool's thread, and
+/// a group commit (``GroupCommit``) preferring this executor resumes there too, right after the statement, so a
+/// group's transaction runs on one thread from `BEGIN` to `COMMIT` with no hand-off between threads
+/// (docs/performance.md, issue 38). After the pool stops, work runs on Swift concurrency's global executor, so that a
+/// task still preferring it fails on the closed store instead of never resuming.
+final class ThreadPoolExecutor: TaskExecutor {
+    private let pool: NIOThreadPool
+
+    init(_ pool: NIOThreadPool) { self.pool = pool }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        pool.submit { state in
+            switch state {
+            case .active: job.runSynchronously(on: self.asUnownedTaskExecutor())
+            case .cancelled: globalConcurrentExecutor.enqueue(ExecutorJob(job))
+            }
+        }
+    }
+}
