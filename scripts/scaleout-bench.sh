@@ -12,6 +12,8 @@
 #
 # CURRENT_BIN=DIR   a release build holding receiptverify and ReceiptBench (default: builds into .build-release).
 # NEW=N             receipts in the stream (default 20000; the summary says if a server's share ran out).
+# SPLIT=1           gives each server its own share of the stream instead (receipt i to server i mod N): traffic
+#                   as a balancer spreads it, for throughput per server; exactly once is checked the same way.
 # Needs wrk and PostgreSQL's server binaries (installed with apt when missing and run as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -110,8 +112,11 @@ wrapped, answers, not_zero = 0, 0, 0
 function init(args)
     local from, to = 8, $((NEW + 7))
     if os.getenv("LOAD_KNOWN") == "1" then from, to = 0, 7 end
+    local share, shares = tonumber(os.getenv("SHARE") or "0"), tonumber(os.getenv("SHARES") or "1")
     for i = from, to do
-        local f = io.open("$dir/body-" .. i, "rb"); bodies[#bodies + 1] = f:read("*a"); f:close()
+        if from == 0 or (i - from) % shares == share then
+            local f = io.open("$dir/body-" .. i, "rb"); bodies[#bodies + 1] = f:read("*a"); f:close()
+        end
     end
     if os.getenv("NEW_IDS") then out = io.open(os.getenv("NEW_IDS"), "w") end
 end
@@ -171,10 +176,13 @@ for servers in $SERVER_COUNTS; do
     wait "${warm_pids[@]}"
     ticks_before=0
     for pid in "${PIDS[@]}"; do ticks_before=$((ticks_before + $(cpu_ticks "$pid"))); done
-    log "$servers server(s): ${DURATION}s of the new stream, $per connections each"
+    log "$servers server(s): ${DURATION}s of the new stream ($([ "${SPLIT:-0}" = 1 ] && echo "a share each" \
+        || echo "the same stream each")), $per connections each"
     wrk_pids=()
     for index in $(seq "$servers"); do
-        NEW_IDS="$dir/new-$index" wrk -t1 -c"$per" -d"${DURATION}s" --latency -s "$dir/post.lua" \
+        shares=1 share=0
+        if [ "${SPLIT:-0}" = 1 ]; then shares=$servers share=$((index - 1)); fi
+        SHARE=$share SHARES=$shares NEW_IDS="$dir/new-$index" wrk -t1 -c"$per" -d"${DURATION}s" --latency -s "$dir/post.lua" \
             "http://127.0.0.1:${ports[$((index - 1))]}/api" >"$dir/wrk-$index" &
         wrk_pids+=($!)
     done
