@@ -63,9 +63,10 @@ public protocol StoreLifecycle: Sendable {
     func migrate() async throws
 
     /// A value that changes whenever a plan or an existing account may have changed, in this process or another
-    /// (both stores: a count of the changes ``savePlan(_:)``, ``updateAccount(_:)`` and changes to existing ledger rows announce), taken without
-    /// a round trip to the database so it can be checked on every request; nil while changes cannot be observed, and
-    /// then nothing read from the store may be reused.
+    /// (both stores count the changes ``savePlan(_:)``, ``updateAccount(_:)`` and changes to existing ledger rows
+    /// announce: SQLite in a change file, PostgreSQL in notifications), taken without a round trip to the database so
+    /// it can be checked on every request; nil while changes cannot be observed, and then nothing read from the store
+    /// may be reused.
     func changeMarker() -> Int?
 }
 
