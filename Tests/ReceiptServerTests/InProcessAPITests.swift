@@ -20,6 +20,7 @@ import Testing
 
     struct Fixture: Sendable {
         let app: Application<RouterResponder<ServerContext>>
+        let tenancy: TenancyService
         let metrics: ServerMetrics
         let key: String
         let token: String
@@ -28,31 +29,41 @@ import Testing
     }
 
     func withFixture(_ body: @Sendable (Fixture) async throws -> Void) async throws {
-        try await withTemporaryTenancy { tenancy, logger in
-            _ = try await tenancy.setPlan(
-                name: "pro", monthlyQuota: .some(nil), rateLimitPerSecond: 1000, includesEncryptedEndpoint: true,
-                monthlyPriceCents: nil, overagePricePer1000Cents: nil)
-            _ = try await tenancy.createAccount(name: "Acme", email: "ops@acme.test", planName: "pro")
-            let key = try await tenancy.createAPIKey(account: "ops@acme.test", label: nil).clearText
-            let anchors = try TrustAnchors(encoded: [Self.pki.rootDER])
-            var settings = AppSettings(
-                bundleIDs: ["com.example.app"], allowedEnvironments: ["sandbox", "production"],
-                verificationMode: "local", resultCipher: "aes-256-gcm", allowsTestData: true)
-            settings.testAnchors = anchors.anchors.map(\.fingerprint)
-            let app = try await tenancy.addApp(account: "ops@acme.test", settings: settings)
-            let verifier = ReceiptVerifier(anchors: anchors)
-            let metrics = ServerMetrics()
-            try await body(
-                Fixture(
-                    // The in-process client has no peer address, so /metrics is served to anyone here; the live
-                    // tests (ProxyAPITests) check that it is served to loopback only by default.
-                    app: try buildApplication(
-                        configuration: ServerConfiguration.forTests(publicMetrics: true), tenancy: tenancy,
-                        verification: VerificationService(verifier: verifier, apple: nil), metrics: metrics,
-                        logger: logger),
-                    metrics: metrics, key: key, token: app.token, resultKey: try tenancy.resultKey(of: app),
-                    receipt: try ReceiptBuilder(inAppPurchaseCount: 2).build(signedBy: Self.pki).base64))
+        try await withTemporarySQLite { store, logger in
+            try await Self.withFixture(over: store, logger: logger, body)
         }
+    }
+
+    /// The fixture over `store`: a plan without a quota, an account with a key, an app trusting the test root and the
+    /// application serving them.
+    static func withFixture(
+        over store: any DataStore, logger: Logger, _ body: @Sendable (Fixture) async throws -> Void
+    ) async throws {
+        let tenancy = TenancyService(store: store, masterKey: MasterKey.generate())
+        _ = try await tenancy.setPlan(
+            name: "pro", monthlyQuota: .some(nil), rateLimitPerSecond: 1000, includesEncryptedEndpoint: true,
+            monthlyPriceCents: nil, overagePricePer1000Cents: nil)
+        _ = try await tenancy.createAccount(name: "Acme", email: "ops@acme.test", planName: "pro")
+        let key = try await tenancy.createAPIKey(account: "ops@acme.test", label: nil).clearText
+        let anchors = try TrustAnchors(encoded: [Self.pki.rootDER])
+        var settings = AppSettings(
+            bundleIDs: ["com.example.app"], allowedEnvironments: ["sandbox", "production"],
+            verificationMode: "local", resultCipher: "aes-256-gcm", allowsTestData: true)
+        settings.testAnchors = anchors.anchors.map(\.fingerprint)
+        let app = try await tenancy.addApp(account: "ops@acme.test", settings: settings)
+        let verifier = ReceiptVerifier(anchors: anchors)
+        let metrics = ServerMetrics()
+        try await body(
+            Fixture(
+                // The in-process client has no peer address, so /metrics is served to anyone here; the live
+                // tests (ProxyAPITests) check that it is served to loopback only by default.
+                app: try buildApplication(
+                    configuration: ServerConfiguration.forTests(publicMetrics: true), tenancy: tenancy,
+                    verification: VerificationService(verifier: verifier, apple: nil), metrics: metrics,
+                    logger: logger),
+                tenancy: tenancy, metrics: metrics, key: key, token: app.token,
+                resultKey: try tenancy.resultKey(of: app),
+                receipt: try ReceiptBuilder(inAppPurchaseCount: 2).build(signedBy: Self.pki).base64))
     }
 
     static func form(_ fields: [String: String]) -> ByteBuffer {

@@ -23,14 +23,7 @@ import Testing
             @Sendable (Application<RouterResponder<ServerContext>>, InstrumentedStore, Tenant, Tenant) async throws
             -> Void
     ) async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("rv-\(UUID().uuidString).sqlite").path
-        defer {
-            for suffix in ["", "-wal", "-shm", "-ledger", "-statuses", "-customers"] {
-                try? FileManager.default.removeItem(atPath: path + suffix)
-            }
-        }
-        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        try await StoreLocation.sqlite(path: path).withStore(logger: logger) { base in
+        try await withTemporarySQLite { base, logger in
             let store = InstrumentedStore(base)
             let tenancy = TenancyService(store: store, masterKey: MasterKey.generate())
             func tenant(_ email: String) async throws -> Tenant {

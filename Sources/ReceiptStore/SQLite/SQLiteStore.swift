@@ -58,6 +58,11 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         self.customerChanges = customerChanges
     }
 
+    /// What follows a database's path in the names of the files the store keeps: the database itself, SQLite's
+    /// write-ahead log and shared memory, and the change files of the ledger, the statuses and the customers. Whoever
+    /// removes a database removes all of them.
+    public static let fileSuffixes = ["", "-wal", "-shm", "-ledger", "-statuses", "-customers"]
+
     /// Opens (creating if needed) the database file at `path`.
     public static func open(path: String, logger: Logger) async throws -> SQLiteStore {
         let script = try MigrationScript(String(decoding: PackageResources.sqlite_schema_sql, as: UTF8.self))
