@@ -15,6 +15,8 @@
 #                kept and reported at the end).
 # STORE=postgres runs the servers on PostgreSQL (a throwaway cluster started here, one database per build) instead
 #                of SQLite.
+# STORE=both     loads this build on SQLite and on PostgreSQL in turn (SQLite first in every round, in the "baseline"
+#                rows): the summary's current ÷ baseline is then PostgreSQL ÷ SQLite (issue 38). Not with BASELINE_BIN.
 # NEW=N          loads a stream of N distinct receipts (default 0: the 8 receipts in turn), none sent twice: every
 #                transaction of every /api call is new to the ledger. The summary says if the stream ran out
 #                (then some were sent twice: raise N or shorten DURATION). Each round first loads the 8 known
@@ -29,6 +31,7 @@
 #                "/api with a user and entitlements" figure, against the build before with BASELINE_BIN.
 # Needs wrk (installed with apt when missing and run as root).
 set -euo pipefail
+. "$(dirname "$0")/bench-lib.sh"
 
 # Binds the test roots to the app, where the build has test anchors per app (issue 32; the build before had none).
 test_anchor() {
@@ -52,54 +55,42 @@ esac
 # The receipts the load sends (the stream plus the warm-up receipt with NEW).
 # With NEW, receipts 0-7 are the known ones and 8 onwards the stream.
 if [ "$NEW" -gt 0 ]; then RECEIPTS=$((NEW + 8)); else RECEIPTS=8; fi
-log() { printf '==> %s\n' "$*" >&2; }
+case "$STORE" in
+    sqlite | postgres) ;;
+    both) [ -z "${BASELINE_BIN:-}" ] || { log "STORE=both compares the stores of one build: no BASELINE_BIN"; exit 1; } ;;
+    *) log "STORE must be sqlite, postgres or both"; exit 1 ;;
+esac
 
-if ! command -v wrk >/dev/null 2>&1; then
-    log "installing wrk"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
-fi
-
-if [ -n "${CURRENT_BIN:-}" ]; then
-    CURRENT=$CURRENT_BIN
-else
-    log "building release (scratch .build-release)"
-    swift build -c release --product receiptverify --scratch-path .build-release >/dev/null
-    swift build -c release --product ReceiptBench --scratch-path .build-release >/dev/null
-    CURRENT=.build-release/release
-fi
+need_wrk
+release_build
+CURRENT=$BIN
+# With STORE=both the "baseline" is this build on SQLite.
+[ "$STORE" = both ] && BASELINE_BIN=$CURRENT
 
 WORK=$(mktemp -d /tmp/receiptverify-load.XXXXXX)
 SERVER_PID=
-PG_BIN= PG_PORT= PG_DIR=
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 cleanup() {
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null || true
-    [ -n "$PG_DIR" ] && as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate stop >/dev/null 2>&1 || true
-    [ -n "$PG_DIR" ] && rm -rf "$PG_DIR"
+    stop_postgres
     [ -n "${PERF:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-if [ "$STORE" = postgres ]; then
-    # A throwaway cluster as scripts/test.sh starts one (durable commits: fsync on, as in production).
-    PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r | head -1)
-    [ -x "$PG_BIN/initdb" ] || { log "no PostgreSQL server binaries (install the 'postgresql' package)"; exit 1; }
-    PG_DIR=$(mktemp -d /tmp/receiptverify-load-pg.XXXXXX)
-    if [ "$(id -u)" = 0 ]; then
-        id postgres >/dev/null 2>&1 || useradd --system --home-dir "$PG_DIR" postgres
-        chown postgres "$PG_DIR"
+[ "$STORE" = sqlite ] || start_postgres
+
+# The store of build label $1: with STORE=both, SQLite for the baseline and PostgreSQL for the current build.
+store_of() {
+    if [ "$STORE" = both ]; then
+        [ "$1" = baseline ] && echo sqlite || echo postgres
+    else
+        echo "$STORE"
     fi
-    PG_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    as_pg "$PG_BIN/initdb" -U postgres --auth=trust -D "$PG_DIR/data" >"$PG_DIR/initdb.log" 2>&1
-    as_pg "$PG_BIN/pg_ctl" -w -D "$PG_DIR/data" -l "$PG_DIR/server.log" \
-        -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null
-    log "PostgreSQL on 127.0.0.1:$PG_PORT"
-fi
+}
 
 # The database of build label $1, in $2 (the label's folder).
 database_url() {
-    if [ "$STORE" = postgres ]; then
-        echo "postgres://postgres@127.0.0.1:$PG_PORT/load_$1$DB_SUFFIX?sslmode=disable"
+    if [ "$(store_of "$1")" = postgres ]; then
+        postgres_url "load_$1$DB_SUFFIX"
     else
         echo "$2/rv.sqlite"
     fi
@@ -107,8 +98,6 @@ database_url() {
 
 "$CURRENT/ReceiptBench" write-load-fixture "$WORK" "$RECEIPTS"
 
-# The server's CPU time so far (user and system), in clock ticks.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # Server CPU µs per answered request of wrk report $1 between tick counts $2 and $3, written to $1.cpu.
 cpu_per_request() {
     local requests
@@ -125,43 +114,21 @@ percentile() {
         print (u == "us" ? v / 1000 : u == "s" ? v * 1000 : v) }' "$1"
 }
 
-# One-time set-up of a build's database in $WORK/db-LABEL: a plan whose limits the load never reaches (finite, so
-# the quota arithmetic runs on every call), an account, a key, an app; the request bodies.
+# One-time set-up of a build's database in $WORK/db-LABEL (bench-lib.sh's load_tenant) and the request bodies.
 setup() {
     local bin=$1 label=$2 dir="$WORK/db-$2$DB_SUFFIX"
     mkdir -p "$dir"
-    [ "$STORE" = postgres ] && as_pg "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres "load_$label$DB_SUFFIX"
+    [ "$(store_of "$label")" = postgres ] && create_database "load_$label$DB_SUFFIX"
     RECEIPTVERIFY_DATABASE_URL=$(database_url "$label" "$dir")
     export RECEIPTVERIFY_DATABASE_URL RECEIPTVERIFY_MASTER_KEY_FILE="$dir/master.key"
-    "$bin/receiptverify" migrate >/dev/null
-    "$bin/receiptverify" plan set load --quota 1000000000000 --rate-limit 10000000 --encrypted true >/dev/null
-    "$bin/receiptverify" account create --name Load --email load@example.com --plan load >/dev/null
-    local key token
-    key=$("$bin/receiptverify" key create --account load@example.com --json \
-        | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
     local catalog=()
     if [ "$ROUTE" = customers ] || { [ "${WITH_USER:-0}" = 1 ] \
         && "$bin/receiptverify" app add --help 2>/dev/null | grep -c -- ENTITLEMENT >/dev/null; }; then
         catalog=(--product com.example.app.monthly=auto_renewable:pro --product com.example.app.coins=consumable)
     fi
-    token=$("$bin/receiptverify" app add --account load@example.com --bundle-id com.example.app --allow-test-data \
-        $(test_anchor "$bin") ${catalog[@]+"${catalog[@]}"} --json \
-        | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
-    python3 - "$key" "$token" "$WORK" "$dir" "$RECEIPTS" "$ROUTE" "${WITH_USER:-0}" <<'PY'
-import sys, urllib.parse
-key, token, work, folder, count, route, with_user = sys.argv[1:5] + [int(sys.argv[5]), sys.argv[6], sys.argv[7]]
-for index in range(count):
-    receipt = open(f"{work}/receipt-{index}.b64").read().strip()
-    fields = {"apikey": key, "token": token, "receipt": receipt}
-    if with_user == "1":
-        fields["app_user_id"] = f"load-{index}"
-    if route == "customers":
-        fields["app_user_id"] = f"load-{index}"
-        with open(f"{folder}/customer-{index}", "w") as body:
-            body.write(urllib.parse.urlencode({"apikey": key, "token": token, "app_user_id": f"load-{index}"}))
-    with open(f"{folder}/body-{index}", "w") as body:
-        body.write(urllib.parse.urlencode(fields))
-PY
+    # shellcheck disable=SC2046 # test_anchor's words are two arguments, or none
+    load_tenant "$bin" $(test_anchor "$bin") ${catalog[@]+"${catalog[@]}"}
+    write_bodies "$WORK" "$dir" "$RECEIPTS"
     # The load's bodies: with NEW, receipts 8…N+7, each wrk thread sending its own share once; else the 8 in turn.
     # The warm-up and the known load (LOAD_KNOWN=1) send bodies 0-7 in turn.
     local first=0 last=$((RECEIPTS - 1))
@@ -207,7 +174,7 @@ round() {
     local bin=$1 label=$2 dir="$WORK/db-$2$DB_SUFFIX" port
     RECEIPTVERIFY_DATABASE_URL=$(database_url "$label" "$dir")
     export RECEIPTVERIFY_DATABASE_URL RECEIPTVERIFY_MASTER_KEY_FILE="$dir/master.key"
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    port=$(free_port)
     # One info line per request goes to a file, as in production.
     "$bin/receiptverify" serve --port "$port" --trust-anchors "$WORK/anchors" 2>>"$dir/serve.log" &
     SERVER_PID=$!
@@ -235,7 +202,7 @@ round() {
         perf record -F 499 -g -o "$WORK/perf.data" -p "$SERVER_PID" -- sleep "$DURATION" 2>/dev/null &
         perf_pid=$!
     fi
-    log "[$label] $LOAD_PATH: ${DURATION}s, $CONNECTIONS connections, $THREADS wrk thread(s), $STORE, $(
+    log "[$label] $LOAD_PATH: ${DURATION}s, $CONNECTIONS connections, $THREADS wrk thread(s), $(store_of "$label"), $(
         [ "$NEW" -gt 0 ] && echo "a stream of $NEW new receipts" || echo "$RECEIPTS receipts in turn")"
     local api_ticks
     api_ticks=$(cpu_ticks "$SERVER_PID")
@@ -286,6 +253,7 @@ echo "billable calls metered: $("$CURRENT/receiptverify" usage --account load@ex
     "(status-0 answers logged: $(grep -c 'status=0 ' "$WORK/db-current$DB_SUFFIX/serve.log" || true))"
 echo "non-200 answers logged: $(grep -v 'http.status=200' "$WORK/db-current$DB_SUFFIX/serve.log" | grep -c 'request_id' || true)"
 echo
+[ "$STORE" = both ] && echo "(STORE=both: baseline = this build on SQLite, current = this build on PostgreSQL)"
 echo "summary (label, route, requests/s, p50 ms, p99 ms, server CPU µs per request):"
 sed 's/^/  /' "$WORK/summary"
 awk '{ key = $1 " " $2; rate[key] += $3; p50[key] += $4; p99[key] += $5; cpu[key] += $6; n[key]++ } END {

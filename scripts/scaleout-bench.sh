@@ -16,36 +16,17 @@
 #                   as a balancer spreads it, for throughput per server; exactly once is checked the same way.
 # Needs wrk and PostgreSQL's server binaries (installed with apt when missing and run as root).
 set -euo pipefail
+. "$(dirname "$0")/bench-lib.sh"
 cd "$(dirname "$0")/.."
 DURATION=${1:-10}
 CONNECTIONS=${2:-32}
 SERVER_COUNTS=${3:-"1 2 3"}
 NEW=${NEW:-20000}
-log() { printf '==> %s\n' "$*" >&2; }
 
-if ! command -v wrk >/dev/null 2>&1; then
-    log "installing wrk"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
-fi
-PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r | head -1)
-if ! [ -x "$PG_BIN/initdb" ]; then
-    log "installing PostgreSQL"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-    PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V -r | head -1)
-fi
-if [ -n "${CURRENT_BIN:-}" ]; then
-    BIN=$CURRENT_BIN
-else
-    log "building release (scratch .build-release)"
-    swift build -c release --product receiptverify --scratch-path .build-release >/dev/null
-    swift build -c release --product ReceiptBench --scratch-path .build-release >/dev/null
-    BIN=.build-release/release
-fi
-
+need_wrk
+release_build
 WORK=$(mktemp -d /tmp/receiptverify-scaleout.XXXXXX)
-PG_DIR=$(mktemp -d /tmp/receiptverify-scaleout-pg.XXXXXX)
 PIDS=()
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 stop_servers() {
     for pid in ${PIDS[@]+"${PIDS[@]}"}; do kill "$pid" 2>/dev/null || true; done
     for pid in ${PIDS[@]+"${PIDS[@]}"}; do wait "$pid" 2>/dev/null || true; done
@@ -53,21 +34,11 @@ stop_servers() {
 }
 cleanup() {
     stop_servers
-    as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate stop >/dev/null 2>&1 || true
-    rm -rf "$PG_DIR" "$WORK"
+    stop_postgres
+    rm -rf "$WORK"
 }
 trap cleanup EXIT
-
-# A throwaway cluster with durable commits (fsync on), as in production.
-if [ "$(id -u)" = 0 ]; then
-    id postgres >/dev/null 2>&1 || useradd --system --home-dir "$PG_DIR" postgres
-    chown postgres "$PG_DIR"
-fi
-PG_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-as_pg "$PG_BIN/initdb" -U postgres --auth=trust -D "$PG_DIR/data" >"$PG_DIR/initdb.log" 2>&1
-as_pg "$PG_BIN/pg_ctl" -w -D "$PG_DIR/data" -l "$PG_DIR/server.log" \
-    -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null
-log "PostgreSQL on 127.0.0.1:$PG_PORT"
+start_postgres
 
 "$BIN/ReceiptBench" write-load-fixture "$WORK" $((NEW + 8))
 
@@ -76,25 +47,11 @@ log "PostgreSQL on 127.0.0.1:$PG_PORT"
 setup() {
     local servers=$1 dir="$WORK/n$1"
     mkdir -p "$dir"
-    as_pg "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres "scale_$servers"
-    export RECEIPTVERIFY_DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/scale_$servers?sslmode=disable"
-    export RECEIPTVERIFY_MASTER_KEY_FILE="$dir/master.key"
-    "$BIN/receiptverify" migrate >/dev/null
-    "$BIN/receiptverify" plan set load --quota 1000000000000 --rate-limit 10000000 --encrypted true >/dev/null
-    "$BIN/receiptverify" account create --name Load --email load@example.com --plan load >/dev/null
-    local key token
-    key=$("$BIN/receiptverify" key create --account load@example.com --json \
-        | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
-    token=$("$BIN/receiptverify" app add --account load@example.com --bundle-id com.example.app --allow-test-data \
-        --test-anchor "$WORK/anchors" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
-    python3 - "$key" "$token" "$WORK" "$dir" $((NEW + 8)) <<'PY'
-import sys, urllib.parse
-key, token, work, folder, count = sys.argv[1:5] + [int(sys.argv[5])]
-for index in range(count):
-    receipt = open(f"{work}/receipt-{index}.b64").read().strip()
-    with open(f"{folder}/body-{index}", "w") as body:
-        body.write(urllib.parse.urlencode({"apikey": key, "token": token, "receipt": receipt}))
-PY
+    create_database "scale_$servers"
+    RECEIPTVERIFY_DATABASE_URL=$(postgres_url "scale_$servers")
+    export RECEIPTVERIFY_DATABASE_URL RECEIPTVERIFY_MASTER_KEY_FILE="$dir/master.key"
+    load_tenant "$BIN" --test-anchor "$WORK/anchors"
+    write_bodies "$WORK" "$dir" $((NEW + 8))
 }
 
 # wrk's script: every server's wrk sends the same stream in the same order (one thread, its connections taking the
@@ -149,8 +106,6 @@ end
 LUA
 }
 
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-
 echo "servers requests/s cpu_us_per_request requests_per_server_cpu_second p50_ms p99_ms" >"$WORK/summary"
 for servers in $SERVER_COUNTS; do
     dir="$WORK/n$servers"
@@ -158,7 +113,7 @@ for servers in $SERVER_COUNTS; do
     write_script "$dir"
     ports=()
     for index in $(seq "$servers"); do
-        port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        port=$(free_port)
         "$BIN/receiptverify" serve --port "$port" --trust-anchors "$WORK/anchors" 2>>"$dir/serve-$index.log" &
         PIDS+=($!)
         ports+=("$port")
