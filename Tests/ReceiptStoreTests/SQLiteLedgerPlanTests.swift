@@ -45,11 +45,21 @@ import Testing
                             [.uuid(app), .text("Production"), .text("alice"), .integer(10_000)]
                         ), ["ledger_claims_user_idx", "ledger_transactions_original_idx"]
                     ),
+                    (
+                        "a customer's statuses",
+                        (SQLiteLedgerWriter.customerStatusesSQL, [.uuid(app), .text("Production"), .text("alice")]),
+                        ["ledger_claims_user_idx"]
+                    ),
                 ]
                 for (name, statement, indexes) in statements {
                     let plan = try await store.query("EXPLAIN QUERY PLAN " + statement.sql, statement.binds)
                         .compactMap { $0.column("detail")?.string }.joined(separator: "\n")
                     for index in indexes { #expect(plan.contains(index), "\(name): \(plan)") }
+                    // The look-up starts from the user's claims or the original's rows: the first table searched is
+                    // searched by one of the named indexes, not by the app's rows.
+                    #expect(
+                        indexes.contains { plan.split(separator: "\n").first?.contains($0) == true },
+                        "\(name) starts elsewhere: \(plan)")
                     #expect(!plan.contains("ledger_transactions_order_idx"), "\(name): \(plan)")
                     #expect(!plan.contains("SCAN"), "\(name): \(plan)")
                 }

@@ -240,15 +240,17 @@ struct SQLiteLedgerWriter: LedgerWriting {
     ) {
         let entries = try await store.query(Self.customerFactsSQL, customerKey + [.text(user), .integer(limit)])
             .map(StoredForm.ledgerEntry)
-        let statuses = try await store.query(
-            """
-            SELECT s.* FROM subscription_statuses s JOIN ledger_claims c ON c.app_id = s.app_id AND c.store = s.store
-                AND c.environment = s.environment AND c.original_transaction_id = s.original_transaction_id
-            WHERE s.app_id = ? AND s.environment = ? AND c.app_user_id = ?
-            """, customerKey + [.text(user)]
-        ).map(StoredForm.subscriptionStatus)
+        let statuses = try await store.query(Self.customerStatusesSQL, customerKey + [.text(user)])
+            .map(StoredForm.subscriptionStatus)
         return (entries, statuses)
     }
+
+    /// A user's subscription statuses in one environment (binds: app, environment, user).
+    static let customerStatusesSQL = """
+        SELECT s.* FROM subscription_statuses s JOIN ledger_claims c ON c.app_id = s.app_id AND c.store = s.store
+            AND c.environment = s.environment AND c.original_transaction_id = s.original_transaction_id
+        WHERE s.app_id = ? AND s.environment = ? AND c.app_user_id = ?
+        """
 
     /// A user's ledger rows in one environment (binds: app, environment, user, limit).
     static let customerFactsSQL = """
