@@ -103,3 +103,30 @@ extension JSONValue {
         byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
 }
+
+/// Writes one JSON object's text member by member, straight into its bytes: for an answer assembled from parts (a
+/// body and the fields added to it), without first building the whole object as a ``JSONObject``.
+public struct JSONObjectWriter: ~Copyable {
+    private var output: [UInt8] = []
+    private var isEmpty = true
+
+    /// A writer whose output has room for `capacity` bytes before it grows.
+    public init(capacity: Int) {
+        output.reserveCapacity(capacity)
+        output.append(UInt8(ascii: "{"))
+    }
+
+    /// Writes the member `key`: `value` (keys are not checked for repeats).
+    public mutating func write(_ key: String, _ value: JSONValue) {
+        if isEmpty { isEmpty = false } else { output.append(UInt8(ascii: ",")) }
+        JSONValue.writeString(key, to: &output)
+        output.append(UInt8(ascii: ":"))
+        value.write(to: &output)
+    }
+
+    /// The object's text, closed.
+    public consuming func finish() -> [UInt8] {
+        output.append(UInt8(ascii: "}"))
+        return output
+    }
+}

@@ -144,7 +144,7 @@ struct VerificationEndpoint: Sendable {
             }
             outcome.requestID = requestID
             if kind == .encrypted, outcome.isValid {
-                sealed = try ResultSealing.seal(JSONValue.object(outcome.answer).encoded, for: caller)
+                sealed = try ResultSealing.seal(outcome.encodedAnswer, for: caller)
             }
             billedStatus = kind.isBilled ? outcome.status : nil
         } catch {
@@ -393,7 +393,7 @@ struct VerificationEndpoint: Sendable {
             bytes = Array(sealed.utf8)
         } else {
             headers[.contentType] = "application/json"
-            bytes = JSONValue.object(outcome.answer).encoded
+            bytes = outcome.encodedAnswer
         }
         if outcome.status == ResponseStatus.methodNotAllowed { headers[.allow] = allowed }
         if outcome.status == ResponseStatus.unauthorized { headers[.wwwAuthenticate] = "Bearer" }

@@ -110,6 +110,33 @@ public struct VerificationOutcome: Sendable {
         return answer
     }
 
+    /// ``answer``'s JSON text, written directly: the body's members, then ours, with no object built for the whole
+    /// (the same bytes as `JSONValue.object(answer).encoded`; `AnswerWritingTests`).
+    public var encodedAnswer: [UInt8] {
+        // Ours, in ``answer``'s order; one the body already has takes that member's place, as assigning it does.
+        var ours: [(key: String, value: JSONValue)] = []
+        ours.reserveCapacity(7)
+        if isValid, let assurance { ours.append(("assurance", .string(assurance.rawValue))) }
+        if let repairs { ours.append(("repairs", repairs)) }
+        if let transactions { ours.append(("transactions", .array(transactions))) }
+        if let subscriptions { ours.append(("subscriptions", .array(subscriptions))) }
+        if let customer { ours.append(("customer", .object(customer))) }
+        if let nonce { ours.append(("nonce", .string(nonce))) }
+        if let requestID { ours.append(("request_id", .string(requestID))) }
+        var placed = [Bool](repeating: false, count: ours.count)
+        var writer = JSONObjectWriter(capacity: 16_384)
+        for member in body.members {
+            if let index = ours.firstIndex(where: { $0.key == member.key }), !placed[index] {
+                writer.write(member.key, ours[index].value)
+                placed[index] = true
+            } else {
+                writer.write(member.key, member.value)
+            }
+        }
+        for (index, member) in ours.enumerated() where !placed[index] { writer.write(member.key, member.value) }
+        return writer.finish()
+    }
+
     /// How a valid answer's purchase was proven.
     public enum Assurance: String, Sendable {
         /// A receipt signed by Apple (a unified receipt, or an iOS 6 transaction receipt), verified here or by Apple.
