@@ -61,26 +61,25 @@ public struct StoreDeadline: Sendable {
                     }
                     race.finish(result)
                 }
-                let timer = Task {
-                    do {
-                        try await Task.sleep(for: limit)
-                        // The store began to commit: the caller waits for the outcome (a delivery it marks must reach
-                        // the answer), unless the database stopped answering in the middle.
-                        if let claim, !claim.abandon() {
-                            try await Task.sleep(for: committingLimit - limit)
+                // The limit is a timer in the process's table (no task or dispatch timer of its own).
+                let timer = DeadlineTimers.shared.schedule(after: limit) {
+                    // The store began to commit: the caller waits for the outcome (a delivery it marks must reach
+                    // the answer), unless the database stopped answering in the middle.
+                    if let claim, !claim.abandon() {
+                        let committing = DeadlineTimers.shared.schedule(after: committingLimit - limit) {
                             race.finish(
                                 .failure(
                                     ServiceError(
                                         .unavailable, "\(what) began to commit and took longer than \(committingLimit)")
                                 ))
-                            return
                         }
-                    } catch {
-                        return  // the work finished first
+                        race.hold(timer: committing)
+                        return
                     }
                     race.finish(.failure(ServiceError(.unavailable, "\(what) took longer than \(limit)")))
                 }
-                race.hold(worker: worker, timer: timer)
+                race.hold(worker: worker)
+                race.hold(timer: timer)
             }
         } onCancel: {
             // A caller cancelled after the commit began still gets its outcome.
@@ -90,28 +89,34 @@ public struct StoreDeadline: Sendable {
 }
 
 /// One continuation resumed exactly once, by whichever of the work, the timer or a cancellation comes first; the
-/// loser's task is cancelled.
+/// work's task is then cancelled if still running, and the timer removed.
 private final class Race<T: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<T, any Error>?
         var done = false
         var worker: Task<Void, Never>?
-        var timer: Task<Void, Never>?
+        var timer: UInt64?
     }
 
     private let state = Mutex(State())
 
-    /// Keeps the two running tasks, so that the race's end cancels the loser; cancels both if it has ended already.
-    func hold(worker: Task<Void, Never>, timer: Task<Void, Never>) {
+    /// Keeps the work's task, so that the race's end cancels it; cancels it if the race has ended already.
+    func hold(worker: Task<Void, Never>) {
         let decided = state.withLock { state in
             state.worker = worker
+            return state.done
+        }
+        if decided { worker.cancel() }
+    }
+
+    /// Keeps the timer (``DeadlineTimers``) running for the race, so that the race's end removes it; removes it if
+    /// the race has ended already.
+    func hold(timer: UInt64) {
+        let decided = state.withLock { state in
             state.timer = timer
             return state.done
         }
-        if decided {
-            worker.cancel()
-            timer.cancel()
-        }
+        if decided { DeadlineTimers.shared.cancel(timer) }
     }
 
     /// Keeps the continuation; false (after resuming it with a cancellation) when the race was already decided.
@@ -124,17 +129,20 @@ private final class Race<T: Sendable>: Sendable {
         return !decided
     }
 
-    /// Decides the race with `result` if it is not decided yet, and cancels what is still running.
+    /// Decides the race with `result` if it is not decided yet, cancels the work if still running and removes the
+    /// timer.
     func finish(_ result: Result<T, any Error>) {
-        let decided = state.withLock { state -> (CheckedContinuation<T, any Error>?, [Task<Void, Never>])? in
+        let decided = state.withLock {
+            state -> (CheckedContinuation<T, any Error>?, Task<Void, Never>?, UInt64?)? in
             guard !state.done else { return nil }
             state.done = true
             defer { state.continuation = nil }
-            return (state.continuation, [state.worker, state.timer].compactMap { $0 })
+            return (state.continuation, state.worker, state.timer)
         }
-        guard let (continuation, tasks) = decided else { return }
+        guard let (continuation, worker, timer) = decided else { return }
         continuation?.resume(with: result)
-        for task in tasks { task.cancel() }
+        worker?.cancel()
+        if let timer { DeadlineTimers.shared.cancel(timer) }
     }
 }
 

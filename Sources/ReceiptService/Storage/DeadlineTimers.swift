@@ -1,0 +1,84 @@
+import Synchronization
+
+/// The timers of every ``StoreDeadline`` in the process, in one table with one task that sleeps until the earliest is
+/// due: a database call's limit costs a lock and a table entry, not a task and a dispatch timer of its own (issue 38;
+/// docs/performance.md, "The write path, second part"). A timer is cancelled by removing its entry; almost every one
+/// is, its work finishing long before its limit, so the task wakes about once per limit while calls run and not at
+/// all when none do.
+final class DeadlineTimers: Sendable {
+    /// The process's timers.
+    static let shared = DeadlineTimers()
+
+    typealias Fire = @Sendable () -> Void
+
+    private struct State {
+        var timers: [UInt64: (due: ContinuousClock.Instant, fire: Fire)] = [:]
+        var nextID: UInt64 = 0
+        /// The sweeper running, by generation; an older one that wakes leaves without touching the table.
+        var generation: UInt64 = 0
+        var isSweeping = false
+        /// When the running sweeper wakes next.
+        var wake: ContinuousClock.Instant?
+        var sweeper: Task<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    /// Runs `fire` once after `delay`, unless ``cancel(_:)`` is called first with the id returned.
+    func schedule(after delay: Duration, _ fire: @escaping Fire) -> UInt64 {
+        let due = ContinuousClock.now + delay
+        let (id, replaced) = state.withLock { state -> (UInt64, Task<Void, Never>?) in
+            state.nextID += 1
+            state.timers[state.nextID] = (due, fire)
+            // A sweeper asleep past this timer's time is replaced by one that wakes for it.
+            if state.isSweeping, let wake = state.wake, wake <= due { return (state.nextID, nil) }
+            let replaced = state.sweeper
+            state.generation += 1
+            state.isSweeping = true
+            state.wake = due
+            let generation = state.generation
+            // High priority: a limit must fire while the calls it limits keep the threads busy.
+            state.sweeper = Task.detached(priority: .high) { await self.sweep(generation) }
+            return (state.nextID, replaced)
+        }
+        replaced?.cancel()
+        return id
+    }
+
+    /// Removes the timer `id`; it does not fire (if it has not already).
+    func cancel(_ id: UInt64) {
+        _ = state.withLock { $0.timers.removeValue(forKey: id) }
+    }
+
+    /// Timers waiting to fire (for tests).
+    var pending: Int { state.withLock { $0.timers.count } }
+
+    /// Whether a sweeper is running (for tests): none once no timer waits.
+    var isSweeping: Bool { state.withLock { $0.isSweeping } }
+
+    private func sweep(_ generation: UInt64) async {
+        while true {
+            let target = state.withLock { state -> ContinuousClock.Instant? in
+                guard state.generation == generation else { return nil }
+                guard let earliest = state.timers.values.lazy.map(\.due).min() else {
+                    state.isSweeping = false
+                    state.wake = nil
+                    state.sweeper = nil
+                    return nil
+                }
+                state.wake = earliest
+                return earliest
+            }
+            guard let target else { return }
+            try? await Task.sleep(until: target, clock: .continuous)
+            let due = state.withLock { state -> [Fire]? in
+                guard state.generation == generation else { return nil }
+                let now = ContinuousClock.now
+                let ids = state.timers.compactMap { $0.value.due <= now ? $0.key : nil }
+                return ids.compactMap { state.timers.removeValue(forKey: $0)?.fire }
+            }
+            guard let due else { return }
+            for fire in due { fire() }
+        }
+    }
+}
