@@ -81,9 +81,10 @@ export RECEIPTVERIFY_BIN="$(swift build --show-bin-path)/receiptverify"
 # connection wait there). Everything else runs in parallel first.
 timed='GooglePlayAPITests|GoogleNotificationAPITests|GoogleAccessTokensTests|ConsumptionAnswerTests|AppleActionsTests|LedgerAPITests|AbuseRunTests|OutageTests|ConnectionTests|StrangerCostTests|AppStoreServerAPITests|ServerAPIAnswersTests|NotificationAPITests|ProxyAPITests|AppleAPITests|WebhookManagementTests|NotificationSetupPageTests|CustomerImportTests|StandingReadTests'
 # At most 24 tests at once in the parallel run (Swift Testing starts every test at once otherwise). Unbounded, the
-# test process held up to 1,490 open descriptors; past about 1,360, Foundation's `Process.run()` on Linux reads past
-# the end of its listing of /proc/self/fd and crashes in `memcpy` (seen three times, in CLI.run's launches). Bounded,
-# the peak is about 260, and the run is faster (147 s against 190 s here).
+# test process held up to 1,490 open descriptors, and Foundation's `Process.run()` crashed in `memcpy` three times
+# while launching commands, reading past a page's end beside descriptor names (1355, 1356) of its listing of
+# /proc/self/fd; we take the descriptor count for the cause (docs/performance.md, "Test runs and open descriptors").
+# Bounded, the peak is about 260, and the run is faster (147 s against 190 s here).
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-24}
 if [ -n "${SWIFT_TEST_ARGS:-}" ]; then
     log "testing (SQLite and PostgreSQL): $SWIFT_TEST_ARGS"
