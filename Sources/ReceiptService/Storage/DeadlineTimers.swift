@@ -2,9 +2,9 @@ import Synchronization
 
 /// The timers of every ``StoreDeadline`` in the process, in one table with one task that sleeps until the earliest is
 /// due: a database call's limit costs a lock and a table entry, not a task and a dispatch timer of its own (issue 38;
-/// docs/performance.md, "The write path, second part"). A timer is cancelled by removing its entry; almost every one
-/// is, its work finishing long before its limit, so the task wakes about once per limit while calls run and not at
-/// all when none do.
+/// docs/performance.md, "The write path (issue 38, second part)"). A timer is cancelled by removing its entry; almost
+/// every one is, its work finishing long before its limit, so the task wakes about once per limit while calls run and
+/// not at all when none do.
 final class DeadlineTimers: Sendable {
     /// The process's timers.
     static let shared = DeadlineTimers()
