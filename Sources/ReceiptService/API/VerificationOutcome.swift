@@ -97,32 +97,33 @@ public struct VerificationOutcome: Sendable {
         return outcome
     }
 
-    /// The JSON body a client reads.
+    /// Our fields of the answer, in their order: `assurance` (valid answers), `repairs`, `transactions`,
+    /// `subscriptions`, `customer`, `nonce`, `request_id`, each where set.
+    private var ownFields: [(key: String, value: JSONValue)] {
+        var fields: [(key: String, value: JSONValue)] = []
+        fields.reserveCapacity(7)
+        if isValid, let assurance { fields.append(("assurance", .string(assurance.rawValue))) }
+        if let repairs { fields.append(("repairs", repairs)) }
+        if let transactions { fields.append(("transactions", .array(transactions))) }
+        if let subscriptions { fields.append(("subscriptions", .array(subscriptions))) }
+        if let customer { fields.append(("customer", .object(customer))) }
+        if let nonce { fields.append(("nonce", .string(nonce))) }
+        if let requestID { fields.append(("request_id", .string(requestID))) }
+        return fields
+    }
+
+    /// The JSON body a client reads: the body with our fields assigned.
     public var answer: JSONObject {
         var answer = body
-        if isValid, let assurance { answer["assurance"] = .string(assurance.rawValue) }
-        if let repairs { answer["repairs"] = repairs }
-        if let transactions { answer["transactions"] = .array(transactions) }
-        if let subscriptions { answer["subscriptions"] = .array(subscriptions) }
-        if let customer { answer["customer"] = .object(customer) }
-        if let nonce { answer["nonce"] = .string(nonce) }
-        if let requestID { answer["request_id"] = .string(requestID) }
+        for field in ownFields { answer[field.key] = field.value }
         return answer
     }
 
     /// ``answer``'s JSON text, written directly: the body's members, then ours, with no object built for the whole
     /// (the same bytes as `JSONValue.object(answer).encoded`; `AnswerWritingTests`).
     public var encodedAnswer: [UInt8] {
-        // Ours, in ``answer``'s order; one the body already has takes that member's place, as assigning it does.
-        var ours: [(key: String, value: JSONValue)] = []
-        ours.reserveCapacity(7)
-        if isValid, let assurance { ours.append(("assurance", .string(assurance.rawValue))) }
-        if let repairs { ours.append(("repairs", repairs)) }
-        if let transactions { ours.append(("transactions", .array(transactions))) }
-        if let subscriptions { ours.append(("subscriptions", .array(subscriptions))) }
-        if let customer { ours.append(("customer", .object(customer))) }
-        if let nonce { ours.append(("nonce", .string(nonce))) }
-        if let requestID { ours.append(("request_id", .string(requestID))) }
+        // One of ours the body already has takes that member's place, as assigning it does.
+        let ours = ownFields
         var placed = [Bool](repeating: false, count: ours.count)
         var writer = JSONObjectWriter(capacity: 16_384)
         for member in body.members {
