@@ -16,10 +16,8 @@ final class DeadlineTimers: Sendable {
         var nextID: UInt64 = 0
         /// The sweeper running, by generation; an older one that wakes leaves without touching the table.
         var generation: UInt64 = 0
-        var isSweeping = false
-        /// When the running sweeper wakes next.
-        var wake: ContinuousClock.Instant?
-        var sweeper: Task<Void, Never>?
+        /// The running sweeper (nil: none) and when it wakes next.
+        var sweeper: (task: Task<Void, Never>, wake: ContinuousClock.Instant)?
     }
 
     private let state = Mutex(State())
@@ -31,14 +29,12 @@ final class DeadlineTimers: Sendable {
             state.nextID += 1
             state.timers[state.nextID] = (due, fire)
             // A sweeper asleep past this timer's time is replaced by one that wakes for it.
-            if state.isSweeping, let wake = state.wake, wake <= due { return (state.nextID, nil) }
-            let replaced = state.sweeper
+            if let sweeper = state.sweeper, sweeper.wake <= due { return (state.nextID, nil) }
+            let replaced = state.sweeper?.task
             state.generation += 1
-            state.isSweeping = true
-            state.wake = due
             let generation = state.generation
             // High priority: a limit must fire while the calls it limits keep the threads busy.
-            state.sweeper = Task.detached(priority: .high) { await self.sweep(generation) }
+            state.sweeper = (Task.detached(priority: .high) { await self.sweep(generation) }, due)
             return (state.nextID, replaced)
         }
         replaced?.cancel()
@@ -54,19 +50,17 @@ final class DeadlineTimers: Sendable {
     var pending: Int { state.withLock { $0.timers.count } }
 
     /// Whether a sweeper is running (for tests): none once no timer waits.
-    var isSweeping: Bool { state.withLock { $0.isSweeping } }
+    var isSweeping: Bool { state.withLock { $0.sweeper != nil } }
 
     private func sweep(_ generation: UInt64) async {
         while true {
             let target = state.withLock { state -> ContinuousClock.Instant? in
                 guard state.generation == generation else { return nil }
                 guard let earliest = state.timers.values.lazy.map(\.due).min() else {
-                    state.isSweeping = false
-                    state.wake = nil
                     state.sweeper = nil
                     return nil
                 }
-                state.wake = earliest
+                state.sweeper?.wake = earliest
                 return earliest
             }
             guard let target else { return }
