@@ -7,8 +7,9 @@ import Synchronization
 /// The account's standing (enabled flag, plan, the month's flushed count) comes from one indexed read of the store.
 /// A read is reused only while the store's ``StoreLifecycle/changeMarker()`` is unchanged (a count of the plan and
 /// account changes every process announces: SQLite appends to a change file, PostgreSQL sends a notification, heard on
-/// a connection kept listening) and for at most ``standingMaxAge``, which bounds how old other servers' counts may be. So a plan or account change made with the CLI applies to the next call on every server
-/// (on PostgreSQL, once its notification has arrived), and a busy account costs no database round trip per call.
+/// a connection kept listening) and for at most ``standingMaxAge``, which bounds how old other servers' counts may
+/// be. So a plan or account change made with the CLI applies to the next call on every server (on PostgreSQL, once
+/// its notification has arrived), and a busy account costs no database round trip per call.
 ///
 /// A finite quota is shared by all servers through quota grants claimed from the store (``QuotaClaim``): a call
 /// takes a unit of this server's grant, so the servers together never answer more verdicts than the quota.
