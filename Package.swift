@@ -268,6 +268,21 @@ let package = Package(
             ],
             swiftSettings: strictness
         ),
+        // The simulator's reference model (docs/testing.md): pure, importing nothing of the service.
+        .target(name: "MoneyModel", path: "Tests/MoneyModel", swiftSettings: strictness),
+        // The simulator: seeded histories played against the real application in process, on both stores, checked
+        // against MoneyModel after every step (scripts/simulate.sh).
+        .testTarget(
+            name: "SimulationTests",
+            dependencies: [
+                "MoneyModel", "ReceiptServer", "ReceiptService", "ReceiptCore", "ReceiptTestKit", "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strictness
+        ),
         .testTarget(
             name: "CLITests",
             dependencies: [

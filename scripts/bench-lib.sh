@@ -48,7 +48,8 @@ start_postgres() {
     PG_PORT=$(free_port)
     as_pg "$PG_BIN/initdb" -U postgres --auth=trust -D "$PG_DIR/data" >"$PG_DIR/initdb.log" 2>&1
     as_pg "$PG_BIN/pg_ctl" -w -D "$PG_DIR/data" -l "$PG_DIR/server.log" \
-        -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null
+        -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=200 ${PG_EXTRA_OPTIONS:-}" \
+        start >/dev/null
     log "PostgreSQL on 127.0.0.1:$PG_PORT"
 }
 

@@ -1,0 +1,186 @@
+import Foundation
+
+/// The reference model of the simulator (docs/testing.md): what each user of one app has paid for on each store, and
+/// therefore what the service must answer. It is small and pure on purpose: it imports nothing of the service, so a
+/// rule the service gets wrong cannot be copied into the model by sharing code.
+///
+/// The model knows the truth of the store (every purchase, renewal and refund, with its dates) and, separately, what
+/// the service has been told so far (``Knowledge``): a purchase the service never heard of cannot be delivered or
+/// entitle anyone, and a refund it never heard of cannot end anything.
+public struct MoneyModel: Sendable {
+    /// The catalog: every product the app sells.
+    public let products: [String: Product]
+    /// Every store transaction of the history (purchases, renewal periods), by transaction id.
+    public private(set) var purchases: [String: Purchase] = [:]
+    /// What the service has been told, and what it has answered.
+    public private(set) var knowledge = Knowledge()
+
+    public init(products: [Product]) {
+        self.products = Dictionary(uniqueKeysWithValues: products.map { ($0.id, $0) })
+    }
+
+    /// Adds a store transaction to the truth (the service does not know it yet).
+    public mutating func add(_ purchase: Purchase) { purchases[purchase.transactionID] = purchase }
+
+    /// Marks `transactionID` refunded by the store at `date`.
+    public mutating func refund(_ transactionID: String, at date: Date) { purchases[transactionID]?.refundedAt = date }
+
+    // MARK: - What the service is told
+
+    /// What the service has learnt and answered.
+    public struct Knowledge: Sendable, Equatable {
+        /// Transactions the service has heard of (by any source).
+        public var known: Set<String> = []
+        /// Refunds the service has heard of, by transaction id.
+        public var revoked: [String: Date] = [:]
+        /// Who holds each original transaction (the first user a request named; no store-side id ever claims).
+        public var claims: [String: String] = [:]
+        /// How many times each transaction was answered `deliver: true`.
+        public var deliveries: [String: Int] = [:]
+    }
+
+    /// The service hears of `transactionID` from a notification (a purchase, a renewal, a refund when
+    /// `carriesRevocation`). Notifications never claim and never deliver.
+    public mutating func notified(_ transactionID: String, carriesRevocation: Bool) {
+        guard let purchase = purchases[transactionID] else { return }
+        knowledge.known.insert(transactionID)
+        if carriesRevocation, let refunded = purchase.refundedAt { knowledge.revoked[transactionID] = refunded }
+    }
+
+    /// What one presentation must be answered.
+    public struct Expectation: Sendable, Equatable {
+        /// `deliver` of the transaction's entry.
+        public var deliver: Bool
+        /// Whether the entry must say another user holds the purchase (`claimed_by_other_user`).
+        public var claimedByOther: Bool
+    }
+
+    /// A client presents `transactionID` for `user` (nil: the request named no user); the JWS carries the refund when
+    /// `carriesRevocation`. Returns what the answer must say and records the delivery it makes.
+    public mutating func presented(_ transactionID: String, user: String?, carriesRevocation: Bool) -> Expectation {
+        guard let purchase = purchases[transactionID] else { return Expectation(deliver: false, claimedByOther: false) }
+        notified(transactionID, carriesRevocation: carriesRevocation)
+        if let user, knowledge.claims[purchase.originalTransactionID] == nil {
+            knowledge.claims[purchase.originalTransactionID] = user
+        }
+        if let user, let holder = knowledge.claims[purchase.originalTransactionID], holder != user {
+            return Expectation(deliver: false, claimedByOther: true)
+        }
+        guard knowledge.revoked[transactionID] == nil, knowledge.deliveries[transactionID, default: 0] == 0 else {
+            return Expectation(deliver: false, claimedByOther: false)
+        }
+        knowledge.deliveries[transactionID] = 1
+        return Expectation(deliver: true, claimedByOther: false)
+    }
+
+    // MARK: - What a user may use now
+
+    /// One active entitlement: its name and when it ends (nil: never).
+    public struct Entitlement: Sendable, Equatable, CustomStringConvertible {
+        public var name: String
+        public var expiresAt: Date?
+        public init(name: String, expiresAt: Date?) {
+            self.name = name
+            self.expiresAt = expiresAt
+        }
+        public var description: String {
+            "\(name) until \(expiresAt.map { String(Int64(($0.timeIntervalSince1970 * 1_000).rounded(.down))) } ?? "ever")"
+        }
+    }
+
+    /// The entitlements active for `user` at `now`, from what the service knows of the originals `user` holds:
+    /// a non-consumable while not refunded; a subscription while its latest known period has not ended and was not
+    /// refunded (a refund of an older period ends nothing); consumables grant nothing.
+    public func entitlements(of user: String, at now: Date) -> [Entitlement] {
+        var byName: [String: Entitlement] = [:]
+        let held = Set(knowledge.claims.filter { $0.value == user }.map(\.key))
+        let known = knowledge.known.compactMap { purchases[$0] }.filter { held.contains($0.originalTransactionID) }
+        for (_, periods) in Dictionary(grouping: known, by: \.originalTransactionID) {
+            guard let product = products[periods[0].productID] else { continue }
+            var granted: Date??
+            switch product.kind {
+            case .consumable:
+                continue
+            case .nonConsumable:
+                if periods.contains(where: { knowledge.revoked[$0.transactionID] == nil }) { granted = .some(nil) }
+            case .autoRenewable:
+                let latest = periods.max { ($0.purchasedAt, $0.transactionID) < ($1.purchasedAt, $1.transactionID) }
+                if let latest, knowledge.revoked[latest.transactionID] == nil, let end = latest.expiresAt, end > now {
+                    granted = .some(end)
+                }
+            }
+            guard let granted else { continue }
+            for name in product.entitlements {
+                if let current = byName[name] {
+                    let merged: Date? =
+                        switch (current.expiresAt, granted) {
+                        case (nil, _), (_, nil): nil
+                        case (let a?, let b?): max(a, b)
+                        }
+                    byName[name] = Entitlement(name: name, expiresAt: merged)
+                } else {
+                    byName[name] = Entitlement(name: name, expiresAt: granted)
+                }
+            }
+        }
+        return byName.values.sorted { $0.name < $1.name }
+    }
+}
+
+/// A product of the catalog.
+public struct Product: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        case consumable
+        case nonConsumable
+        /// Renews every `days` days.
+        case autoRenewable(days: Int)
+    }
+    public let id: String
+    public let kind: Kind
+    /// The entitlements it grants.
+    public let entitlements: [String]
+
+    public init(id: String, kind: Kind, entitlements: [String]) {
+        self.id = id
+        self.kind = kind
+        self.entitlements = entitlements
+    }
+
+    /// The catalog entry the service is configured with (`ID=TYPE[:ENTITLEMENT,…]`).
+    public var catalogEntry: String {
+        let type =
+            switch kind {
+            case .consumable: "consumable"
+            case .nonConsumable: "non_consumable"
+            case .autoRenewable: "auto_renewable"
+            }
+        return entitlements.isEmpty ? "\(id)=\(type)" : "\(id)=\(type):\(entitlements.joined(separator: ","))"
+    }
+}
+
+/// One store transaction: a purchase, or one period of a subscription.
+public struct Purchase: Sendable, Equatable {
+    public let transactionID: String
+    public let originalTransactionID: String
+    public let productID: String
+    /// The backend's own id of the user who paid.
+    public let buyer: String
+    public let purchasedAt: Date
+    /// A subscription period's end.
+    public let expiresAt: Date?
+    /// When the store refunded it, if it did.
+    public var refundedAt: Date?
+
+    public init(
+        transactionID: String, originalTransactionID: String, productID: String, buyer: String, purchasedAt: Date,
+        expiresAt: Date?, refundedAt: Date? = nil
+    ) {
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        self.productID = productID
+        self.buyer = buyer
+        self.purchasedAt = purchasedAt
+        self.expiresAt = expiresAt
+        self.refundedAt = refundedAt
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import MoneyModel
+import NIOCore
+import ReceiptCore
+import ReceiptServer
+import ReceiptService
+import ReceiptTestKit
+import TestSupport
+
+/// The real service in process, over a real store, as the simulator drives it: the application `serve` builds (the
+/// routes, the middleware, the ledger, the customer views), one account, and a fresh app for every history, so that
+/// histories played one after another on one database never see each other's transactions.
+struct SimulatedService: Sendable {
+    /// The PKI that signs StoreKit 2 items and notifications; the apps trust its root as test data.
+    static let pki = try! TestPKI(TestPKI.Options(keyType: .p256, name: "Simulator"))
+
+    let tenancy: TenancyService
+    let client: any TestClientProtocol
+    /// The simulator's accounts: how many apps were made, and each account's API key.
+    let accounts = Accounts()
+
+    /// Shared by copies of the service: each app's account, made once, with its API key.
+    actor Accounts {
+        private var apps = 0
+        private var keys: [Int: Task<String, any Error>] = [:]
+
+        /// The account the next app goes to and its key: a plan holds at most 100,000 apps per account, so each
+        /// account takes 50,000 histories.
+        func next(in tenancy: TenancyService) async throws -> (email: String, key: String) {
+            let index = apps / 50_000
+            apps += 1
+            let email = "sim-\(index)@example.test"
+            if let made = keys[index] { return (email, try await made.value) }
+            let making = Task {
+                _ = try await tenancy.createAccount(name: "Sim", email: email, planName: "simulation")
+                return try await tenancy.createAPIKey(account: email, label: nil).clearText
+            }
+            keys[index] = making
+            return (email, try await making.value)
+        }
+    }
+
+    /// Runs `body` with the service over a fresh store of `kind`.
+    static func with<T: Sendable>(_ kind: StoreKind, _ body: @Sendable (SimulatedService) async throws -> T)
+        async throws -> T
+    {
+        try await withTestStore(kind) { store, _ in
+            var logger = Logger(label: "simulator")
+            logger.logLevel = .critical
+            let tenancy = TenancyService(store: store, masterKey: MasterKey.generate())
+            _ = try await tenancy.setPlan(
+                name: "simulation", monthlyQuota: .some(nil), rateLimitPerSecond: 1_000_000,
+                includesEncryptedEndpoint: true, monthlyPriceCents: nil, overagePricePer1000Cents: nil,
+                limits: [.apps: 100_000])
+            let anchors = try TrustAnchors(encoded: [pki.rootDER])
+            // Production defaults (the authentication cache included), but a deadline fit for a shared machine.
+            var configuration = ServerConfiguration()
+            configuration.databaseTimeout = .seconds(15)
+            let application = try buildApplication(
+                configuration: configuration, tenancy: tenancy,
+                verification: VerificationService(verifier: ReceiptVerifier(anchors: anchors), apple: nil),
+                logger: logger)
+            return try await application.test(.router) { client in
+                try await body(SimulatedService(tenancy: tenancy, client: client))
+            }
+        }
+    }
+
+    /// A new app selling the history's catalog, delivering once, flagging purchases of other users.
+    func newApp() async throws -> Tenant {
+        var settings = AppSettings(
+            bundleIDs: [History.bundleID], allowedEnvironments: ["production", "sandbox"], verificationMode: "local",
+            allowsTestData: true)
+        settings.testAnchors = try TrustAnchors(encoded: [Self.pki.rootDER]).anchors.map(\.fingerprint)
+        settings.productCatalog = History.catalog.map(\.catalogEntry)
+        settings.deliveryMode = "once"
+        // Every history has an app of its own selling one bundle: each app delivers its own purchases once.
+        settings.sharesBundleIDs = true
+        settings.claimsPolicy = "flag"
+        let (account, key) = try await accounts.next(in: tenancy)
+        return Tenant(token: try await tenancy.addApp(account: account, settings: settings).token, apiKey: key)
+    }
+
+    /// An app of the simulator's, and the key of its account.
+    struct Tenant: Sendable {
+        let token: String
+        let apiKey: String
+    }
+
+    // MARK: - Requests
+
+    /// An answer: its HTTP status and JSON body.
+    struct Answer: Sendable {
+        let status: HTTPResponse.Status
+        let json: JSONObject
+    }
+
+    func post(_ uri: String, form fields: [(String, String)]) async throws -> Answer {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        let text = fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed)!)" }
+            .joined(separator: "&")
+        return try await client.execute(
+            uri: uri, method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
+            body: ByteBuffer(string: text)
+        ) { response in
+            guard case .object(let object) = try JSONParser.parse(response.body.readableBytesView) else {
+                throw TestKitError("\(uri) answered no JSON object: \(String(buffer: response.body))")
+            }
+            return Answer(status: response.status, json: object)
+        }
+    }
+
+    func postNotification(token: String, signedPayload: String) async throws -> HTTPResponse.Status {
+        var body = JSONObject(capacity: 1)
+        body.append("signedPayload", .string(signedPayload))
+        return try await client.execute(
+            uri: "/notifications/\(token)", method: .post, headers: [.contentType: "application/json"],
+            body: ByteBuffer(string: JSONValue.object(body).encodedString)
+        ) { $0.status }
+    }
+
+    // MARK: - Signed items
+
+    /// The StoreKit 2 transaction of `purchase` as Apple signs it at `signedAt` (with the refund, if the store had
+    /// refunded it by then).
+    static func transaction(_ purchase: Purchase, of user: History.User?, products: [String: Product], signedAt: Date)
+        throws -> String
+    {
+        var item = JWSBuilder()
+        item.transactionID = purchase.transactionID
+        item.originalTransactionID = purchase.originalTransactionID
+        item.bundleID = History.bundleID
+        item.productID = purchase.productID
+        item.environment = "Production"
+        item.signedDate = signedAt
+        item.purchaseDate = purchase.purchasedAt
+        item.expiresDate = purchase.expiresAt
+        item.appAccountToken = user?.appAccountToken
+        item.type =
+            switch products[purchase.productID]?.kind {
+            case .consumable: "Consumable"
+            case .nonConsumable: "Non-Consumable"
+            default: "Auto-Renewable Subscription"
+            }
+        if let refunded = purchase.refundedAt, refunded <= signedAt {
+            item.revocation = (refunded, 1, "REFUND_FULL", nil)
+        }
+        return try item.build(signedBy: pki)
+    }
+
+    /// A Server Notifications V2 payload of `type` about `transaction`, signed at `signedAt`.
+    static func notification(type: String, subtype: String?, uuid: String, transaction: String, signedAt: Date)
+        throws -> String
+    {
+        var builder = JWSBuilder()
+        builder.payload = .notification
+        builder.bundleID = History.bundleID
+        builder.environment = "Production"
+        builder.notificationType = type
+        builder.notificationSubtype = subtype
+        builder.notificationUUID = uuid
+        builder.signedDate = signedAt
+        builder.signedTransactionInfo = transaction
+        return try builder.build(signedBy: pki)
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import HTTPTypes
+import MoneyModel
+import ReceiptCore
+import ReceiptService
+
+/// Plays histories against the service and checks the invariants after every step (docs/testing.md):
+/// 1. every answer's `deliver` for the presented transaction is what the model says: `true` the first time a
+///    transaction the service does not know to be refunded is presented, `false` ever after, and an entry says
+///    `claimed_by_other_user` exactly when another user holds the purchase;
+/// 2. every user's customer view (`POST /api/customers`) holds exactly the entitlements the model grants now, with
+///    the same end;
+/// and every request is answered as the protocol says (200 and `status: 0` for a presentation, 200 for a
+/// notification).
+struct Simulator: Sendable {
+    let service: SimulatedService
+    /// Whether every request and answer is printed (`SIMULATION_TRACE=1`).
+    var traces = ProcessInfo.processInfo.environment["SIMULATION_TRACE"] == "1"
+
+    /// A history that broke an invariant: where, and why.
+    struct Failure: Error, CustomStringConvertible {
+        let step: Int
+        let message: String
+        var description: String { "step \(step): \(message)" }
+    }
+
+    /// Plays `history` on a new app; nil if every invariant held after every step.
+    func play(_ history: History) async throws -> Failure? {
+        let tenant = try await service.newApp()
+        var model = history.model
+        let products = model.products
+        for (index, step) in history.steps.enumerated() {
+            let answered: (String, JSONValue?)?
+            switch try await perform(step, of: history, tenant: tenant, model: &model, products: products) {
+            case .failed(let message): return Failure(step: index, message: message)
+            case .answered(let user, let view): answered = (user, view)
+            case .done: answered = nil
+            }
+            // The views a step can change: its buyer's and the request's user's (who may hold the purchase). A
+            // presentation's answer carries its user's view (`customer`), which is checked as it is.
+            var users = Set([step.buyer(in: model), step.user].compactMap { $0 })
+            if let (user, view) = answered {
+                users.remove(user)
+                if let message = compare(view, of: user, with: model) { return Failure(step: index, message: message) }
+            }
+            for user in users.sorted() {
+                if let message = try await checkCustomer(user, tenant: tenant, model: model) {
+                    return Failure(step: index, message: message)
+                }
+            }
+        }
+        // At the end, every user's.
+        for user in history.users {
+            if let message = try await checkCustomer(user.id, tenant: tenant, model: model) {
+                return Failure(step: history.steps.count, message: message)
+            }
+        }
+        return nil
+    }
+
+    /// What a step came to.
+    enum Performed {
+        /// An invariant broke.
+        case failed(String)
+        /// A request for `user` was answered with the user's view.
+        case answered(user: String, view: JSONValue?)
+        case done
+    }
+
+    /// Sends `step`; returns what broke, if anything, or the view its answer carries.
+    private func perform(
+        _ step: History.Step, of history: History, tenant: SimulatedService.Tenant, model: inout MoneyModel,
+        products: [String: Product]
+    ) async throws -> Performed {
+        switch step {
+        case .present(let id, let userID, let late):
+            guard let purchase = model.purchases[id] else { return .done }
+            let signedAt = late ? history.start.addingTimeInterval(-60) : purchase.purchasedAt.addingTimeInterval(60)
+            let jws = try SimulatedService.transaction(
+                purchase, of: history.user(purchase.buyer), products: products, signedAt: signedAt)
+            var fields = [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", jws)]
+            if let userID { fields.append(("app_user_id", userID)) }
+            let answer = try await service.post("/api", form: fields)
+            if traces { print("\(step) -> \(JSONValue.object(answer.json).encodedString)") }
+            let carriesRevocation = purchase.refundedAt.map { $0 <= signedAt } ?? false
+            let expected = model.presented(id, user: userID, carriesRevocation: carriesRevocation)
+            guard answer.status == .ok, answer.json["status"] == .integer(0) else {
+                return .failed("\(step): answered \(answer.status.code) \(JSONValue.object(answer.json).encodedString)")
+            }
+            guard
+                let entry = answer.json["transactions"]?.arrayValue?.first(where: {
+                    $0["transaction_id"] == .string(id)
+                })
+            else {
+                return .failed("\(step): no entry for \(id) in \(JSONValue.object(answer.json).encodedString)")
+            }
+            let deliver = entry["deliver"] == .bool(true)
+            let claimedByOther = entry["state"] == .string("claimed_by_other_user")
+            if deliver != expected.deliver || claimedByOther != expected.claimedByOther {
+                return .failed(
+                    "\(step): answered deliver \(deliver), state \(entry["state"]?.stringValue ?? "-"); "
+                        + "the model says deliver \(expected.deliver)"
+                        + (expected.claimedByOther ? ", claimed by another user" : ""))
+            }
+            if let userID { return .answered(user: userID, view: answer.json["customer"]) }
+        case .notifyPurchase(let id, let uuid), .notifyRefund(let id, let uuid):
+            guard let purchase = model.purchases[id] else { return .done }
+            let isRefund = if case .notifyRefund = step { true } else { false }
+            let signedAt =
+                isRefund ? (purchase.refundedAt ?? history.start) : purchase.purchasedAt.addingTimeInterval(1)
+            let transaction = try SimulatedService.transaction(
+                purchase, of: history.user(purchase.buyer), products: products, signedAt: signedAt)
+            let (type, subtype): (String, String?)
+            if isRefund {
+                (type, subtype) = ("REFUND", nil)
+            } else if purchase.expiresAt == nil {
+                (type, subtype) = ("ONE_TIME_CHARGE", nil)
+            } else if purchase.transactionID == purchase.originalTransactionID {
+                (type, subtype) = ("SUBSCRIBED", "INITIAL_BUY")
+            } else {
+                (type, subtype) = ("DID_RENEW", nil)
+            }
+            let status = try await service.postNotification(
+                token: tenant.token,
+                signedPayload: try SimulatedService.notification(
+                    type: type, subtype: subtype, uuid: uuid, transaction: transaction, signedAt: signedAt))
+            guard status == .ok else { return .failed("\(step): the notification was answered \(status.code)") }
+            model.notified(id, carriesRevocation: isRefund)
+        }
+        return .done
+    }
+
+    /// Compares `user`'s customer view with the model's entitlements now. The simulator's PKI signs test data, which
+    /// the ledger keeps in the `Xcode` environment.
+    private func checkCustomer(_ user: String, tenant: SimulatedService.Tenant, model: MoneyModel) async throws
+        -> String?
+    {
+        let answer = try await service.post(
+            "/api/customers",
+            form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("app_user_id", user), ("environment", "Xcode"),
+            ])
+        guard answer.status == .ok else {
+            return "customer \(user): answered \(answer.status.code) \(JSONValue.object(answer.json).encodedString)"
+        }
+        if traces { print("customer \(user) -> \(JSONValue.object(answer.json).encodedString)") }
+        return compare(answer.json["customer"], of: user, with: model)
+    }
+
+    /// Compares `view` (a `customer` object) with the model's entitlements of `user` now.
+    private func compare(_ view: JSONValue?, of user: String, with model: MoneyModel) -> String? {
+        let now = Date()
+        let expected = model.entitlements(of: user, at: now).map { entitlement in
+            "\(entitlement.name) until \(entitlement.expiresAt.map(Self.rfc3339) ?? "ever")"
+        }
+        let active = (view?["entitlements"]?.arrayValue ?? []).filter { $0["active"] == .bool(true) }
+        let actual = active.map { entitlement in
+            "\(entitlement["name"]?.stringValue ?? "?") until \(entitlement["expires_at"]?.stringValue ?? "ever")"
+        }.sorted()
+        guard actual == expected else {
+            return "customer \(user): active entitlements \(actual), the model says \(expected)"
+        }
+        return nil
+    }
+
+    static func rfc3339(_ date: Date) -> String {
+        AppleDate.rfc3339(milliseconds: Int64((date.timeIntervalSince1970 * 1_000).rounded(.down)))
+    }
+
+    /// The shortest history found that still fails: steps removed one at a time while it fails, until no single
+    /// removal does.
+    func shrink(_ history: History) async throws -> (History, Failure)? {
+        guard var failure = try await play(history) else { return nil }
+        var current = history
+        // Steps after the failing one never ran.
+        current.steps = Array(current.steps.prefix(failure.step + 1))
+        var removedOne = true
+        while removedOne {
+            removedOne = false
+            var index = current.steps.count - 1
+            while index >= 0 {
+                var candidate = current
+                candidate.steps.remove(at: index)
+                if let found = try await play(candidate) {
+                    current = candidate
+                    current.steps = Array(current.steps.prefix(found.step + 1))
+                    failure = found
+                    removedOne = true
+                    index = min(index, current.steps.count)
+                }
+                index -= 1
+            }
+        }
+        return (current, failure)
+    }
+}
