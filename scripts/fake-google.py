@@ -9,6 +9,7 @@ Usage: fake-google.py PORT_FILE PUBLIC_KEY_PEM CLIENT_EMAIL PACKAGE PRODUCT PURC
 Writes the port it listens on to PORT_FILE; serves until killed. Needs Python's cryptography.
 """
 import base64
+import hashlib
 import http.server
 import json
 import secrets
@@ -27,7 +28,8 @@ ISSUED: set[str] = set()
 PURCHASE = {"kind": "androidpublisher#productPurchase", "purchaseTimeMillis": str(int(time.time() * 1000) - 60_000),
             "purchaseState": 0, "consumptionState": 0, "orderId": "GPA.3312-4000-5000-60001",
             "acknowledgementState": 0, "quantity": 1, "regionCode": "FR",
-            "obfuscatedExternalAccountId": "recipe-user"}
+            # As Google advises apps: a one-way hash of the backend's user id, never the id itself.
+            "obfuscatedExternalAccountId": hashlib.sha256(b"receiptverify-test:user-1").hexdigest()}
 
 
 def b64(text: str) -> bytes:

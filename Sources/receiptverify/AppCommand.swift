@@ -69,6 +69,12 @@ struct AppCommand: AsyncParsableCommand {
                 "Refuse (400) an /api request without app_user_id (or a StoreKit 2 appAccountToken) while claims are checked (default off)."
         )
         var requireUser: Bool?
+        @Flag(
+            name: .customLong("store-user-ids"), inversion: .prefixedNo,
+            help:
+                "Take the stores' own user ids (Apple's appAccountToken, Google's obfuscatedExternalAccountId) for the backend's app_user_id, so that a request without app_user_id claims for them (default off: only app_user_id claims)."
+        )
+        var storeUserIDs: Bool?
         @Option(
             help:
                 "The app's Apple ID (App Store Connect's numeric app id): Production notifications must state it; \"\" removes it."
@@ -130,6 +136,7 @@ struct AppCommand: AsyncParsableCommand {
                 productCatalog: anyProduct ? [] : products.isEmpty ? nil : products, enrichment: enrichment,
                 idLookups: idLookups, requiresUser: requireUser, appleAppID: appleAppID)
             settings.sharesBundleIDs = shareBundleID
+            settings.storeUserIDs = storeUserIDs
             if !packageNames.isEmpty { settings.packageNames = packageNames }
             settings.googleServiceAccountJSON = try googleServiceAccountFile.map {
                 try readSecret($0, what: "Google service account key")

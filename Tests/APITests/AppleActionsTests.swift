@@ -41,7 +41,11 @@ import Testing
         try await ServerAPIAnswersTests.withServerAPI(
             kind, serveArguments: ["--storekit-extension-poll-seconds", "1"]
         ) { service, fake in
-            let tenant = try ServerAPIAnswersTests.tenant(service, ["--product", "\(Self.monthly)=auto_renewable:pro"])
+            // The app puts its backend's user ids in appAccountToken, and says so: a token set claims for it.
+            let tenant = try ServerAPIAnswersTests.tenant(
+                service, ["--product", "\(Self.monthly)=auto_renewable:pro", "--store-user-ids"])
+            let shown = try service.cli.expectSuccess(["app", "show", tenant.token, "--json"]).jsonObject()
+            #expect(shown["store_user_ids"] == .bool(true))
             // A subscription presented without a user: unclaimed.
             let bought = try Self.period(service, "7100", expires: Date().addingTimeInterval(29 * 86_400))
             let first = try await service.post(

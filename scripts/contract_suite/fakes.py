@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 import http.server
 import json
 import re
@@ -105,6 +106,11 @@ class FakeApple:
 
 # Apple's App Store Server API, faked with Apple's own signed data (the fixtures' voicerec subscription, signed by
 # Apple): the id in the path chooses the answer.
+# The obfuscatedExternalAccountId of the fake's purchases: as Google advises apps, a one-way hash of the backend's user
+# id ("contract-user"), never the id itself; only a request's app_user_id claims.
+HASHED_USER = hashlib.sha256(b"receiptverify-test:contract-user").hexdigest()
+
+
 class FakeGoogle:
     """A local stand-in for Google (the server's --google-play-api-url and --google-oauth-token-url point at
     http://127.0.0.1:PORT and PORT/token): the token endpoint checks each JWT bearer grant as Google does (RS256 by the
@@ -222,7 +228,7 @@ class FakeGoogle:
         rest = path[len(prefix):]
         product = {"kind": "androidpublisher#productPurchase", "purchaseTimeMillis": "1790000000123",
                    "consumptionState": 0, "developerPayload": "", "acknowledgementState": 0, "quantity": 1,
-                   "regionCode": "FR", "obfuscatedExternalAccountId": "contract-user"}
+                   "regionCode": "FR", "obfuscatedExternalAccountId": HASHED_USER}
         if rest == f"products/coins_100/tokens/{self.PRODUCT}":
             return 200, {**product, "purchaseState": 0, "orderId": "GPA.3300-0000-0000-00001"}
         if rest == f"products/coins_100/tokens/{self.PENDING}":
@@ -233,7 +239,7 @@ class FakeGoogle:
                 "startTime": "2026-11-01T10:00:00.5Z", "subscriptionState": "SUBSCRIPTION_STATE_ACTIVE",
                 "latestOrderId": "GPA.3300-0000-0000-00003",
                 "acknowledgementState": "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED",
-                "externalAccountIdentifiers": {"obfuscatedExternalAccountId": "contract-user"},
+                "externalAccountIdentifiers": {"obfuscatedExternalAccountId": HASHED_USER},
                 "lineItems": [{"productId": "premium_monthly", "expiryTime": "2099-01-01T00:00:00Z",
                                "latestSuccessfulOrderId": "GPA.3300-0000-0000-00003",
                                "autoRenewingPlan": {"autoRenewEnabled": True}}]}

@@ -445,7 +445,8 @@ class VerificationChecks:
             entitlements = [(e.get("name"), e.get("store")) for e in (b.get("customer") or {}).get("entitlements", [])]
             return ([] if statuses == ["active"] else [f"subscriptions {statuses}"]) + \
                 ([] if ("pro", "google_play") in entitlements else [f"entitlements {entitlements}"])
-        verify("an active subscription", {"product_id": "premium_monthly", "purchase_token": FakeGoogle.SUBSCRIPTION},
+        verify("an active subscription", {"product_id": "premium_monthly", "purchase_token": FakeGoogle.SUBSCRIPTION,
+                                          "app_user_id": "contract-user"},
                200, subscription)
         verify("a token Google does not know",
                {"product_id": "coins_100", "purchase_token": "contract-unknown-token"}, 403)

@@ -169,6 +169,8 @@ public struct AppView: Codable, Sendable, Equatable {
     public let idLookups: String
     /// Whether `/api` requires a user while claims are checked.
     public let requiresUser: Bool
+    /// Whether the stores' own user ids are taken for the backend's `app_user_id`.
+    public let storeUserIDs: Bool
     /// The app's Apple ID, when bound (Production notifications must state it).
     public let appleAppID: Int64?
     /// How refund requests are answered: the policy.
@@ -206,6 +208,7 @@ public struct AppView: Codable, Sendable, Equatable {
         case claims, delivery, products, enrichment
         case idLookups = "id_lookups"
         case requiresUser = "requires_user"
+        case storeUserIDs = "store_user_ids"
         case appleAppID = "apple_app_id"
         case refundPolicy = "refund_policy"
         case consumptionConsent = "consumption_consent"
@@ -244,6 +247,7 @@ public struct AppView: Codable, Sendable, Equatable {
         enrichment = app.enrichment.rawValue
         idLookups = app.idLookups.rawValue
         requiresUser = app.requiresUser
+        storeUserIDs = app.storeUserIDs
         appleAppID = app.appleAppID
         refundPolicy = app.refundAnswers.policy.rawValue
         consumptionConsent = app.refundAnswers.customerConsented

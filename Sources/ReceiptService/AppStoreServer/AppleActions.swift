@@ -29,14 +29,15 @@ public struct AppleActions: Sendable {
     public struct TokenSet: Sendable {
         /// The environment Apple was asked in.
         public var environment: StoreEnvironment
-        /// Whether the ledger's original transaction is now claimed by the token (the app's claims on, and no other
-        /// user held it).
+        /// Whether the ledger's original transaction is now claimed by the token (the app's claims and store user ids
+        /// on, and no other user held it).
         public var claimed: Bool
     }
 
     /// Has Apple put `token` on every transaction of `originalTransactionID` (a claim made after the purchase), then
-    /// claims it in the ledger for the token where the app checks claims and nobody holds it. Refused before Apple
-    /// is asked for a family-shared purchase (Apple refuses them, 4000185) and for one another user holds.
+    /// claims it in the ledger for the token where the app checks claims, takes the stores' user ids for its own
+    /// (`store_user_ids`) and nobody holds it. Refused before Apple is asked for a family-shared purchase (Apple
+    /// refuses them, 4000185) and for one another user holds.
     public func setAppAccountToken(
         app: App, originalTransactionID: String, token: UUID, environment asked: StoreEnvironment?
     ) async throws -> TokenSet {
@@ -58,7 +59,8 @@ public struct AppleActions: Sendable {
             "app \(app.id.uuidString.lowercased()), original transaction \(originalTransactionID), \(environment.rawValue)"
         )
         var claimed = false
-        if app.claimsPolicy != .off, !rows.isEmpty {
+        // The token claims only where the app says the stores' user ids are its own (money review M1).
+        if app.claimsPolicy != .off, app.storeUserIDs, !rows.isEmpty {
             var recording = LedgerRecording(
                 appID: app.id, environment: environment,
                 transactions: rows.filter { $0.environment == environment }.map(\.transaction), user: user,

@@ -21,11 +21,13 @@ extension Ledger {
         logger: Logger
     ) async throws {
         guard outcome.isValid, let environment = outcome.environment else { return }
-        // The user: the request's `app_user_id`, else a StoreKit 2 transaction's own `appAccountToken` (as the input
-        // stated it, before any enrichment merged Apple's history).
-        let user =
-            request.appUserID.flatMap { $0.isEmpty ? nil : $0 } ?? outcome.inputUser
-            ?? Self.user(statedBy: outcome.purchases)
+        // The user: the request's `app_user_id`; else, only where the app says the stores' user ids are its own
+        // (money review M1), the id the input states (a StoreKit 2 transaction's `appAccountToken` as the input stated
+        // it, before any enrichment merged Apple's history; Google's `obfuscatedExternalAccountId`). A store-side id is
+        // a UUID or a hash by the stores' advice: taken for the user, it would claim the purchase away from the
+        // backend's own user, who would then never get it.
+        let storeUser = caller.app.storeUserIDs ? outcome.inputUser ?? Self.user(statedBy: outcome.purchases) : nil
+        let user = request.appUserID.flatMap { $0.isEmpty ? nil : $0 } ?? storeUser
         // Without a user no claim is made or checked: an app that always knows its user says so, and a request
         // without one (a code path that forgot it, a client-controlled field left out) is refused before anything is
         // recorded.

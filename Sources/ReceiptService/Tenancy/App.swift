@@ -60,6 +60,10 @@ public struct App: Sendable, Hashable {
     public var requiresUser: Bool
     /// How Apple's refund requests are answered (off by default).
     public var refundAnswers: RefundAnswers = RefundAnswers()
+    /// Whether the stores' own user ids (Apple's `appAccountToken`, Google's `obfuscatedExternalAccountId`) are the
+    /// backend's `app_user_id`: then a request without `app_user_id` claims for the id its purchase states. Off by
+    /// default, where only a request's `app_user_id` ever claims (docs/api.md, "Claims").
+    public var storeUserIDs: Bool = AppDefaults.storeUserIDs
     /// The app's Apple ID (App Store Connect's numeric app id), when the operator bound it: a Production notification
     /// must state it (`appAppleId`), as Apple's library checks.
     public var appleAppID: Int64?

@@ -24,4 +24,7 @@ public enum AppDefaults {
     /// A request without a user is answered (its purchases are neither claimed nor checked), as every integration
     /// written before the setting existed expects; an app whose backend always knows its user turns it on.
     public static let requiresUser = false
+    /// The stores' user ids are not taken for the backend's (money review M1: Google recommends a hash of the user id
+    /// as `obfuscatedExternalAccountId`, and Apple's `appAccountToken` is a UUID).
+    public static let storeUserIDs = false
 }

@@ -34,6 +34,7 @@ extension AppSettings {
         Field.allCases.filter(isGiven).map(\.rawValue) + (allowsTestData != nil ? ["allows_test_data"] : [])
             + (testAnchors != nil ? ["test_anchors"] : [])
             + (isEnabled != nil ? ["enabled"] : []) + (requiresUser != nil ? ["requires_user"] : [])
+            + (storeUserIDs != nil ? ["store_user_ids"] : [])
     }
 
     /// Whether `field` is given.

@@ -60,6 +60,9 @@ public struct AppSettings: Sendable {
     public var idLookups: String?
     /// Whether `/api` requires a user while claims are checked.
     public var requiresUser: Bool?
+    /// Whether the stores' own user ids (Apple's `appAccountToken`, Google's `obfuscatedExternalAccountId`) are the
+    /// backend's `app_user_id`, so that a request without `app_user_id` claims for them (off by default).
+    public var storeUserIDs: Bool?
     /// The app's Apple ID (digits); empty removes it.
     public var appleAppID: String?
     /// How refund requests are answered: `off`, `inform`, `decline`, `grant_full`, `grant_prorated` or `rules`.
@@ -129,6 +132,7 @@ public struct AppSettings: Sendable {
         var enrichment: Enrichment?
         var idLookups: IDLookups?
         var requiresUser: Bool?
+        var storeUserIDs: Bool?
         /// `.some(nil)` removes it.
         var appleAppID: Int64??
         var refundPolicy: RefundAnswers.Policy?
@@ -261,6 +265,7 @@ public struct AppSettings: Sendable {
         if let testAnchors { parsed.testAnchors = try Self.fingerprints(testAnchors) }
         parsed.isEnabled = isEnabled
         parsed.requiresUser = requiresUser
+        parsed.storeUserIDs = storeUserIDs
         if let appleAppID {
             let text = appleAppID.trimmingCharacters(in: .whitespaces)
             if text.isEmpty {

@@ -319,6 +319,7 @@ public struct TenancyService: Sendable {
         if let enrichment = parsed.enrichment { app.enrichment = enrichment }
         if let idLookups = parsed.idLookups { app.idLookups = idLookups }
         if let requiresUser = parsed.requiresUser { app.requiresUser = requiresUser }
+        if let storeUserIDs = parsed.storeUserIDs { app.storeUserIDs = storeUserIDs }
         if let appleAppID = parsed.appleAppID { app.appleAppID = appleAppID }
         if let testAnchors = parsed.testAnchors { app.testAnchors = testAnchors }
         if let policy = parsed.refundPolicy { app.refundAnswers.policy = policy }

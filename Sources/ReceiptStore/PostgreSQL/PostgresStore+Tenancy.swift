@@ -178,7 +178,7 @@ extension PostgresStore {
                     enabled, claims_policy, delivery_mode, product_catalog, enrichment, id_lookups, requires_user,
                     apple_app_id, locked, test_anchors, product_terms, refund_answers, package_names,
                     google_client_email, google_key_id, google_token_uri, google_private_key, google_pubsub, google_license_key,
-                    created_at, updated_at)
+                    store_user_ids, created_at, updated_at)
                 VALUES (\(app.id), \(app.accountID), \(app.token), \(app.name), \(columns.environments),
                     \(app.verificationMode.rawValue), \(columns.sharedSecret), \(columns.issuerID), \(columns.keyID),
                     \(columns.privateKey), \(app.resultCipher.rawValue), \(columns.resultKey), \(app.allowsTestData),
@@ -188,7 +188,7 @@ extension PostgresStore {
                     \(columns.productTerms), \(app.refundAnswers.storedForm), \(columns.packageNames),
                     \(app.googlePlayCredentials?.clientEmail), \(app.googlePlayCredentials?.keyID),
                     \(app.googlePlayCredentials?.tokenURI), \(columns.googleKey), \(app.googlePubSub?.storedForm),
-                    \(app.googleLicenseKey), \(app.createdAt), \(app.updatedAt))
+                    \(app.googleLicenseKey), \(app.storeUserIDs), \(app.createdAt), \(app.updatedAt))
                 """, on: connection)
             try await self.insertBundleIDs(of: app, on: connection)
             return true
@@ -215,7 +215,7 @@ extension PostgresStore {
                     google_key_id = \(app.googlePlayCredentials?.keyID),
                     google_token_uri = \(app.googlePlayCredentials?.tokenURI), google_private_key = \(columns.googleKey),
                     google_pubsub = \(app.googlePubSub?.storedForm), google_license_key = \(app.googleLicenseKey),
-                    updated_at = \(app.updatedAt)
+                    store_user_ids = \(app.storeUserIDs), updated_at = \(app.updatedAt)
                 WHERE id = \(app.id) RETURNING id
                 """, on: connection)
             guard !updated.isEmpty else { return false }

@@ -538,3 +538,7 @@ ALTER TABLE usage_daily DROP CONSTRAINT usage_daily_endpoint_check;
 ALTER TABLE usage_daily ADD CONSTRAINT usage_daily_endpoint_check
     CHECK (endpoint IN ('api', 'apiencrypted', 'transactions', 'customers', 'offers', 'export'));
 CREATE INDEX usage_daily_app_idx ON usage_daily (app_id, day);
+
+-- version: 29 Money review M1: whether an app's stores' user ids (Apple's appAccountToken, Google's
+-- obfuscatedExternalAccountId) are its backend's app_user_id; off: a request without app_user_id claims nothing
+ALTER TABLE apps ADD COLUMN store_user_ids BOOLEAN NOT NULL DEFAULT false;

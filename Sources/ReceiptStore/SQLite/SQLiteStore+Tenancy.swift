@@ -172,8 +172,8 @@ extension SQLiteStore {
                     enabled, claims_policy, delivery_mode, product_catalog, enrichment, id_lookups, requires_user,
                     apple_app_id, locked, test_anchors, product_terms, refund_answers, package_names,
                     google_client_email, google_key_id, google_token_uri, google_private_key, google_pubsub, google_license_key,
-                    created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    store_user_ids, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [.uuid(app.id), .uuid(app.accountID), .text(app.token)] + Self.appColumns(app)
                     + [.millis(app.createdAt), .millis(app.updatedAt)])
@@ -192,7 +192,7 @@ extension SQLiteStore {
                     enrichment = ?, id_lookups = ?, requires_user = ?, apple_app_id = ?, locked = ?, test_anchors = ?,
                     product_terms = ?, refund_answers = ?, package_names = ?, google_client_email = ?,
                     google_key_id = ?, google_token_uri = ?, google_private_key = ?, google_pubsub = ?, google_license_key = ?,
-                    token = ?,
+                    store_user_ids = ?, token = ?,
                     updated_at = ?
                 WHERE id = ? RETURNING id
                 """,
@@ -270,6 +270,7 @@ extension SQLiteStore {
             app.googlePlayCredentials.map { .text($0.tokenURI) } ?? .null,
             .bytes(app.googlePlayCredentials?.privateKey.bytes),
             app.googlePubSub.map { .text($0.storedForm) } ?? .null, app.googleLicenseKey.map { .text($0) } ?? .null,
+            .bool(app.storeUserIDs),
         ]
     }
 

@@ -658,3 +658,7 @@ DROP TABLE usage_daily;
 ALTER TABLE usage_daily_v28 RENAME TO usage_daily;
 CREATE INDEX usage_daily_day_idx ON usage_daily (day);
 CREATE INDEX usage_daily_app_idx ON usage_daily (app_id, day);
+
+-- version: 29 Money review M1: whether an app's stores' user ids (Apple's appAccountToken, Google's
+-- obfuscatedExternalAccountId) are its backend's app_user_id; off: a request without app_user_id claims nothing
+ALTER TABLE apps ADD COLUMN store_user_ids INTEGER NOT NULL DEFAULT 0 CHECK (store_user_ids IN (0, 1));

@@ -84,6 +84,7 @@ extension StoredForm {
             throw corrupt("apps.refund_answers is not a refund policy: \(refunds)")
         }
         app.refundAnswers = answers
+        app.storeUserIDs = try row.bool("store_user_ids")
         app.packageNames = commaSeparated(try row.text("package_names"))
         if let email = try row.optionalText("google_client_email"), let keyID = try row.optionalText("google_key_id"),
             let tokenURI = try row.optionalText("google_token_uri"),

@@ -177,6 +177,7 @@ struct AppView: PageView {
     var idLookups: String
     var refunds: String
     var requiresUser: String
+    var storeUserIDs: String
     var appleAppID: String
     var status: String
     var locked: Bool
@@ -231,6 +232,10 @@ struct AppView: PageView {
             app.requiresUser
             ? "required: /api answers 400 without app_user_id (or a StoreKit 2 appAccountToken) while claims are checked"
             : "optional: a request without a user is answered, its purchases neither claimed nor checked"
+        storeUserIDs =
+            app.storeUserIDs
+            ? "the backend's: a request without app_user_id claims for the purchase's appAccountToken or obfuscatedExternalAccountId"
+            : "not the backend's: only a request's app_user_id claims"
         appleAppID =
             app.appleAppID.map { "\($0): Production notifications must state it" }
             ?? "not bound: notifications are taken by bundle ID alone"
@@ -271,6 +276,7 @@ struct AppForm: PageView {
     /// Whether a test root is bound to the app, so the customer may switch test data (else it is the operator's).
     var testDataBound: Bool
     var requiresUser: Bool
+    var storeUserIDs: Bool
     var enabled: Bool
     var products: String
     var hasSharedSecret: Bool
@@ -333,6 +339,7 @@ struct AppForm: PageView {
         testDataBound = app?.testAnchors.isEmpty == false
         if !testDataBound { allowsTestData = app?.allowsTestData ?? AppDefaults.allowsTestData }
         requiresUser = form.map { $0.isChecked("requires_user") } ?? app?.requiresUser ?? AppDefaults.requiresUser
+        storeUserIDs = form.map { $0.isChecked("store_user_ids") } ?? app?.storeUserIDs ?? AppDefaults.storeUserIDs
         enabled = form.map { $0.isChecked("enabled") } ?? app?.isEnabled ?? true
         products = form?["products"] ?? app?.catalog?.map(\.description).joined(separator: "\n") ?? ""
         hasSharedSecret = app?.sharedSecret != nil
@@ -385,6 +392,7 @@ struct AppForm: PageView {
             requiresUser: form.isChecked("requires_user"),
             appleAppID: form["apple_app_id"]
         )
+        settings.storeUserIDs = form.isChecked("store_user_ids")
         settings.refundPolicy = form["refund_policy"]
         settings.consumptionConsent = form.isChecked("consumption_consent")
         settings.sampleContentProvided = form.isChecked("sample_content_provided")
