@@ -8,14 +8,19 @@ public struct RetryPolicy: Sendable, Equatable {
     public var first: Duration
     /// How long after the work began it is tried.
     public var giveUpAfter: Duration
+    /// The longest wait between two attempts, in seconds.
+    public var longestWait: Double
 
     /// Creates a policy.
-    public init(first: Duration, giveUpAfter: Duration = .seconds(72 * 3_600)) {
+    public init(
+        first: Duration, giveUpAfter: Duration = .seconds(72 * 3_600), longestWait: Double = Self.longestWait
+    ) {
         self.first = first
         self.giveUpAfter = giveUpAfter
+        self.longestWait = longestWait
     }
 
-    /// The longest wait between two attempts.
+    /// The longest wait between two attempts, by default.
     public static let longestWait: Double = 6 * 3_600
 
     /// When to try again after the `failures`-th failed attempt (from 1) of work begun at `start`; nil when that
@@ -25,7 +30,7 @@ public struct RetryPolicy: Sendable, Equatable {
         afterFailures failures: Int, since start: Date, now: Date, jitter: Double = Double.random(in: 0...1)
     ) -> Date? {
         let firstSeconds = Double(first.components.seconds) + Double(first.components.attoseconds) / 1e18
-        let wait = min(Self.longestWait, firstSeconds * pow(2, Double(max(0, min(failures - 1, 30)))))
+        let wait = min(longestWait, firstSeconds * pow(2, Double(max(0, min(failures - 1, 30)))))
         let next = now.addingTimeInterval(wait * (0.8 + 0.4 * min(1, max(0, jitter))))
         return next > start.addingTimeInterval(Double(giveUpAfter.components.seconds)) ? nil : next
     }

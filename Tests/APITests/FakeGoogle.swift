@@ -276,6 +276,13 @@ final class FakeGoogle: Sendable {
             guard state.grantedPackages[email]?.contains(package) == true else {
                 return Self.googleError(403, "The current user has insufficient permissions.")
             }
+            // As Google: a start more than 30 days back is refused (voidedpurchases.list, `startTime`).
+            let start = query.split(separator: "&").first { $0.hasPrefix("startTime=") }
+                .flatMap { Int64($0.dropFirst("startTime=".count)) }
+            let oldest = Int64((Date().timeIntervalSince1970 - 30 * 86_400) * 1_000)
+            if let start, start < oldest {
+                return Self.googleError(400, "startTime must not be older than 30 days.")
+            }
             let pages = state.voided[package] ?? [[]]
             let token = query.split(separator: "&").first { $0.hasPrefix("token=page-") }
             let index = token.flatMap { Int($0.dropFirst("token=page-".count)) } ?? 0

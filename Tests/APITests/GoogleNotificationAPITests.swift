@@ -93,7 +93,8 @@ import Testing
                 #expect(boughtAnswer["duplicate"] == .bool(false) && boughtAnswer["effect"] == .string("recorded"))
                 var looked = try await Self.rows(service, tenant, original: original)
                 let row = try #require(looked["transactions"]?.arrayValue?.first)
-                #expect(row["store"] == .string("google_play") && row["app_user_id"] == .string("user-2"))
+                // Recorded, never claimed: a notification names only Google's obfuscated account id (M1).
+                #expect(row["store"] == .string("google_play") && row["app_user_id"] == nil, "\(row)")
                 #expect(row["delivered_at"] == nil || row["delivered_at"] == .null)
                 #expect(looked["subscriptions"]?.arrayValue?.first?["status"] == .string("active"))
 
@@ -179,6 +180,43 @@ import Testing
     }
 
     @Test(
+        "a notification never claims: the backend's user gets the purchase whatever obfuscatedExternalAccountId holds (M1)",
+        arguments: StoreKind.available)
+    func aNotificationNeverClaimsForGooglesAccountID(kind: StoreKind) async throws {
+        try await Self.run(kind) { service, fake, account in
+            let tenant = try Self.tenant(service, account, ["--product", "coins_100=non_consumable:coins"])
+            let order = "GPA.3391-7070-7070-70707"
+            // The app follows Google's advice: a one-way hash of its user id, not the id.
+            fake.setProduct(
+                Self.package, "coins_100", token: "tok-m1", GooglePlayAPITests.product(orderID: order, user: "h-alice"))
+            let purchased = """
+                {"version":"1.0","packageName":"\(Self.package)","eventTimeMillis":"1790000000123",\
+                "oneTimeProductNotification":{"version":"1.0","notificationType":1,"purchaseToken":"tok-m1",\
+                "sku":"coins_100"}}
+                """
+            let (answer, json) = try await Self.push(service, fake, tenant, messageID: "m1-1", purchased)
+            #expect(answer.httpStatus == 200 && json["effect"] == .string("recorded"), "\(answer.text)")
+            let recorded = try #require(
+                try await Self.rows(service, tenant, original: order)["transactions"]?.arrayValue?.first)
+            #expect(recorded["app_user_id"] == nil, "\(recorded)")
+
+            // The backend's request for its own user: delivered, claimed for that user, and acknowledged to Google.
+            let fields = [
+                ("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tok-m1"),
+                ("app_user_id", "alice"),
+            ]
+            let (_, verified) = try await GooglePlayAPITests.verify(service, tenant, fields)
+            let entry = try #require(verified["transactions"]?.arrayValue?.first)
+            #expect(entry["deliver"] == .bool(true), "\(verified)")
+            #expect(verified["customer"]?["app_user_id"] == .string("alice"))
+            let row = try #require(
+                try await Self.rows(service, tenant, original: order)["transactions"]?.arrayValue?.first)
+            #expect(row["app_user_id"] == .string("alice"), "\(row)")
+            #expect(row["google_acknowledgement"] != nil, "\(row)")
+        }
+    }
+
+    @Test(
         "one-time, voided and test notifications; a purchase recorded by one is still delivered once by /api",
         arguments: StoreKind.available)
     func productVoidedAndTestNotifications(kind: StoreKind) async throws {
@@ -213,16 +251,17 @@ import Testing
                 try await Self.rows(service, tenant, original: "GPA.3391-6060-6060-60606")["transactions"]?.arrayValue?
                     .isEmpty == true)
 
-            // Voided: the order is found in Google's voided list and revoked.
+            // Voided (an hour ago: Google lists 30 days): the order is found in Google's voided list and revoked.
+            let voidedAt = Int64(Date().timeIntervalSince1970 * 1_000) - 3_600_000
             fake.setVoided(
                 Self.package,
                 pages: [
                     [
-                        #"{"kind":"androidpublisher#voidedPurchase","purchaseToken":"tok-5","orderId":"\#(order)","purchaseTimeMillis":"1790000000123","voidedTimeMillis":"1790000300000","voidedSource":1,"voidedReason":7}"#
+                        #"{"kind":"androidpublisher#voidedPurchase","purchaseToken":"tok-5","orderId":"\#(order)","purchaseTimeMillis":"1790000000123","voidedTimeMillis":"\#(voidedAt)","voidedSource":1,"voidedReason":7}"#
                     ]
                 ])
             let voided = """
-                {"version":"1.0","packageName":"\(Self.package)","eventTimeMillis":"1790000300500",\
+                {"version":"1.0","packageName":"\(Self.package)","eventTimeMillis":"\(voidedAt + 500)",\
                 "voidedPurchaseNotification":{"purchaseToken":"tok-5","orderId":"\(order)","productType":2,\
                 "refundType":1}}
                 """
@@ -231,7 +270,7 @@ import Testing
             let refunded = try #require(
                 try await Self.rows(service, tenant, original: order)["transactions"]?.arrayValue?.first)
             #expect(refunded["reason"] == .integer(7))
-            #expect(fake.voidedQueries.last?.contains("startTime=\(1_790_000_300_500 - 3 * 86_400_000)") == true)
+            #expect(fake.voidedQueries.last?.contains("startTime=\(voidedAt + 500 - 3 * 86_400_000)") == true)
 
             // Play Console's test notification: recorded, no effect.
             let test =
@@ -246,7 +285,9 @@ import Testing
             #expect(items.allSatisfy { $0["source"] == .string("google") })
             let voidedItem = try #require(items.first { $0["notification_uuid"] == .string("p-3") })
             #expect(voidedItem["notification_type"] == .string("VOIDED_PURCHASE"))
-            #expect(voidedItem["signed_date"]?.stringValue?.hasPrefix("2026-09-21T") == true, "\(voidedItem)")
+            #expect(
+                voidedItem["signed_date"]?.stringValue?.hasPrefix(
+                    String(AppleDate.rfc3339(milliseconds: voidedAt + 500).prefix(19))) == true, "\(voidedItem)")
         }
     }
 

@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
+import NIOHTTP1
 import ReceiptCore
+import ReceiptService
 import TestSupport
 import Testing
 import _CryptoExtras
@@ -52,12 +54,22 @@ import _CryptoExtras
         return (answer, try answer.json())
     }
 
+    /// The `obfuscatedExternalAccountId` an app following Google's advice sets: a one-way hash of its user id, never
+    /// the id itself.
+    static func hashed(_ user: String) -> String {
+        Hex.encode(Array(SHA256.hash(data: Array(("receiptverify-test:" + user).utf8))))
+    }
+
+    /// A purchase time as Google states a fresh purchase's: a minute ago (Google refunds one not acknowledged
+    /// three days after it, so an older one is past saving).
+    static var recentPurchase: Int64 { Int64(Date().timeIntervalSince1970 * 1_000) - 60_000 }
+
     static func product(
         orderID: String = "GPA.3391-0000-1111-22222", state: Int = 0, testPurchase: Bool = false,
-        user: String? = "user-1"
+        user: String? = Self.hashed("user-1")
     ) -> String {
         """
-        {"kind":"androidpublisher#productPurchase","purchaseTimeMillis":"1790000000123","purchaseState":\(state),\
+        {"kind":"androidpublisher#productPurchase","purchaseTimeMillis":"\(Self.recentPurchase)","purchaseState":\(state),\
         "consumptionState":0,"developerPayload":"","orderId":"\(orderID)","acknowledgementState":0,\
         "quantity":1,"regionCode":"FR"\(testPurchase ? #","purchaseType":0"# : "")\
         \(user.map { #","obfuscatedExternalAccountId":"\#($0)""# } ?? "")}
@@ -66,7 +78,7 @@ import _CryptoExtras
 
     static func subscription(
         state: String = "SUBSCRIPTION_STATE_ACTIVE", orderID: String = "GPA.3391-5555-6666-77777",
-        expires: String = "2099-01-01T00:00:00.123456Z", renews: Bool = true, user: String = "user-2"
+        expires: String = "2099-01-01T00:00:00.123456Z", renews: Bool = true, user: String = Self.hashed("user-2")
     ) -> String {
         """
         {"kind":"androidpublisher#subscriptionPurchaseV2","regionCode":"FR","startTime":"2026-11-01T10:00:00.5Z",\
@@ -83,7 +95,10 @@ import _CryptoExtras
         try await Self.withGoogle(kind) { service, fake, account in
             let tenant = try Self.tenant(service, account, ["--product", "coins_100=consumable"])
             fake.setProduct(Self.package, "coins_100", token: "tok.one-1", Self.product())
-            let fields = [("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tok.one-1")]
+            let fields = [
+                ("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tok.one-1"),
+                ("app_user_id", "user-1"),
+            ]
             let (first, answer) = try await Self.verify(service, tenant, fields)
             #expect(first.httpStatus == 200, "\(first.text)")
             #expect(answer["status"] == .integer(0))
@@ -95,7 +110,7 @@ import _CryptoExtras
             #expect(transaction["transaction_id"]?.stringValue == "GPA.3391-0000-1111-22222")
             #expect(transaction["store"]?.stringValue == "google_play")
             #expect(transaction["state"]?.stringValue == "new" && transaction["deliver"] == .bool(true))
-            // The user the app set at purchase (obfuscatedExternalAccountId) claims it.
+            // The backend's user claims it (the purchase's obfuscatedExternalAccountId is a hash of it).
             #expect(answer["customer"]?["app_user_id"]?.stringValue == "user-1")
 
             // Again: seen, not delivered twice, and Google was asked once (its answer is reused for the cache period).
@@ -196,6 +211,7 @@ import _CryptoExtras
             fake.setSubscription(Self.package, token: "sub-1", Self.subscription())
             let fields = [
                 ("package_name", Self.package), ("product_id", "premium_monthly"), ("purchase_token", "sub-1"),
+                ("app_user_id", "user-2"),
             ]
             let (_, answer) = try await Self.verify(service, tenant, fields)
             #expect(answer["status"] == .integer(0), "\(answer)")
@@ -237,7 +253,10 @@ import _CryptoExtras
             fake.setSubscription(Self.package, token: "sub-old", Self.subscription(orderID: "GPA.20"))
             _ = try await Self.verify(
                 service, tenant,
-                [("package_name", Self.package), ("product_id", "premium_monthly"), ("purchase_token", "sub-old")])
+                [
+                    ("package_name", Self.package), ("product_id", "premium_monthly"), ("purchase_token", "sub-old"),
+                    ("app_user_id", "user-2"),
+                ])
             let upgraded = Self.subscription(orderID: "GPA.21")
                 .replacingOccurrences(of: "premium_monthly", with: "premium_yearly")
                 .replacingOccurrences(
@@ -245,7 +264,10 @@ import _CryptoExtras
             fake.setSubscription(Self.package, token: "sub-new", upgraded)
             let (_, answer) = try await Self.verify(
                 service, tenant,
-                [("package_name", Self.package), ("product_id", "premium_yearly"), ("purchase_token", "sub-new")])
+                [
+                    ("package_name", Self.package), ("product_id", "premium_yearly"), ("purchase_token", "sub-new"),
+                    ("app_user_id", "user-2"),
+                ])
             #expect(answer["status"] == .integer(0), "\(answer)")
             let customer = try #require(answer["customer"])
             let statuses = Dictionary(
@@ -273,14 +295,16 @@ import _CryptoExtras
                 service, tenant,
                 [("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tok-refund")])
             #expect(answer["transactions"]?.arrayValue?.first?["deliver"] == .bool(true))
+            // Voided within Google's 30 days (it lists no older ones).
+            let voidedAt = Int64(Date().timeIntervalSince1970 * 1_000) - 86_400_000
             fake.setVoided(
                 Self.package,
                 pages: [
                     [
-                        #"{"kind":"androidpublisher#voidedPurchase","purchaseToken":"never-seen","orderId":"GPA.99","purchaseTimeMillis":"1790000000000","voidedTimeMillis":"1790000100000","voidedSource":0,"voidedReason":1}"#
+                        #"{"kind":"androidpublisher#voidedPurchase","purchaseToken":"never-seen","orderId":"GPA.99","purchaseTimeMillis":"1790000000000","voidedTimeMillis":"\#(voidedAt - 100_000)","voidedSource":0,"voidedReason":1}"#
                     ],
                     [
-                        #"{"kind":"androidpublisher#voidedPurchase","purchaseToken":"tok-refund","orderId":"GPA.30","purchaseTimeMillis":"1790000000123","voidedTimeMillis":"1790000200000","voidedSource":2,"voidedReason":5}"#
+                        #"{"kind":"androidpublisher#voidedPurchase","purchaseToken":"tok-refund","orderId":"GPA.30","purchaseTimeMillis":"1790000000123","voidedTimeMillis":"\#(voidedAt)","voidedSource":2,"voidedReason":5}"#
                     ],
                 ])
             let end = ContinuousClock.now + .seconds(20)
@@ -301,18 +325,52 @@ import _CryptoExtras
             // The next read starts at the newest voided time seen, from the first page.
             let later = ContinuousClock.now + .seconds(10)
             while ContinuousClock.now < later,
-                !fake.voidedQueries.contains(where: { $0.contains("startTime=1790000200000") })
+                !fake.voidedQueries.contains(where: { $0.contains("startTime=\(voidedAt)") })
             {
                 try await Task.sleep(for: .milliseconds(200))
             }
             #expect(fake.voidedQueries.contains { $0.contains("token=page-1") })
-            #expect(fake.voidedQueries.contains { $0.contains("startTime=1790000200000") && !$0.contains("token=") })
+            #expect(fake.voidedQueries.contains { $0.contains("startTime=\(voidedAt)") && !$0.contains("token=") })
             // The customer's purchase is refunded, and the ledger kept no row of the purchase it never saw.
             let unknown = try await service.post(
                 "/api/transactions",
                 form: [("apikey", tenant.apiKey), ("token", tenant.token), ("original_transaction_id", "GPA.99")]
             ).json()
             #expect(unknown["transactions"]?.arrayValue?.isEmpty == true)
+        }
+    }
+
+    /// Money review M15: a cursor left more than 30 days behind (a month of failures) starts again at the oldest
+    /// time Google lists, instead of asking a start Google refuses (400) forever.
+    @Test(arguments: StoreKind.available)
+    func aCursorLeftBehindStartsAgainWithinGooglesThirtyDays(kind: StoreKind) async throws {
+        try await Self.withGoogle(kind, serveArguments: ["--google-voided-poll-seconds", "1"]) {
+            service, fake, account in
+            _ = try Self.tenant(service, account, ["--product", "coins_100=non_consumable:coins"])
+            // The first read's newest voided time is 40 days old: the next read's start would be refused.
+            let old = Int64(Date().timeIntervalSince1970 * 1_000) - 40 * 86_400_000
+            fake.setVoided(
+                Self.package,
+                pages: [
+                    [
+                        #"{"kind":"androidpublisher#voidedPurchase","purchaseToken":"gone","orderId":"GPA.98","purchaseTimeMillis":"\#(old - 1_000)","voidedTimeMillis":"\#(old)","voidedSource":0,"voidedReason":1}"#
+                    ]
+                ])
+            let oldest = Int64(Date().timeIntervalSince1970 * 1_000) - 30 * 86_400_000
+            func starts() -> [Int64] {
+                fake.voidedQueries.compactMap { query in
+                    query.split(separator: "&").first { $0.hasPrefix("startTime=") }
+                        .flatMap { Int64($0.dropFirst("startTime=".count)) }
+                }
+            }
+            let end = ContinuousClock.now + .seconds(20)
+            while ContinuousClock.now < end, !starts().contains(where: { $0 >= oldest }) {
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            #expect(starts().contains { $0 >= oldest }, "\(fake.voidedQueries)")
+            #expect(!starts().contains { $0 < oldest }, "a refused start was asked: \(fake.voidedQueries)")
+            let metrics = try await service.post("/metrics", body: "", method: .GET)
+            #expect(metrics.text.contains("receiptverify_google_voided_gaps_total"), "\(metrics.text)")
         }
     }
 

@@ -202,8 +202,8 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     {
         try await base.recordGoogleNotification(notification, events: events)
     }
-    func pendingGoogleAcknowledgements(deliveredBefore date: Date) async throws -> Int {
-        try await base.pendingGoogleAcknowledgements(deliveredBefore: date)
+    func pendingGoogleAcknowledgements(purchasedBefore date: Date) async throws -> Int {
+        try await base.pendingGoogleAcknowledgements(purchasedBefore: date)
     }
     func recordAppleFinish(_ task: AppleFinishTask, outcome: AppleFinishOutcome, at date: Date) async throws {
         try await base.recordAppleFinish(task, outcome: outcome, at: date)

@@ -71,6 +71,20 @@ import Testing
         #expect(policy.nextAttempt(afterFailures: 2, since: now, now: now, jitter: 1) == now.addingTimeInterval(240))
     }
 
+    /// Google's acknowledgements wait at most an hour between attempts, so that a purchase delivered late is not
+    /// left six hours from Google's three days (money review M14).
+    @Test func aPolicyKeepsItsLongestWait() {
+        let now = Self.created
+        let hourly = RetryPolicy(first: .seconds(60), longestWait: 3_600)
+        #expect(
+            hourly.nextAttempt(afterFailures: 20, since: now, now: now, jitter: 0.5) == now.addingTimeInterval(3_600))
+        let plain = RetryPolicy(first: .seconds(60))
+        #expect(
+            plain.nextAttempt(afterFailures: 20, since: now, now: now, jitter: 0.5) == now.addingTimeInterval(21_600))
+        // The work's start is what gives up: bought 71 hours ago, a retry an hour from now is past 72 hours.
+        #expect(hourly.nextAttempt(afterFailures: 20, since: now - 71 * 3_600, now: now, jitter: 1) == nil)
+    }
+
     @Test func anEndpointThatKeepsFailingIsPausedLongerEachRound() {
         let breaker = WebhookCircuitBreaker(threshold: 5, firstPause: .seconds(30), longestPause: .seconds(3_600))
         #expect(breaker.pause(afterFailures: 4, jitter: 0.5) == nil)

@@ -116,7 +116,13 @@ import Testing
             #expect(claimed.first { $0.transactionID == "GPA.1" }?.purchaseToken == "token-GPA.1")
             // Leased: not claimed again meanwhile.
             #expect(try await store.claimGoogleAcknowledgements(dueBy: now, lease: .seconds(60), limit: 10).isEmpty)
-            #expect(try await store.pendingGoogleAcknowledgements(deliveredBefore: now) == 2)
+            #expect(try await store.pendingGoogleAcknowledgements(purchasedBefore: now) == 2)
+            // Counted from the purchase (2023), not from the delivery (2026): Google's three days run from the
+            // purchase (money review M14).
+            let afterThePurchases = Date(timeIntervalSince1970: 1_700_000_001)
+            #expect(try await store.pendingGoogleAcknowledgements(purchasedBefore: afterThePurchases) == 2)
+            #expect(try await store.pendingGoogleAcknowledgements(purchasedBefore: afterThePurchases - 2) == 0)
+            #expect(claimed.allSatisfy { $0.purchasedAt == Date(timeIntervalSince1970: 1_700_000_000.123) })
 
             let first = try #require(claimed.first { $0.transactionID == "GPA.1" })
             let third = try #require(claimed.first { $0.transactionID == "GPA.3" })
@@ -131,7 +137,7 @@ import Testing
             #expect(rows["GPA.1"]?.googleAcknowledgement?.finishedAt == now)
             #expect(rows["GPA.3"]?.googleAcknowledgement?.attempts == 1)
             #expect(rows["GPA.3"]?.googleAcknowledgement?.lastError == "Google answered 503")
-            #expect(try await store.pendingGoogleAcknowledgements(deliveredBefore: now) == 1)
+            #expect(try await store.pendingGoogleAcknowledgements(purchasedBefore: now) == 1)
             // Due again at its retry time.
             let again = try await store.claimGoogleAcknowledgements(
                 dueBy: now.addingTimeInterval(6), lease: .seconds(60), limit: 10)

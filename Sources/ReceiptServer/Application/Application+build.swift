@@ -68,7 +68,7 @@ public func buildApplication(
         extraServices.append(
             GoogleAcknowledger(
                 store: tenancy.store, tenancy: tenancy, googlePlay: googlePlay,
-                policy: RetryPolicy(first: configuration.googleAcknowledgeFirstRetry),
+                policy: RetryPolicy(first: configuration.googleAcknowledgeFirstRetry, longestWait: 3_600),
                 callTimeout: configuration.googlePlay.timeout, deadline: components.deadline,
                 metrics: metrics.factory, logger: logger))
         extraServices.append(

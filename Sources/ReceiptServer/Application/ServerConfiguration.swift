@@ -114,7 +114,7 @@ public struct ServerConfiguration: Sendable {
     public var storeKit: AppStoreServerAPIConfiguration
     /// How the Google Play Developer API and Google's token endpoint are reached.
     public var googlePlay: GooglePlayConfiguration = .init()
-    /// The first wait before a failed Google acknowledgement is asked again (doubling up to six hours).
+    /// The first wait before a failed Google acknowledgement is asked again (doubling up to an hour).
     public var googleAcknowledgeFirstRetry: Duration = .seconds(60)
     /// How often each app's Google Play voided purchases are read.
     public var googleVoidedInterval: Duration = .seconds(3_600)

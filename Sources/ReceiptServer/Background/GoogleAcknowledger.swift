@@ -10,18 +10,19 @@ import ServiceLifecycle
 ///
 /// The delivery made the row's acknowledgement pending in the same statement, so none is lost; every ``interval`` this
 /// service claims the due ones (leased, so that several servers share them), asks Google, and records the outcome on
-/// the row: acknowledged; retried after the ``policy``'s backoff, doubling up to six hours; or failed for good when
+/// the row: acknowledged; retried after the ``policy``'s backoff, doubling up to an hour; or failed for good when
 /// Google refuses the request itself (it does not know the purchase, or it was consumed), the app lost its key, or 72
-/// hours have passed since the delivery. `receiptverify_google_acknowledgements_total{result}` counts the outcomes, and
-/// `receiptverify_google_acknowledgements_overdue` the purchases delivered over 48 hours ago and still not acknowledged
+/// hours have passed since the purchase. `receiptverify_google_acknowledgements_total{result}` counts the outcomes, and
+/// `receiptverify_google_acknowledgements_overdue` the purchases bought over 48 hours ago and still not acknowledged
 /// (the alert before Google's refund).
 struct GoogleAcknowledger: Service {
     let store: any DataStore
     let tenancy: TenancyService
     let googlePlay: any GooglePlayLooking
     var interval: Duration = .seconds(1)
-    /// When a failed acknowledgement is asked again, and when it is given up (72 hours after the delivery).
-    var policy = RetryPolicy(first: .seconds(60))
+    /// When a failed acknowledgement is asked again, at most an hour apart, and when it is given up (72 hours after
+    /// the purchase).
+    var policy = RetryPolicy(first: .seconds(60), longestWait: 3_600)
     /// Acknowledgements claimed at once.
     var batch = 20
     /// The longest one call to Google may take.
@@ -46,11 +47,11 @@ struct GoogleAcknowledger: Service {
         }
     }
 
-    /// Sets the gauge of purchases delivered over 48 hours ago and still not acknowledged.
+    /// Sets the gauge of purchases bought over 48 hours ago and still not acknowledged.
     func countOverdue(now: Date) async {
         do {
             let overdue = try await deadline.run("counting Google acknowledgements") { [store] in
-                try await store.pendingGoogleAcknowledgements(deliveredBefore: now.addingTimeInterval(-48 * 3_600))
+                try await store.pendingGoogleAcknowledgements(purchasedBefore: now.addingTimeInterval(-48 * 3_600))
             }
             Gauge(label: "receiptverify_google_acknowledgements_overdue", factory: metrics).record(overdue)
         } catch {
@@ -143,7 +144,9 @@ struct GoogleAcknowledger: Service {
 
     /// A retry after the policy's backoff, or a failure once it gives up.
     func retry(_ task: GoogleAcknowledgementTask, after error: String, now: Date = Date()) -> AppleFinishOutcome {
-        guard let next = policy.nextAttempt(afterFailures: task.attempts + 1, since: task.deliveredAt, now: now) else {
+        // Google's three days run from the purchase, not from our delivery (money review M14).
+        let since = task.purchasedAt ?? task.deliveredAt
+        guard let next = policy.nextAttempt(afterFailures: task.attempts + 1, since: since, now: now) else {
             return .failed(error: "gave up after \(task.attempts + 1) attempts: \(error)")
         }
         return .retry(next: next, error: error)

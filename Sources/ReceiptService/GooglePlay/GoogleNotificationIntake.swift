@@ -137,7 +137,8 @@ public struct GoogleNotificationIntake: Sendable {
     }
 
     /// Records a paid purchase's orders and status as a verification would, but delivering nothing (the backend's
-    /// answer does) and claiming for the user Google names, if any.
+    /// answer does) and claiming nothing: a notification names at most Google's `obfuscatedExternalAccountId`, which
+    /// Google advises be a hash, so only the backend's own request claims (money review M1).
     private func record(
         _ purchase: GooglePlayPurchase, asOf: Date, notification: GoogleDeveloperNotification, app: App, now: Date
     ) async throws -> String {
@@ -149,7 +150,7 @@ public struct GoogleNotificationIntake: Sendable {
         guard app.allowedEnvironments.contains(purchase.environment) else { return "environment_not_allowed" }
         var recording = LedgerRecording(
             appID: app.id, store: .googlePlay, environment: purchase.environment, transactions: purchase.transactions,
-            user: purchase.user, movesClaims: false, deliversNew: false,
+            user: nil, movesClaims: false, deliversNew: false,
             requestID: "google:\(notification.messageID)", now: now)
         recording.catalog = app.catalog
         recording.statuses = [purchase.status(appID: app.id, asOf: asOf.millisecondsSince1970, now: now)].compactMap {
@@ -168,7 +169,9 @@ public struct GoogleNotificationIntake: Sendable {
         now: Date
     ) async throws -> String {
         var pageToken: String?
-        let start = max(0, notification.eventTime - Self.voidedLookBack)
+        // Never before the oldest time Google lists (30 days back, with an hour's margin): an older start is refused.
+        let oldest = Int64((now.timeIntervalSince1970 - 30 * 86_400 + 3_600) * 1_000)
+        let start = max(oldest, notification.eventTime - Self.voidedLookBack)
         for _ in 0..<Self.voidedPages {
             let page = try await googlePlay.voidedPurchases(
                 packageName: notification.packageName, startTime: start, pageToken: pageToken, account: account)

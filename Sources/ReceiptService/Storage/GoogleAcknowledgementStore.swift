@@ -13,9 +13,9 @@ public protocol GoogleAcknowledgementStore: StoreLifecycle {
     /// Records one attempt's outcome on the task's ledger row.
     func recordGoogleAcknowledgement(_ task: GoogleAcknowledgementTask, outcome: AppleFinishOutcome, at date: Date)
         async throws
-    /// How many acknowledgements are still pending for purchases delivered before `date` (the alert of purchases
-    /// nearing Google's three days).
-    func pendingGoogleAcknowledgements(deliveredBefore date: Date) async throws -> Int
+    /// How many acknowledgements are still pending for purchases bought (else, their date unknown, delivered) before
+    /// `date`: the alert of purchases nearing Google's three days, which run from the purchase (money review M14).
+    func pendingGoogleAcknowledgements(purchasedBefore date: Date) async throws -> Int
 }
 
 /// A delivered Google Play purchase to acknowledge.
@@ -36,11 +36,13 @@ public struct GoogleAcknowledgementTask: Sendable, Equatable {
     public var attempts: Int
     /// When the purchase was delivered.
     public var deliveredAt: Date
+    /// When it was bought: Google refunds a purchase not acknowledged three days after it.
+    public var purchasedAt: Date?
 
     /// Creates a task.
     public init(
         appID: UUID, environment: StoreEnvironment, transactionID: String, packageName: String, productID: String,
-        purchaseToken: String, isSubscription: Bool, attempts: Int, deliveredAt: Date
+        purchaseToken: String, isSubscription: Bool, attempts: Int, deliveredAt: Date, purchasedAt: Date? = nil
     ) {
         self.appID = appID
         self.environment = environment
@@ -51,5 +53,6 @@ public struct GoogleAcknowledgementTask: Sendable, Equatable {
         self.isSubscription = isSubscription
         self.attempts = attempts
         self.deliveredAt = deliveredAt
+        self.purchasedAt = purchasedAt
     }
 }

@@ -26,7 +26,7 @@ extension PostgresStore: GoogleAcknowledgementStore {
                     ORDER BY turn, google_ack_due_at LIMIT \(limit))
                     AND google_ack = 'pending' AND google_ack_due_at <= \(now)
                 RETURNING app_id, environment, transaction_id, package_name, product_id, purchase_token, product_type,
-                    google_ack_attempts, delivered_at
+                    google_ack_attempts, delivered_at, purchase_date
                 """
             ).map(StoredForm.googleAcknowledgementTask)
         }
@@ -49,12 +49,13 @@ extension PostgresStore: GoogleAcknowledgementStore {
         }
     }
 
-    public func pendingGoogleAcknowledgements(deliveredBefore date: Date) async throws -> Int {
+    public func pendingGoogleAcknowledgements(purchasedBefore date: Date) async throws -> Int {
         try await run {
             let row = try await rows(
                 """
                 SELECT count(*)::int8 AS n FROM ledger_transactions
-                WHERE google_ack = 'pending' AND delivered_at < \(date)
+                WHERE google_ack = 'pending' AND (purchase_date < \(date.millisecondsSince1970)
+                    OR (purchase_date IS NULL AND delivered_at < \(date)))
                 """
             ).first
             return Int(try row?["n"].decode(Int64.self) ?? 0)

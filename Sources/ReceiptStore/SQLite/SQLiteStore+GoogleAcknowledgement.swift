@@ -24,7 +24,7 @@ extension SQLiteStore: GoogleAcknowledgementStore {
                         WHERE l.google_ack = 'pending' AND l.google_ack_due_at <= ? AND a.enabled AND c.enabled)
                     ORDER BY turn, google_ack_due_at LIMIT ?)
                 RETURNING app_id, environment, transaction_id, package_name, product_id, purchase_token, product_type,
-                    google_ack_attempts, delivered_at
+                    google_ack_attempts, delivered_at, purchase_date
                 """, [.millis(leased), .millis(now), .integer(limit)]
             ).map(StoredForm.googleAcknowledgementTask)
         }
@@ -50,12 +50,12 @@ extension SQLiteStore: GoogleAcknowledgementStore {
         }
     }
 
-    public func pendingGoogleAcknowledgements(deliveredBefore date: Date) async throws -> Int {
+    public func pendingGoogleAcknowledgements(purchasedBefore date: Date) async throws -> Int {
         try await run {
             try await self.count(
                 """
                 SELECT count(*) AS n FROM ledger_transactions
-                WHERE google_ack = 'pending' AND delivered_at < ?
+                WHERE google_ack = 'pending' AND COALESCE(purchase_date, delivered_at) < ?
                 """, [.millis(date)])
         }
     }

@@ -83,7 +83,8 @@ extension StoredForm {
             transactionID: try row.text("transaction_id"), packageName: try row.text("package_name"),
             productID: try row.text("product_id"), purchaseToken: try row.text("purchase_token"),
             isSubscription: try row.optionalText("product_type")?.hasSuffix("Subscription") ?? false,
-            attempts: try row.int("google_ack_attempts"), deliveredAt: try row.date("delivered_at"))
+            attempts: try row.int("google_ack_attempts"), deliveredAt: try row.date("delivered_at"),
+            purchasedAt: try row.optionalInt("purchase_date").map { Date(timeIntervalSince1970: Double($0) / 1_000) })
     }
 
     /// A claimed finish task from its ledger row.
