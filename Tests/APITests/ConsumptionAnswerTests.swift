@@ -123,4 +123,38 @@ import Testing
             }
         }
     }
+
+    /// Money review M2: a renewal recorded by `DID_RENEW` and used through the customer's entitlements, never presented
+    /// to `/api`, was delivered; Apple is told so, never `UNDELIVERED_OTHER` with a `GRANT_FULL`.
+    @Test("a renewal the customer used is answered delivered, never granted in full", arguments: StoreKind.available)
+    func aUsedRenewalIsDelivered(kind: StoreKind) async throws {
+        try await ServerAPIAnswersTests.withServerAPI(
+            kind, serveArguments: ["--storekit-finish-retry-seconds", "1"]
+        ) { service, fake in
+            let tenant = try ServerAPIAnswersTests.tenant(
+                service,
+                [
+                    "--refund-policy", "rules", "--consumption-consent", "true", "--product",
+                    "\(EntitlementAPITests.monthly)=auto_renewable:pro",
+                ])
+            let renewal = try EntitlementAPITests.transaction(
+                service, id: "8300", original: "8200", purchased: Date().addingTimeInterval(-86_400),
+                expires: Date().addingTimeInterval(29 * 86_400))
+            let renewed = try EntitlementAPITests.notification(service, "DID_RENEW", transaction: renewal)
+            #expect(try await NotificationAPITests.send(service, tenant.token, renewed).httpStatus == 200)
+            let request = try EntitlementAPITests.notification(
+                service, "CONSUMPTION_REQUEST", transaction: renewal, signedAt: Date().addingTimeInterval(1))
+            #expect(try await NotificationAPITests.send(service, tenant.token, request).httpStatus == 200)
+            let deadline = Date().addingTimeInterval(30)
+            var sent: [FakeAppStoreServer.Received] = []
+            while Date() < deadline, sent.isEmpty {
+                try await Task.sleep(for: .milliseconds(200))
+                sent = fake.received.filter { $0.method == "PUT" }
+            }
+            let body = try JSONParser.parse(Array(try #require(sent.first?.body).utf8))
+            #expect(body["deliveryStatus"] == .string("DELIVERED"), "\(body)")
+            #expect(body["refundPreference"] == .string("DECLINE"), "\(body)")
+            #expect(body["consumptionPercentage"] == nil)
+        }
+    }
 }

@@ -346,12 +346,22 @@ import Testing
                 #expect(moved.count == 1 && moved.first?["before"] == .array([]))
                 #expect(Self.entitlement(.object(["entitlements": moved.first?["after"] ?? .null]), "pro") != nil)
 
-                // Deliveries may arrive in any order: each event is found by what it says.
-                let all = told().filter { $0["app_user_id"] == .string("pushed") }
-                #expect(all.count == 4)
+                // Deliveries may arrive in any order: each event is found by what it says, and ordered by its
+                // sequence (M10): the user's changes are numbered 1, 2, 3, 4, and the highest says what holds now.
                 let noAds = { (event: JSONObject, side: String) in
                     Self.entitlement(.object(["entitlements": event[side] ?? .null]), "no_ads")
                 }
+                let noAdsAfter = { (event: JSONObject) in noAds(event, "after") }
+                let all = told().filter { $0["app_user_id"] == .string("pushed") }
+                #expect(all.count == 4)
+                func sequence(_ event: JSONObject) -> Int64 {
+                    if case .integer(let number)? = event["sequence"] { number } else { 0 }
+                }
+                #expect(all.map(sequence).sorted() == [1, 2, 3, 4], "\(all)")
+                let last = try #require(all.max { sequence($0) < sequence($1) })
+                #expect(noAdsAfter(last)?["refunded_at"]?.stringValue != nil, "the last change is the refund: \(last)")
+                #expect(moved.first?["sequence"] == .integer(1))
+
                 #expect(
                     all.contains { event in
                         event["changed"] == .array([.string("pro"), .string("no_ads")])

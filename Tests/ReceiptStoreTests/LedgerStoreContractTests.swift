@@ -44,6 +44,27 @@ import Testing
             deliversNew: true, requestID: request, now: start.addingTimeInterval(offset))
     }
 
+    /// Money review M4: a recording that delivers only what it inserts (a customer import) leaves a row the ledger
+    /// held undelivered (a purchase notified while the import ran) to the backend's own answer, which delivers it once.
+    @Test(arguments: StoreKind.available)
+    func anImportDeliversOnlyWhatItInserts(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            var notified = Self.recording(app, [Self.purchase("40")], request: "notification:n1")
+            notified.deliversNew = false
+            _ = try await store.record(notified)
+            var imported = Self.recording(app, [Self.purchase("40"), Self.purchase("41")], user: "alice", at: 1)
+            imported.deliversExisting = false
+            let results = Dictionary(
+                uniqueKeysWithValues: try await store.record(imported).map { ($0.entry.transaction.transactionID, $0) })
+            #expect(results["41"]?.isNew == true && results["41"]?.entry.deliveredAt != nil)
+            #expect(results["40"]?.isNew == false && results["40"]?.entry.deliveredAt == nil)
+            #expect(results["40"]?.deliveredNow == false)
+            // The backend's answer delivers it, once.
+            let answered = try await store.record(Self.recording(app, [Self.purchase("40")], user: "alice", at: 2))
+            #expect(answered.first?.deliveredNow == true)
+        }
+    }
+
     @Test(arguments: StoreKind.available)
     func aTransactionIsNewOnceAndKeepsItsFirstSighting(kind: StoreKind) async throws {
         try await Self.withApp(kind) { store, app in

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ReceiptCore
 import ReceiptService
 import ReceiptStore
@@ -151,6 +152,102 @@ import Testing
             }
             current = try await status()
             #expect(current.autoRenews == false && current.unsubscribeDetectedAt == expiry + 3_000)
+        }
+    }
+
+    /// Money review M12: two servers (two stores on one database) recording one refund at once, by a refunded input on
+    /// one and its `REFUND` notification on the other, announce it once: whether a recording revoked the row is decided
+    /// on the row as written, not as read before.
+    @Test(arguments: StoreKind.available)
+    func oneRefundRecordedByTwoServersIsAnnouncedOnce(kind: StoreKind) async throws {
+        try await withTestStore(kind) { first, location in
+            let account = TenancyStoreContractTests.account()
+            try await first.insertAccount(account)
+            let app = TenancyStoreContractTests.app(accountID: account.id)
+            try await first.insertApp(app)
+            try await first.addWebhookEndpoint(Self.endpoint(app))
+            let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+            try await location.withStore(logger: logger) { second in
+                let t = Self.startMilliseconds - 100 * 60_000
+                let ids = (0..<12).map { "6\($0)" }
+                for id in ids {
+                    _ = try await first.record(
+                        LedgerStoreContractTests.recording(app, [Self.purchase(id)], environment: .sandbox))
+                }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for id in ids {
+                        group.addTask {
+                            var refunded = Self.purchase(id, revokedAt: t + 1_000)
+                            refunded.signedDate = t + 2_000
+                            _ = try await first.record(
+                                LedgerStoreContractTests.recording(
+                                    app, [refunded], environment: .sandbox, at: 1, request: "api-\(id)"))
+                        }
+                        group.addTask {
+                            _ = try await second.recordNotification(
+                                Self.record(
+                                    Self.notification(
+                                        "REFUND", signedAt: t + 2_000,
+                                        transaction: Self.transaction(
+                                            id, original: id, expires: Self.startMilliseconds, revokedAt: t + 1_000,
+                                            type: "Consumable")),
+                                    app: app))
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                let revoked = try await first.webhookEvents(WebhookEventQuery(appID: app.id, limit: 500)).filter {
+                    $0.event.type == "transaction.revoked"
+                }
+                let perTransaction = Dictionary(grouping: revoked) {
+                    $0.event.data["transaction_id"]?.stringValue ?? ""
+                }
+                #expect(Set(perTransaction.keys) == Set(ids))
+                #expect(perTransaction.values.allSatisfy { $0.count == 1 }, "\(perTransaction.mapValues(\.count))")
+            }
+        }
+    }
+
+    /// A consumable bought by the app, as the ledger records it.
+    static func purchase(_ id: String, revokedAt: Int64? = nil) -> PurchaseTransaction {
+        var purchase = PurchaseTransaction(
+            transactionID: id, originalTransactionID: id, productID: "com.example.monthly",
+            purchaseDate: startMilliseconds - 30 * day, quantity: 1, revocationDate: revokedAt,
+            revocationReason: revokedAt.map { _ in 1 }, revocationType: revokedAt.map { _ in "REFUND_FULL" })
+        purchase.productType = "Consumable"
+        return purchase
+    }
+
+    /// Money review M9: a refund of last month's period while this month's runs revokes that period's row, and leaves
+    /// the subscription active until this month's end (no `subscription.status_changed` to `revoked`).
+    @Test(arguments: StoreKind.available)
+    func aRefundOfAnOlderPeriodLeavesTheSubscriptionActive(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            try await store.addWebhookEndpoint(Self.endpoint(app))
+            let current = Self.startMilliseconds + 20 * Self.day
+            let older = current - 30 * Self.day
+            let t = Self.startMilliseconds - 100 * 60_000
+            for (type, id, expires, signedAt, revokedAt) in [
+                ("SUBSCRIBED", "5001", older, t, nil), ("DID_RENEW", "5002", current, t + 1_000, nil),
+                ("REFUND", "5001", older, t + 2_000, t + 1_500),
+            ] as [(String, String, Int64, Int64, Int64?)] {
+                _ = try await store.recordNotification(
+                    Self.record(
+                        Self.notification(
+                            type, signedAt: signedAt,
+                            transaction: Self.transaction(id, original: "5001", expires: expires, revokedAt: revokedAt)),
+                        app: app))
+            }
+            let status = try #require(
+                try await store.subscriptionStatuses(appID: app.id, originalTransactionIDs: ["5001"]).first)
+            #expect(status.state == .active && status.expiresDate == current, "\(status)")
+            let rows = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
+            #expect(rows.first { $0.transaction.transactionID == "5001" }?.isRevoked == true)
+            #expect(rows.first { $0.transaction.transactionID == "5002" }?.isRevoked == false)
+            let changes = try await store.webhookEvents(WebhookEventQuery(appID: app.id, limit: 100)).filter {
+                $0.event.type == "subscription.status_changed"
+            }
+            #expect(!changes.contains { $0.event.data["status"] == .string("revoked") }, "\(changes)")
         }
     }
 
@@ -330,20 +427,25 @@ import Testing
             }
             // One app answering, one request not (the policy was off): only the first is due, however often Apple
             // re-sends it.
-            try await request("4001", signedAt: 1, answering: true)
-            try await request("4001", signedAt: 2, answering: true)
-            try await request("4002", signedAt: 3, answering: false)
+            // Apple asked an hour before the request arrived (its retries, a reconciliation): its 12 hours run from
+            // the signed date (money review M7).
+            let asked = Self.startMilliseconds - 3_600_000
+            try await request("4001", signedAt: asked, answering: true)
+            try await request("4001", signedAt: asked + 1, answering: true)
+            try await request("4002", signedAt: asked + 2, answering: false)
             let now = Self.start.addingTimeInterval(1)
             let claimed = try await store.claimConsumptionAnswers(dueBy: now, lease: .seconds(60), limit: 10)
             #expect(claimed.map(\.transactionID) == ["4001"] && claimed.first?.attempts == 0)
-            #expect(claimed.first?.requestedAt == Self.start && claimed.first?.environment == .sandbox)
+            #expect(
+                claimed.first?.requestedAt == Self.start.addingTimeInterval(-3_600)
+                    && claimed.first?.environment == .sandbox)
             // Leased: a second server's claim gets nothing until the lease ends.
             #expect(
                 try await store.claimConsumptionAnswers(
                     dueBy: now.addingTimeInterval(59), lease: .seconds(60), limit: 10
                 ).isEmpty)
             // Re-sent after the policy is on, the unanswered request becomes due.
-            try await request("4002", signedAt: 4, answering: true)
+            try await request("4002", signedAt: asked + 3, answering: true)
             let task = try #require(claimed.first)
             try await store.recordConsumptionAnswer(
                 task, outcome: .retry(next: now.addingTimeInterval(300), error: "Apple failed (HTTP 503)", status: nil),

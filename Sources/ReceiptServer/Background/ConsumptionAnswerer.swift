@@ -105,8 +105,16 @@ struct ConsumptionAnswerer: Service {
         } catch {
             return (retry(task, after: "the ledger could not be read: \(error)", status: nil, now: now), nil)
         }
-        guard let app, let body = ConsumptionRules.body(facts, answers: app.refundAnswers) else {
+        guard let app else {
             return (.failed(error: "the app no longer answers refund requests", body: nil, status: nil), nil)
+        }
+        var known = facts
+        // A row that states no kind (a unified receipt's) takes the app's catalog's.
+        if known.kind == nil { known.kind = app.catalog?.first { $0.id == facts.productID }?.kind }
+        let body: JSONObject
+        switch ConsumptionRules.answer(known, answers: app.refundAnswers, requestedAt: task.requestedAt) {
+        case .body(let answer): body = answer
+        case .withheld(let reason): return (.failed(error: reason, body: nil, status: nil), nil)
         }
         let credentials: AppStoreServerAPICredentials?
         do {

@@ -34,11 +34,14 @@ public enum CustomerChanges {
             let after = JSONValue.array(view.entitlements.map { .object($0.json) })
             let text = after.encodedString
             let before = try told.map { try JSONParser.parse(Array($0.utf8)) } ?? .array([])
-            try await writer.saveCustomerSnapshot(
-                of: user, entitlements: text, nextChangeAt: view.nextChangeAt, at: now)
+            let sequence = try await writer.saveCustomerSnapshot(
+                of: user, entitlements: text, nextChangeAt: view.nextChangeAt, changed: before != after, at: now)
             guard before != after else { continue }
-            var data = JSONObject(capacity: 5)
+            var data = JSONObject(capacity: 6)
             data.append("app_user_id", .string(user))
+            // Increments under the snapshot's lock: a receiver applies an event only when its sequence is higher than
+            // the last it applied, whatever order deliveries and retries arrive in (money review M10).
+            data.append("sequence", .integer(sequence))
             data.append("environment", .string(environment.rawValue))
             data.append("changed", .array(changedNames(before, after).map { .string($0) }))
             data.append("before", before)

@@ -113,6 +113,7 @@ public struct CustomerImport: Sendable {
                     user: app.claimsPolicy == .off ? nil : item.user, movesClaims: false, deliversNew: true,
                     requestID: "import:\(item.originalTransactionID)", now: Date())
                 recording.catalog = app.catalog
+                recording.deliversExisting = false
                 let results = try await tenancy.store.record(recording)
                 report.newTransactions += results.filter(\.isNew).count
                 report.knownTransactions += results.filter { !$0.isNew }.count

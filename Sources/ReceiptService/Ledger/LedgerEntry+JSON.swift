@@ -29,6 +29,16 @@ extension LedgerEntry {
         return object
     }
 
+    /// The row as a transaction event (`transaction.created`, `transaction.revoked`, `transaction.revocation_reversed`)
+    /// carries it: ``json`` and `revocation_as_of`, the signed date (milliseconds) of the statement that last set or
+    /// cleared the revocation, which only grows: a receiver applies a revocation event only when it is higher than the
+    /// last it applied (docs/webhooks.md, "Order", money review M10).
+    public var eventJSON: JSONObject {
+        var object = json
+        if let revocationAsOf { object.append("revocation_as_of", .integer(revocationAsOf)) }
+        return object
+    }
+
     /// Google Play's acknowledgement of the delivered purchase as `google_acknowledgement` (`state`: `pending`,
     /// `acknowledged` or `failed`; `attempts`, `last_error`, `acknowledged_at`), appended to `object`; nothing when
     /// none was asked.

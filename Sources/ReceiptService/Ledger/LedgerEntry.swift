@@ -72,6 +72,10 @@ public struct LedgerRecording: Sendable {
     /// Whether a new transaction that is not revoked and not another user's is delivered by this answer
     /// (``DeliveryMode/once``).
     public var deliversNew: Bool
+    /// Whether a transaction already in the ledger and not yet delivered is delivered by this recording (when
+    /// ``deliversNew``). A customer import delivers only what it inserts: a row the service recorded before (a
+    /// purchase notified while the import ran) stays to be delivered by the backend's own answer (money review M4).
+    public var deliversExisting = true
     /// Whether a purchase of another user undoes the whole recording (``ClaimsPolicy/refuse``): the store then
     /// throws ``ServiceError/Code/claimedByOtherUser`` and writes nothing.
     public var refusesOtherUsers: Bool = false
@@ -139,7 +143,7 @@ public struct LedgerRecording: Sendable {
     /// Whether `entry`, not yet delivered, is delivered by this recording (``DeliveryMode/once``: the first answer
     /// in which it may be delivered, as when a renewal first presented by another user reaches its claimant).
     public func deliversNow(_ entry: LedgerEntry) -> Bool {
-        deliversNew && entry.deliveredAt == nil && mayDeliver(entry)
+        deliversNew && deliversExisting && entry.deliveredAt == nil && mayDeliver(entry)
     }
 
     /// The input's original transaction ids, each once, in first-seen order.

@@ -73,8 +73,8 @@ public enum LedgerRecorder {
         }
         for result in results {
             let entry = result.entry
-            if result.isNew { add(.transactionCreated, entry.json) }
-            if result.revokedNow { add(.transactionRevoked, entry.json) }
+            if result.isNew { add(.transactionCreated, entry.eventJSON) }
+            if result.revokedNow { add(.transactionRevoked, entry.eventJSON) }
             guard claimEvents.insert(entry.transaction.originalTransactionID).inserted else { continue }
             if let previous = result.transferredFrom {
                 var data = entry.json
@@ -108,19 +108,22 @@ public enum LedgerRecorder {
             // item after `REFUND_REVERSED`) changes nothing; one of unknown date only where none was ever stamped.
             let isCurrent =
                 entry.revocationAsOf.map { asOf in transaction.signedDate.map { $0 >= asOf } ?? false } ?? true
-            let revokes = isCurrent && entry.transaction.revocationDate == nil && transaction.revocationDate != nil
-            if revokes {
+            let stated = isCurrent && entry.transaction.revocationDate == nil && transaction.revocationDate != nil
+            if stated {
                 entry.transaction.takeRevocation(of: transaction)
                 entry.revocationAsOf = transaction.signedDate
-                changed = true
             }
             entry.claimant = claimants[transaction.originalTransactionID]
             // `last_seen_at` is kept to within ``LedgerRecording/lastSeenPrecision``: a recording that changes
             // nothing then writes nothing, and on SQLite leaves the change marker (and every server's view) alone.
-            if revokes || recording.now.timeIntervalSince(entry.lastSeenAt) >= LedgerRecording.lastSeenPrecision {
+            // Whether this recording revoked the row is the store's word on the row as written: of two servers
+            // recording one refund, one announces it (money review M12).
+            var revokes = false
+            if stated || recording.now.timeIntervalSince(entry.lastSeenAt) >= LedgerRecording.lastSeenPrecision {
                 entry.lastSeenAt = recording.now
-                try await writer.touch(
-                    transaction.transactionID, at: recording.now, revocation: revokes ? transaction : nil)
+                revokes = try await writer.touch(
+                    transaction.transactionID, at: recording.now, revocation: stated ? transaction : nil)
+                changed = changed || revokes
             }
             // Not delivered yet and deliverable now (a renewal first presented by another user, now by its claimant):
             // the conditional update lets exactly one recording deliver it.

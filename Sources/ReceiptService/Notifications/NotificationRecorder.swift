@@ -48,9 +48,13 @@ public enum NotificationRecorder {
                 // Apple re-sends a CONSUMPTION_REQUEST with new UUIDs until it is answered: one group, one set of
                 // events.
                 outcomes[index] = (.recorded(events: []), false)
+                // Apple's 12 hours run from when Apple asked (the notification's signed date), not from when a
+                // retry or a reconciliation brought it here (money review M7).
+                let asked = min(
+                    record.receivedAt, Date(timeIntervalSince1970: Double(record.notification.signedDate) / 1_000))
                 guard
                     try await writer.openConsumptionGroup(
-                        transactionID: group, uuid: record.notification.uuid, at: record.receivedAt,
+                        transactionID: group, uuid: record.notification.uuid, at: asked,
                         answering: record.answersConsumption)
                 else { continue }
                 var data = JSONObject(capacity: 3)
@@ -80,9 +84,9 @@ public enum NotificationRecorder {
             let record = records[index]
             guard let transaction = record.transaction else { continue }
             if created.contains(transaction.transactionID),
-                let entry = firstCarried.removeValue(forKey: transaction.transactionID)
+                var entry = firstCarried.removeValue(forKey: transaction.transactionID)
             {
-                events[index].append(record.event(.transactionCreated, entry.json))
+                events[index].append(record.event(.transactionCreated, entry.eventJSON))
                 // A new row's revocation (or its reversal: none) is stamped with the notification's date, so that an
                 // older notification arriving later changes nothing.
                 if record.revocation != nil || transaction.revocationDate != nil {
@@ -91,7 +95,8 @@ public enum NotificationRecorder {
                         asOf: record.notification.signedDate)
                 }
                 if transaction.revocationDate != nil {
-                    events[index].append(record.event(.transactionRevoked, entry.json))
+                    entry.revocationAsOf = record.notification.signedDate
+                    events[index].append(record.event(.transactionRevoked, entry.eventJSON))
                 }
             } else if let change = record.revocation,
                 var stored = try await writer.entries(transactionIDs: [transaction.transactionID])[
@@ -101,13 +106,13 @@ public enum NotificationRecorder {
                 // nothing; an event only when the state changes.
                 let revokes = change == .revoke
                 if try await writer.setRevocation(
-                    transaction.transactionID, to: revokes ? transaction : nil, asOf: record.notification.signedDate),
-                    stored.isRevoked != revokes
+                    transaction.transactionID, to: revokes ? transaction : nil, asOf: record.notification.signedDate)
                 {
                     outcomes[index].changed = true
                     stored.transaction.takeRevocation(of: revokes ? transaction : nil)
+                    stored.revocationAsOf = record.notification.signedDate
                     events[index].append(
-                        record.event(revokes ? .transactionRevoked : .transactionRevocationReversed, stored.json))
+                        record.event(revokes ? .transactionRevoked : .transactionRevocationReversed, stored.eventJSON))
                 }
             }
         }

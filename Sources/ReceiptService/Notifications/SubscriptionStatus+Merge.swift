@@ -15,7 +15,7 @@ extension SubscriptionStatus {
 
     /// Writes statements of subscriptions' statuses (in their order) through `writer`, inside its transaction: each
     /// over the stored status of its subscription, unless that one was signed later (a late statement changes
-    /// nothing); a statement that leaves out the product, expiry or renewal fields keeps the stored ones. The
+    /// nothing) or the statement is about an older period than the stored one; a statement that leaves out the product, expiry or renewal fields keeps the stored ones. The
     /// statuses are read once and written once each, in key order. Returns the statements that changed a state, and
     /// whether any status was written.
     public static func merge(_ stated: [SubscriptionStatus], with writer: some LedgerWriting) async throws -> (
@@ -34,6 +34,10 @@ extension SubscriptionStatus {
             var status = statement
             let old = statuses[status.originalTransactionID]
             guard old.map({ $0.asOf <= status.asOf }) ?? true else { continue }
+            // A statement about a period older than the latest one the stored status knows (a refund of last month
+            // while this month runs) says nothing of the subscription's state now: the row's own revocation is the
+            // ledger's, the subscription goes on (money review M9).
+            if let stated = status.expiresDate, let known = old?.expiresDate, stated < known { continue }
             if let old {
                 if status.productID.isEmpty { status.productID = old.productID }
                 status.expiresDate = status.expiresDate ?? old.expiresDate

@@ -100,38 +100,87 @@ public enum ConsumptionRules {
         /// How many other purchases of the same customer (its claimant, else its original transaction) were refunded
         /// before the request.
         public var earlierRefunds: Int
+        /// The transaction's product.
+        public var productID: String?
+        /// The product's kind: the transaction's own `type`, else the app's catalog; nil when neither says.
+        public var kind: ProductKind?
+        /// When the transaction (a subscription's period) began.
+        public var purchasedAt: Date?
+        /// When Apple revoked it, if it did.
+        public var revokedAt: Date?
 
         /// Creates the facts.
-        public init(deliveredAt: Date?, report: ConsumptionReport?, earlierRefunds: Int) {
+        public init(
+            deliveredAt: Date?, report: ConsumptionReport?, earlierRefunds: Int, productID: String? = nil,
+            kind: ProductKind? = nil, purchasedAt: Date? = nil, revokedAt: Date? = nil
+        ) {
             self.deliveredAt = deliveredAt
             self.report = report
             self.earlierRefunds = earlierRefunds
+            self.productID = productID
+            self.kind = kind
+            self.purchasedAt = purchasedAt
+            self.revokedAt = revokedAt
         }
     }
 
-    /// The request body, in Apple's field order; nil when the app answers nothing (policy off, or no consent).
+    /// What the app answers Apple.
+    public enum Answer: Sendable, Equatable {
+        /// This body is sent.
+        case body(JSONObject)
+        /// Nothing is sent, for this reason (Apple then decides without the app's facts).
+        case withheld(String)
+    }
+
+    /// The answer to a request Apple made at `requestedAt` (docs/notifications.md, "Refund requests"):
     ///
-    /// - `deliveryStatus`: the backend's report where it gives one, else `DELIVERED` when the ledger holds a
-    ///   delivery, else `UNDELIVERED_OTHER`.
-    /// - `consumptionPercentage`: the backend's report, when it gives one.
+    /// - nothing without a policy or the customer's consent;
+    /// - `deliveryStatus`: the backend's report where it gives one; else `DELIVERED` when the ledger holds a delivery,
+    ///   or when the transaction is a subscription period that began before the request and was not revoked (the
+    ///   entitlement was granted, whether or not the backend was ever asked to deliver it); else the delivery is not
+    ///   known and nothing is sent: `UNDELIVERED_*` is only ever the backend's own word (money review M2);
+    /// - `consumptionPercentage`: the backend's report, never for an auto-renewable subscription (Apple refuses it);
     /// - `refundPreference`: the policy's; under `rules`: not delivered → `GRANT_FULL`; delivered to a customer
     ///   refunded before → `DECLINE`; delivered and reported 0 % consumed → `GRANT_FULL`, fully consumed →
     ///   `DECLINE`, partly → `GRANT_PRORATED`; delivered without a report → `DECLINE`. `inform` states none.
-    public static func body(_ facts: Facts, answers: RefundAnswers) -> JSONObject? {
-        guard answers.answers else { return nil }
-        let status: ConsumptionDeliveryStatus =
-            facts.report?.deliveryStatus ?? (facts.deliveredAt != nil ? .delivered : .undeliveredOther)
+    ///   `GRANT_PRORATED` is stated for a product other than an auto-renewable subscription only with a percentage
+    ///   above 0, which Apple requires with it (money review M7).
+    public static func answer(_ facts: Facts, answers: RefundAnswers, requestedAt: Date) -> Answer {
+        guard answers.answers else { return .withheld("the app no longer answers refund requests") }
+        guard let status = deliveryStatus(facts, requestedAt: requestedAt) else {
+            return .withheld(
+                "the delivery is not known: neither delivered by an answer nor reported by the backend "
+                    + "(POST /api/transactions/consumption)")
+        }
+        let renews = facts.kind == .autoRenewable
+        let percentage = renews ? nil : facts.report?.consumedMilli
         var body = JSONObject(capacity: 5)
         body.append("customerConsented", .bool(true))
-        if let consumed = facts.report?.consumedMilli {
-            body.append("consumptionPercentage", .integer(Int64(consumed)))
-        }
+        if let percentage { body.append("consumptionPercentage", .integer(Int64(percentage))) }
         body.append("deliveryStatus", .string(status.rawValue))
-        if let preference = preference(facts, status: status, policy: answers.policy) {
-            body.append("refundPreference", .string(preference))
+        if var preference = preference(facts, status: status, policy: answers.policy) {
+            if preference == "GRANT_PRORATED", !renews, (percentage ?? 0) <= 0 { preference = "" }
+            if !preference.isEmpty { body.append("refundPreference", .string(preference)) }
         }
         body.append("sampleContentProvided", .bool(answers.sampleContentProvided))
-        return body
+        return .body(body)
+    }
+
+    /// The body of ``answer(_:answers:requestedAt:)``, nil when nothing is sent.
+    public static func body(_ facts: Facts, answers: RefundAnswers, requestedAt: Date) -> JSONObject? {
+        if case .body(let body) = answer(facts, answers: answers, requestedAt: requestedAt) { body } else { nil }
+    }
+
+    /// The delivery status the facts support; nil when the delivery is not known.
+    static func deliveryStatus(_ facts: Facts, requestedAt: Date) -> ConsumptionDeliveryStatus? {
+        if let reported = facts.report?.deliveryStatus { return reported }
+        if facts.deliveredAt != nil { return .delivered }
+        if facts.kind?.isSubscription == true, let began = facts.purchasedAt, began <= requestedAt,
+            facts.revokedAt.map({ $0 > requestedAt }) ?? true
+        {
+            return .delivered
+        }
+        return nil
     }
 
     /// The refund preference of `policy` for these facts; nil: none stated.

@@ -23,11 +23,15 @@ public protocol LedgerWriting {
     /// wins), then returns the claimants of `originals` (sorted, distinct); unclaimed ones are absent.
     func claims(_ claims: [(original: String, user: String)], reading originals: [String], at date: Date)
         async throws -> [String: String]
-    /// Marks the transaction delivered at `date` unless it already is; returns whether it did.
+    /// Marks the transaction delivered at `date` unless it already is, or was revoked meanwhile (by another server's
+    /// commit since it was read); returns whether it did.
     func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool
     /// Sets `last_seen_at`, and the revocation of `revocation` when given, stamped with its signed date (only where no
-    /// statement signed later set or cleared the revocation).
-    func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws
+    /// statement signed later set or cleared the revocation); returns whether this call revoked a row that was not
+    /// revoked, decided on the row as it is when written (two servers recording one refund: one says so, money review
+    /// M12).
+    @discardableResult
+    func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws -> Bool
     /// Inserts the events of ledger changes that some endpoint of their app takes, each with its deliveries (the
     /// others are not kept: without a receiver, the ledger itself is the record).
     func insertLedgerEvents(_ events: [WebhookEvent]) async throws
@@ -43,9 +47,12 @@ public protocol LedgerWriting {
     /// The entitlements last told of `user` (``CustomerChanges``' text; nil when none was), locked until the
     /// transaction ends (created empty if absent, so that two servers telling of one user wait for each other).
     func lockCustomerSnapshot(of user: String, at date: Date) async throws -> String?
-    /// Keeps what was told of `user` now, and when the same facts next give another view.
-    func saveCustomerSnapshot(of user: String, entitlements: String, nextChangeAt: Int64?, at date: Date)
-        async throws
+    /// Keeps what was told of `user` now, and when the same facts next give another view; a `changed` view takes the
+    /// user's next sequence number. Returns the user's sequence number after it (the lock taken by
+    /// ``lockCustomerSnapshot(of:at:)`` orders them: each change told gets a higher one, money review M10).
+    func saveCustomerSnapshot(
+        of user: String, entitlements: String, nextChangeAt: Int64?, changed: Bool, at date: Date
+    ) async throws -> Int64
     /// Leaves these users due no more (their app's catalog grants no entitlement now).
     func clearCustomerDue(of users: [String]) async throws
 }

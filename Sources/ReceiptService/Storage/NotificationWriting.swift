@@ -13,7 +13,8 @@ public protocol NotificationWriting: LedgerWriting {
     func openConsumptionGroup(transactionID: String, uuid: String, at date: Date, answering: Bool) async throws
         -> Bool
     /// Sets (or, with nil, clears) the transaction's revocation as `transaction` states it, unless a notification
-    /// signed after `asOf` set it; returns whether it wrote.
+    /// signed after `asOf` set it; returns whether the row's revocation changed from unset to set (or back), decided on
+    /// the row as it is when written, so that of two servers recording one refund one announces it (money review M12).
     func setRevocation(_ transactionID: String, to transaction: PurchaseTransaction?, asOf: Int64) async throws
         -> Bool
     /// Inserts events with one pending delivery per endpoint of the app that takes each.

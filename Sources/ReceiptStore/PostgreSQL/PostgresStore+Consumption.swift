@@ -32,7 +32,8 @@ extension PostgresStore: ConsumptionAnswerStore {
         return try await run {
             let row = try await rows(
                 """
-                SELECT t.delivered_at, t.consumption_milli, t.consumption_delivery, t.consumption_reported_at
+                SELECT t.delivered_at, t.consumption_milli, t.consumption_delivery, t.consumption_reported_at,
+                    t.product_id, t.product_type, t.purchase_date, t.expires_date, t.revocation_date
                 FROM ledger_transactions t
                 WHERE t.app_id = \(task.appID) AND t.store = 'app_store' AND t.environment = \(environment)
                     AND t.transaction_id = \(task.transactionID)

@@ -236,15 +236,18 @@ struct PostgresLedgerWriter: LedgerWriting {
         ).first?.optionalText("entitlements")
     }
 
-    func saveCustomerSnapshot(of user: String, entitlements: String, nextChangeAt: Int64?, at date: Date)
-        async throws
-    {
-        try await store.rows(
+    func saveCustomerSnapshot(
+        of user: String, entitlements: String, nextChangeAt: Int64?, changed: Bool, at date: Date
+    ) async throws -> Int64 {
+        let step: Int64 = changed ? 1 : 0
+        return try await store.rows(
             """
             UPDATE customer_snapshots SET entitlements = \(entitlements), next_change_at = \(nextChangeAt),
-                updated_at = \(date)
+                updated_at = \(date), sequence = sequence + \(step)
             WHERE app_id = \(appID) AND environment = \(environment) AND app_user_id = \(user)
-            """, on: connection)
+            RETURNING sequence
+            """, on: connection
+        ).first.map { Int64(try $0.int("sequence")) } ?? 0
     }
 
     /// One statement reads them all, locked until the transaction ends (a claim about to be moved stays put).
@@ -415,30 +418,38 @@ struct PostgresLedgerWriter: LedgerWriting {
                 google_ack_due_at = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN \(date)
                     ELSE google_ack_due_at END
             WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
-                AND transaction_id = \(transactionID) AND delivered_at IS NULL
+                AND transaction_id = \(transactionID) AND delivered_at IS NULL AND revocation_date IS NULL
             RETURNING transaction_id
             """, on: connection
         ).isEmpty)
     }
 
-    func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws {
-        if let revocation {
-            try await store.rows(
-                """
-                UPDATE ledger_transactions SET last_seen_at = \(date), revocation_date = \(revocation.revocationDate),
-                    revocation_reason = \(revocation.revocationReason), revocation_type = \(revocation.revocationType),
-                    revocation_percentage = \(revocation.revocationPercentage), revocation_as_of = \(revocation.signedDate)
-                WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
-                    AND transaction_id = \(transactionID)
-                    AND (revocation_as_of IS NULL OR revocation_as_of <= \(revocation.signedDate))
-                """, on: connection)
-        } else {
+    @discardableResult
+    func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws -> Bool {
+        guard let revocation else {
             try await store.rows(
                 """
                 UPDATE ledger_transactions SET last_seen_at = \(date)
                 WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
                     AND transaction_id = \(transactionID)
                 """, on: connection)
+            return false
         }
+        // First only where the row is not revoked: under a concurrent writer's lock, PostgreSQL checks the condition
+        // again on the row as that writer left it, so one of two servers revokes (money review M12). Else the stamp.
+        for condition in ["revocation_date IS NULL", "TRUE"] {
+            let written = try await store.rows(
+                """
+                UPDATE ledger_transactions SET last_seen_at = \(date), revocation_date = \(revocation.revocationDate),
+                    revocation_reason = \(revocation.revocationReason), revocation_type = \(revocation.revocationType),
+                    revocation_percentage = \(revocation.revocationPercentage), revocation_as_of = \(revocation.signedDate)
+                WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
+                    AND transaction_id = \(transactionID) AND \(unescaped: condition)
+                    AND (revocation_as_of IS NULL OR revocation_as_of <= \(revocation.signedDate))
+                RETURNING transaction_id
+                """, on: connection)
+            if !written.isEmpty { return condition != "TRUE" }
+        }
+        return false
     }
 }

@@ -220,16 +220,23 @@ extension PostgresLedgerWriter: NotificationWriting {
     func setRevocation(_ transactionID: String, to transaction: PurchaseTransaction?, asOf: Int64) async throws
         -> Bool
     {
-        !(try await store.rows(
-            """
-            UPDATE ledger_transactions SET revocation_date = \(transaction?.revocationDate),
-                revocation_reason = \(transaction?.revocationReason), revocation_type = \(transaction?.revocationType),
-                revocation_percentage = \(transaction?.revocationPercentage), revocation_as_of = \(asOf)
-            WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
-                AND transaction_id = \(transactionID) AND (revocation_as_of IS NULL OR revocation_as_of <= \(asOf))
-            RETURNING transaction_id
-            """, on: connection
-        ).isEmpty)
+        // First only where the state flips (as ``touch`` does): PostgreSQL checks it again on the row a concurrent
+        // writer left; else the newer statement's stamp alone.
+        let flips = transaction == nil ? "revocation_date IS NOT NULL" : "revocation_date IS NULL"
+        for condition in [flips, "TRUE"] {
+            let written = try await store.rows(
+                """
+                UPDATE ledger_transactions SET revocation_date = \(transaction?.revocationDate),
+                    revocation_reason = \(transaction?.revocationReason), revocation_type = \(transaction?.revocationType),
+                    revocation_percentage = \(transaction?.revocationPercentage), revocation_as_of = \(asOf)
+                WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
+                    AND transaction_id = \(transactionID) AND \(unescaped: condition)
+                    AND (revocation_as_of IS NULL OR revocation_as_of <= \(asOf))
+                RETURNING transaction_id
+                """, on: connection)
+            if !written.isEmpty { return condition != "TRUE" }
+        }
+        return false
     }
 
     func subscriptionStatuses(of originalTransactionIDs: [String]) async throws -> [String: SubscriptionStatus] {

@@ -542,3 +542,7 @@ CREATE INDEX usage_daily_app_idx ON usage_daily (app_id, day);
 -- version: 29 Money review M1: whether an app's stores' user ids (Apple's appAccountToken, Google's
 -- obfuscatedExternalAccountId) are its backend's app_user_id; off: a request without app_user_id claims nothing
 ALTER TABLE apps ADD COLUMN store_user_ids BOOLEAN NOT NULL DEFAULT false;
+
+-- version: 30 Money review M10: each customer's changes are numbered under the snapshot's lock, so that a receiver can
+-- order customer.entitlements_changed events
+ALTER TABLE customer_snapshots ADD COLUMN sequence BIGINT NOT NULL DEFAULT 0;

@@ -30,7 +30,8 @@ extension SQLiteStore: ConsumptionAnswerStore {
             let binds: [SQLiteData] = [.uuid(task.appID), .text(task.environment.rawValue), .text(task.transactionID)]
             let row = try await self.query(
                 """
-                SELECT t.delivered_at, t.consumption_milli, t.consumption_delivery, t.consumption_reported_at
+                SELECT t.delivered_at, t.consumption_milli, t.consumption_delivery, t.consumption_reported_at,
+                    t.product_id, t.product_type, t.purchase_date, t.expires_date, t.revocation_date
                 FROM ledger_transactions t
                 WHERE t.app_id = ? AND t.store = 'app_store' AND t.environment = ? AND t.transaction_id = ?
                 """, binds

@@ -281,16 +281,20 @@ struct SQLiteLedgerWriter: LedgerWriting {
         ).first?.optionalText("entitlements")
     }
 
-    func saveCustomerSnapshot(of user: String, entitlements: String, nextChangeAt: Int64?, at date: Date)
-        async throws
-    {
-        _ = try await store.query(
+    func saveCustomerSnapshot(
+        of user: String, entitlements: String, nextChangeAt: Int64?, changed: Bool, at date: Date
+    ) async throws -> Int64 {
+        try await store.query(
             """
-            UPDATE customer_snapshots SET entitlements = ?, next_change_at = ?, updated_at = ?
+            UPDATE customer_snapshots SET entitlements = ?, next_change_at = ?, updated_at = ?, sequence = sequence + ?
             WHERE app_id = ? AND environment = ? AND app_user_id = ?
+            RETURNING sequence
             """,
-            [.text(entitlements), nextChangeAt.map { .integer(Int($0)) } ?? .null, .millis(date)] + customerKey
-                + [.text(user)])
+            [
+                .text(entitlements), nextChangeAt.map { .integer(Int($0)) } ?? .null, .millis(date),
+                .integer(changed ? 1 : 0),
+            ] + customerKey + [.text(user)]
+        ).first.map { Int64(try $0.int("sequence")) } ?? 0
     }
 
     /// The ledger's key (`app_id = ? AND store = ? AND environment = ?`).
@@ -434,19 +438,32 @@ struct SQLiteLedgerWriter: LedgerWriting {
                 google_ack = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN 'pending' ELSE google_ack END,
                 google_ack_due_at = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN ? ELSE google_ack_due_at END
             WHERE app_id = ? AND store = ? AND environment = ? AND transaction_id = ? AND delivered_at IS NULL
+                AND revocation_date IS NULL
             RETURNING transaction_id
             """, [.millis(date), .millis(date)] + key + [.text(transactionID)]
         ).isEmpty)
     }
 
-    func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws {
-        if let revocation {
+    @discardableResult
+    func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws -> Bool {
+        guard let revocation else {
             _ = try await store.query(
+                """
+                UPDATE ledger_transactions SET last_seen_at = ?
+                WHERE app_id = ? AND store = ? AND environment = ? AND transaction_id = ?
+                """,
+                [.millis(date)] + key + [.text(transactionID)])
+            return false
+        }
+        // First only where the row is not revoked (whether this call revokes it), else the stamp alone.
+        for condition in ["revocation_date IS NULL", "1"] {
+            let written = try await store.query(
                 """
                 UPDATE ledger_transactions SET last_seen_at = ?, revocation_date = ?, revocation_reason = ?,
                     revocation_type = ?, revocation_percentage = ?, revocation_as_of = ?
-                WHERE app_id = ? AND store = ? AND environment = ? AND transaction_id = ?
+                WHERE app_id = ? AND store = ? AND environment = ? AND transaction_id = ? AND \(condition)
                     AND (revocation_as_of IS NULL OR revocation_as_of <= ?)
+                RETURNING transaction_id
                 """,
                 [
                     .millis(date), revocation.revocationDate.map { .integer(Int($0)) } ?? .null,
@@ -455,14 +472,9 @@ struct SQLiteLedgerWriter: LedgerWriting {
                     revocation.revocationPercentage.map { .integer($0) } ?? .null,
                     revocation.signedDate.map { .integer(Int($0)) } ?? .null,
                 ] + key + [.text(transactionID), revocation.signedDate.map { .integer(Int($0)) } ?? .null])
-        } else {
-            _ = try await store.query(
-                """
-                UPDATE ledger_transactions SET last_seen_at = ?
-                WHERE app_id = ? AND store = ? AND environment = ? AND transaction_id = ?
-                """,
-                [.millis(date)] + key + [.text(transactionID)])
+            if !written.isEmpty { return condition != "1" }
         }
+        return false
     }
 }
 

@@ -219,12 +219,14 @@ extension SQLiteLedgerWriter: NotificationWriting {
         -> Bool
     {
         let optional: (Int64?) -> SQLiteData = { $0.map { .integer(Int($0)) } ?? .null }
-        return
-            !(try await store.query(
+        // First only where the state flips, else the newer statement's stamp alone.
+        let flips = transaction == nil ? "revocation_date IS NOT NULL" : "revocation_date IS NULL"
+        for condition in [flips, "1"] {
+            let written = try await store.query(
                 """
                 UPDATE ledger_transactions SET revocation_date = ?, revocation_reason = ?, revocation_type = ?,
                     revocation_percentage = ?, revocation_as_of = ?
-                WHERE app_id = ? AND store = ? AND environment = ? AND transaction_id = ?
+                WHERE app_id = ? AND store = ? AND environment = ? AND transaction_id = ? AND \(condition)
                     AND (revocation_as_of IS NULL OR revocation_as_of <= ?)
                 RETURNING transaction_id
                 """,
@@ -232,8 +234,10 @@ extension SQLiteLedgerWriter: NotificationWriting {
                     optional(transaction?.revocationDate), optional(transaction?.revocationReason.map(Int64.init)),
                     transaction?.revocationType.map { .text($0) } ?? .null,
                     optional(transaction?.revocationPercentage.map(Int64.init)), .integer(Int(asOf)),
-                ] + key + [.text(transactionID), .integer(Int(asOf))]
-            ).isEmpty)
+                ] + key + [.text(transactionID), .integer(Int(asOf))])
+            if !written.isEmpty { return condition != "1" }
+        }
+        return false
     }
 
     func subscriptionStatuses(of originalTransactionIDs: [String]) async throws -> [String: SubscriptionStatus] {

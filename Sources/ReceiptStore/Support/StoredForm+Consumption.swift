@@ -43,7 +43,14 @@ extension StoredForm {
                     ConsumptionDeliveryStatus.init(rawValue:)),
                 reportedAt: reportedAt)
         }
+        // The kind the transaction states; a row without one (a unified receipt's) with an expiry is a subscription.
+        let kind =
+            try row.optionalText("product_type").flatMap(ProductKind.init(storeKitType:))
+            ?? (try row.optionalInt("expires_date") != nil ? .autoRenewable : nil)
         return ConsumptionRules.Facts(
-            deliveredAt: try row.optionalDate("delivered_at"), report: report, earlierRefunds: refunds)
+            deliveredAt: try row.optionalDate("delivered_at"), report: report, earlierRefunds: refunds,
+            productID: try row.text("product_id"), kind: kind,
+            purchasedAt: try row.optionalInt("purchase_date").map { Date(timeIntervalSince1970: Double($0) / 1_000) },
+            revokedAt: try row.optionalInt("revocation_date").map { Date(timeIntervalSince1970: Double($0) / 1_000) })
     }
 }

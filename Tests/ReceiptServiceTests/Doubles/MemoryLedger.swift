@@ -26,7 +26,7 @@ final class MemoryLedger: Sendable {
         /// Statuses by original transaction id.
         var statuses: [String: SubscriptionStatus] = [:]
         /// What was last told of each user's entitlements, and when it next changes.
-        var snapshots: [String: (entitlements: String?, nextChangeAt: Int64?)] = [:]
+        var snapshots: [String: (entitlements: String?, nextChangeAt: Int64?, sequence: Int64)] = [:]
     }
 
     struct Key: Hashable {
@@ -109,10 +109,14 @@ final class MemoryLedger: Sendable {
             change("lockCustomerSnapshot") { ledger in ledger.snapshots[user]?.entitlements }
         }
 
-        func saveCustomerSnapshot(of user: String, entitlements: String, nextChangeAt: Int64?, at date: Date)
-            async throws
-        {
-            change("saveCustomerSnapshot") { ledger in ledger.snapshots[user] = (entitlements, nextChangeAt) }
+        func saveCustomerSnapshot(
+            of user: String, entitlements: String, nextChangeAt: Int64?, changed: Bool, at date: Date
+        ) async throws -> Int64 {
+            change("saveCustomerSnapshot") { ledger in
+                let sequence = (ledger.snapshots[user]?.sequence ?? 0) + (changed ? 1 : 0)
+                ledger.snapshots[user] = (entitlements, nextChangeAt, sequence)
+                return sequence
+            }
         }
 
         func claimants(of originalTransactionIDs: [String]) async throws -> [String: String] {
@@ -168,7 +172,7 @@ final class MemoryLedger: Sendable {
 
         func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool {
             change("markDelivered") { ledger in
-                guard ledger.rows[transactionID]?.deliveredAt == nil, ledger.rows[transactionID] != nil else {
+                guard let row = ledger.rows[transactionID], row.deliveredAt == nil, !row.isRevoked else {
                     return false
                 }
                 ledger.rows[transactionID]?.deliveredAt = date
@@ -176,18 +180,22 @@ final class MemoryLedger: Sendable {
             }
         }
 
-        func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws {
+        @discardableResult
+        func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws -> Bool {
             change("touch") { ledger in
+                var revokedNow = false
                 if let revocation {
                     guard
                         ledger.revocationAsOf[transactionID].map({ asOf in (revocation.signedDate ?? .min) >= asOf })
                             ?? true
-                    else { return }
+                    else { return false }
+                    revokedNow = ledger.rows[transactionID]?.isRevoked == false
                     ledger.rows[transactionID]?.transaction.takeRevocation(of: revocation)
                     ledger.revocationAsOf[transactionID] = revocation.signedDate
                     ledger.rows[transactionID]?.revocationAsOf = revocation.signedDate
                 }
                 ledger.rows[transactionID]?.lastSeenAt = date
+                return revokedNow
             }
         }
 
@@ -215,13 +223,13 @@ final class MemoryLedger: Sendable {
             -> Bool
         {
             change("setRevocation") { ledger in
-                guard ledger.rows[transactionID] != nil,
+                guard let row = ledger.rows[transactionID],
                     ledger.revocationAsOf[transactionID].map({ $0 <= asOf }) ?? true
                 else { return false }
                 ledger.rows[transactionID]?.transaction.takeRevocation(of: transaction)
                 ledger.revocationAsOf[transactionID] = asOf
                 ledger.rows[transactionID]?.revocationAsOf = asOf
-                return true
+                return row.isRevoked != (transaction != nil)
             }
         }
 
