@@ -286,7 +286,10 @@ import Testing
     @Test("StoreKit 2: prorated and family revocations, appAccountToken claims", arguments: StoreKind.available)
     func signedTransactions(kind: StoreKind) async throws {
         try await withLiveService(kind) { service in
-            let tenant = try service.tenant(appArguments: ["--allow-test-data", "--claims", "refuse"])
+            // The app puts its backend's user ids in appAccountToken, and says so (--store-user-ids).
+            let tenant = try service.tenant(appArguments: [
+                "--allow-test-data", "--claims", "refuse", "--store-user-ids",
+            ])
             var builder = JWSBuilder()
             builder.transactionID = "2000000000000001"
             builder.originalTransactionID = "2000000000000001"

@@ -322,7 +322,8 @@ import Testing
         arguments: StoreKind.available)
     func enrichmentKeepsTheAppAccountTokenAsTheUser(kind: StoreKind) async throws {
         try await Self.withServerAPI(kind) { service, fake in
-            let tenant = try Self.tenant(service, ["--enrichment", "on", "--claims", "refuse"])
+            // The app puts its backend's user ids in appAccountToken, and says so (--store-user-ids).
+            let tenant = try Self.tenant(service, ["--enrichment", "on", "--claims", "refuse", "--store-user-ids"])
             let owner = "e4b2c0ab-7bd5-4e6c-9a37-5b1f8e0c2d11"
             let signed = try Self.transaction(
                 "1000000300", original: "1000000300", type: "Non-Consumable", product: "com.example.app.pro",
