@@ -25,26 +25,54 @@ public struct MoneyModel: Sendable {
     /// Marks `transactionID` refunded by the store at `date`.
     public mutating func refund(_ transactionID: String, at date: Date) { purchases[transactionID]?.refundedAt = date }
 
+    /// Whether the store held `purchase` refunded at `date` (refunded by then, and not reversed by then).
+    public static func isRefunded(_ purchase: Purchase, at date: Date) -> Bool {
+        guard let refunded = purchase.refundedAt, refunded <= date else { return false }
+        return purchase.reversedAt.map { $0 > date } ?? true
+    }
+
     // MARK: - What the service is told
 
     /// What the service has learnt and answered.
     public struct Knowledge: Sendable, Equatable {
         /// Transactions the service has heard of (by any source).
         public var known: Set<String> = []
-        /// Refunds the service has heard of, by transaction id.
+        /// Refunds the service holds now, by transaction id.
         public var revoked: [String: Date] = [:]
+        /// The signed date of the newest statement of each transaction's refund the service took (a refund, its
+        /// reversal): an older statement arriving later changes nothing.
+        public var revocationAsOf: [String: Date] = [:]
         /// Who holds each original transaction (the first user a request named; no store-side id ever claims).
         public var claims: [String: String] = [:]
         /// How many times each transaction was answered `deliver: true`.
         public var deliveries: [String: Int] = [:]
     }
 
-    /// The service hears of `transactionID` from a notification (a purchase, a renewal, a refund when
-    /// `carriesRevocation`). Notifications never claim and never deliver.
-    public mutating func notified(_ transactionID: String, carriesRevocation: Bool) {
+    /// What a message says of a transaction's refund, signed at a date.
+    public enum Statement: Sendable, Equatable {
+        /// Nothing (a purchase, a renewal, an item signed while it was not refunded).
+        case none
+        /// Refunded (a `REFUND`, an item signed while it was refunded).
+        case refunded
+        /// The refund reversed (`REFUND_REVERSED`).
+        case reversed
+    }
+
+    /// The service hears of `transactionID` from a message signed at `signedAt`: a purchase, a renewal, a refund or its
+    /// reversal. A statement of the refund is taken only when it is no older than the newest one taken (Apple's
+    /// signed dates order them, not their arrival). Notifications never claim and never deliver.
+    public mutating func notified(_ transactionID: String, stating statement: Statement, signedAt: Date) {
         guard let purchase = purchases[transactionID] else { return }
         knowledge.known.insert(transactionID)
-        if carriesRevocation, let refunded = purchase.refundedAt { knowledge.revoked[transactionID] = refunded }
+        guard statement != .none, knowledge.revocationAsOf[transactionID].map({ $0 <= signedAt }) ?? true else {
+            return
+        }
+        knowledge.revocationAsOf[transactionID] = signedAt
+        if statement == .refunded, let refunded = purchase.refundedAt {
+            knowledge.revoked[transactionID] = refunded
+        } else if statement == .reversed {
+            knowledge.revoked[transactionID] = nil
+        }
     }
 
     /// What one presentation must be answered.
@@ -55,11 +83,13 @@ public struct MoneyModel: Sendable {
         public var claimedByOther: Bool
     }
 
-    /// A client presents `transactionID` for `user` (nil: the request named no user); the JWS carries the refund when
-    /// `carriesRevocation`. Returns what the answer must say and records the delivery it makes.
-    public mutating func presented(_ transactionID: String, user: String?, carriesRevocation: Bool) -> Expectation {
+    /// A client presents `transactionID` for `user` (nil: the request named no user), signed at `signedAt` (carrying
+    /// the refund if the store held it refunded then). Returns what the answer must say and records the delivery it
+    /// makes.
+    public mutating func presented(_ transactionID: String, user: String?, signedAt: Date) -> Expectation {
         guard let purchase = purchases[transactionID] else { return Expectation(deliver: false, claimedByOther: false) }
-        notified(transactionID, carriesRevocation: carriesRevocation)
+        notified(
+            transactionID, stating: Self.isRefunded(purchase, at: signedAt) ? .refunded : .none, signedAt: signedAt)
         if let user, knowledge.claims[purchase.originalTransactionID] == nil {
             knowledge.claims[purchase.originalTransactionID] = user
         }
@@ -170,6 +200,8 @@ public struct Purchase: Sendable, Equatable {
     public let expiresAt: Date?
     /// When the store refunded it, if it did.
     public var refundedAt: Date?
+    /// When the store reversed that refund, if it did.
+    public var reversedAt: Date?
 
     public init(
         transactionID: String, originalTransactionID: String, productID: String, buyer: String, purchasedAt: Date,

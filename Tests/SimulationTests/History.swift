@@ -8,20 +8,33 @@ import MoneyModel
 struct History: Sendable, CustomStringConvertible {
     /// One message to the service.
     enum Step: Sendable, Equatable, CustomStringConvertible {
-        /// The client presents the transaction's JWS for `user` (nil: the request names no user). A `late` JWS is
-        /// signed at the end of the history and carries the refund, if the store refunded it; a fresh one is signed
-        /// a minute after the purchase.
-        case present(String, user: String?, late: Bool)
+        /// The client presents the transaction's JWS for `user` (nil: the request names no user), signed when
+        /// `signed` says; it carries the refund if the store held the transaction refunded then.
+        case present(String, user: String?, signed: Signed)
         /// Apple notifies the purchase or renewal (`SUBSCRIBED`, `DID_RENEW`, `ONE_TIME_CHARGE`); `uuid` is the
         /// notification's id (the same for Apple's retries).
         case notifyPurchase(String, uuid: String)
         /// Apple notifies the refund (`REFUND`).
         case notifyRefund(String, uuid: String)
+        /// Apple notifies the refund's reversal (`REFUND_REVERSED`).
+        case notifyReversal(String, uuid: String)
+
+        /// When a presented JWS was signed.
+        enum Signed: String, Sendable, Equatable {
+            /// A minute after the purchase.
+            case fresh
+            /// A minute after the refund (a device that kept the item since; before a reversal, if one came).
+            case refunded
+            /// A minute before the history's start (a restore, a late client).
+            case late
+        }
 
         /// The transaction the step is about.
         var transactionID: String {
             switch self {
-            case .present(let id, _, _), .notifyPurchase(let id, _), .notifyRefund(let id, _): id
+            case .present(let id, _, _), .notifyPurchase(let id, _), .notifyRefund(let id, _),
+                .notifyReversal(let id, _):
+                id
             }
         }
 
@@ -35,10 +48,11 @@ struct History: Sendable, CustomStringConvertible {
 
         var description: String {
             switch self {
-            case .present(let id, let user, let late):
-                "present \(id) user=\(user ?? "-")\(late ? " late" : "")"
+            case .present(let id, let user, let signed):
+                "present \(id) user=\(user ?? "-") signed \(signed.rawValue)"
             case .notifyPurchase(let id, let uuid): "notify purchase \(id) [\(uuid.prefix(8))]"
             case .notifyRefund(let id, let uuid): "notify refund \(id) [\(uuid.prefix(8))]"
+            case .notifyReversal(let id, let uuid): "notify reversal \(id) [\(uuid.prefix(8))]"
             }
         }
     }
@@ -68,7 +82,9 @@ struct History: Sendable, CustomStringConvertible {
     var description: String {
         var lines = ["seed \(seed): \(users.count) users, \(purchases.count) transactions, \(steps.count) steps"]
         for purchase in purchases {
-            let refund = purchase.refundedAt.map { " refunded \(Self.offset($0, from: start))" } ?? ""
+            let refund =
+                (purchase.refundedAt.map { " refunded \(Self.offset($0, from: start))" } ?? "")
+                + (purchase.reversedAt.map { " reversed \(Self.offset($0, from: start))" } ?? "")
             lines.append(
                 "  \(purchase.transactionID) (\(purchase.originalTransactionID)) \(purchase.productID) "
                     + "by \(purchase.buyer) at \(Self.offset(purchase.purchasedAt, from: start))"
@@ -150,8 +166,15 @@ struct History: Sendable, CustomStringConvertible {
             let purchase = purchases[index]
             let latest = min(purchase.expiresAt ?? start, start).timeIntervalSince(purchase.purchasedAt)
             guard latest > 7_200 else { continue }
-            purchases[index].refundedAt = purchase.purchasedAt.addingTimeInterval(
+            let refunded = purchase.purchasedAt.addingTimeInterval(
                 Double.random(in: 3_600...(latest - 3_600), using: &random).rounded(.down))
+            purchases[index].refundedAt = refunded
+            // Some refunds are reversed (Apple's REFUND_REVERSED), later, before the start.
+            let room = start.timeIntervalSince(refunded)
+            if room > 7_200, Double.random(in: 0..<1, using: &random) < 0.3 {
+                purchases[index].reversedAt = refunded.addingTimeInterval(
+                    Double.random(in: 3_600...(room - 600), using: &random).rounded(.down))
+            }
         }
         self.purchases = purchases
 
@@ -161,10 +184,10 @@ struct History: Sendable, CustomStringConvertible {
         for purchase in purchases {
             for _ in 0..<(Double.random(in: 0..<1, using: &random) < 0.25 ? 2 : 1) {
                 let named = Double.random(in: 0..<1, using: &random) < 0.75
-                steps.append(
-                    .present(
-                        purchase.transactionID, user: named ? purchase.buyer : nil,
-                        late: Double.random(in: 0..<1, using: &random) < 0.3))
+                let draw = Double.random(in: 0..<1, using: &random)
+                let signed: Step.Signed =
+                    draw < 0.6 ? .fresh : (draw < 0.8 && purchase.refundedAt != nil) ? .refunded : .late
+                steps.append(.present(purchase.transactionID, user: named ? purchase.buyer : nil, signed: signed))
             }
             if Double.random(in: 0..<1, using: &random) < 0.6 {
                 let uuid = UUID.random(using: &random).uuidString.lowercased()
@@ -179,6 +202,10 @@ struct History: Sendable, CustomStringConvertible {
                 if Double.random(in: 0..<1, using: &random) < 0.2 {
                     steps.append(.notifyRefund(purchase.transactionID, uuid: uuid))
                 }
+            }
+            if purchase.reversedAt != nil, Double.random(in: 0..<1, using: &random) < 0.8 {
+                steps.append(
+                    .notifyReversal(purchase.transactionID, uuid: UUID.random(using: &random).uuidString.lowercased()))
             }
         }
         steps.shuffle(using: &random)

@@ -126,8 +126,8 @@ struct SimulatedService: Sendable {
 
     // MARK: - Signed items
 
-    /// The StoreKit 2 transaction of `purchase` as Apple signs it at `signedAt` (with the refund, if the store had
-    /// refunded it by then).
+    /// The StoreKit 2 transaction of `purchase` as Apple signs it at `signedAt` (with the refund, if the store held it
+    /// refunded then: refunded, and not reversed yet).
     static func transaction(_ purchase: Purchase, of user: History.User?, products: [String: Product], signedAt: Date)
         throws -> String
     {
@@ -147,7 +147,7 @@ struct SimulatedService: Sendable {
             case .nonConsumable: "Non-Consumable"
             default: "Auto-Renewable Subscription"
             }
-        if let refunded = purchase.refundedAt, refunded <= signedAt {
+        if MoneyModel.isRefunded(purchase, at: signedAt), let refunded = purchase.refundedAt {
             item.revocation = (refunded, 1, "REFUND_FULL", nil)
         }
         return try item.build(signedBy: pki)

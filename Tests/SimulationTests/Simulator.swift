@@ -73,17 +73,21 @@ struct Simulator: Sendable {
         products: [String: Product]
     ) async throws -> Performed {
         switch step {
-        case .present(let id, let userID, let late):
+        case .present(let id, let userID, let signed):
             guard let purchase = model.purchases[id] else { return .done }
-            let signedAt = late ? history.start.addingTimeInterval(-60) : purchase.purchasedAt.addingTimeInterval(60)
+            let signedAt =
+                switch signed {
+                case .fresh: purchase.purchasedAt.addingTimeInterval(60)
+                case .refunded: (purchase.refundedAt ?? purchase.purchasedAt).addingTimeInterval(60)
+                case .late: history.start.addingTimeInterval(-60)
+                }
             let jws = try SimulatedService.transaction(
                 purchase, of: history.user(purchase.buyer), products: products, signedAt: signedAt)
             var fields = [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", jws)]
             if let userID { fields.append(("app_user_id", userID)) }
             let answer = try await service.post("/api", form: fields)
             if traces { print("\(step) -> \(JSONValue.object(answer.json).encodedString)") }
-            let carriesRevocation = purchase.refundedAt.map { $0 <= signedAt } ?? false
-            let expected = model.presented(id, user: userID, carriesRevocation: carriesRevocation)
+            let expected = model.presented(id, user: userID, signedAt: signedAt)
             guard answer.status == .ok, answer.json["status"] == .integer(0) else {
                 return .failed("\(step): answered \(answer.status.code) \(JSONValue.object(answer.json).encodedString)")
             }
@@ -103,16 +107,25 @@ struct Simulator: Sendable {
                         + (expected.claimedByOther ? ", claimed by another user" : ""))
             }
             if let userID { return .answered(user: userID, view: answer.json["customer"]) }
-        case .notifyPurchase(let id, let uuid), .notifyRefund(let id, let uuid):
+        case .notifyPurchase(let id, let uuid), .notifyRefund(let id, let uuid), .notifyReversal(let id, let uuid):
             guard let purchase = model.purchases[id] else { return .done }
-            let isRefund = if case .notifyRefund = step { true } else { false }
-            let signedAt =
-                isRefund ? (purchase.refundedAt ?? history.start) : purchase.purchasedAt.addingTimeInterval(1)
+            let statement: MoneyModel.Statement
+            let signedAt: Date
+            switch step {
+            case .notifyRefund:
+                (statement, signedAt) = (.refunded, purchase.refundedAt ?? history.start)
+            case .notifyReversal:
+                (statement, signedAt) = (.reversed, purchase.reversedAt ?? history.start)
+            default:
+                (statement, signedAt) = (.none, purchase.purchasedAt.addingTimeInterval(1))
+            }
             let transaction = try SimulatedService.transaction(
                 purchase, of: history.user(purchase.buyer), products: products, signedAt: signedAt)
             let (type, subtype): (String, String?)
-            if isRefund {
+            if statement == .refunded {
                 (type, subtype) = ("REFUND", nil)
+            } else if statement == .reversed {
+                (type, subtype) = ("REFUND_REVERSED", nil)
             } else if purchase.expiresAt == nil {
                 (type, subtype) = ("ONE_TIME_CHARGE", nil)
             } else if purchase.transactionID == purchase.originalTransactionID {
@@ -125,7 +138,7 @@ struct Simulator: Sendable {
                 signedPayload: try SimulatedService.notification(
                     type: type, subtype: subtype, uuid: uuid, transaction: transaction, signedAt: signedAt))
             guard status == .ok else { return .failed("\(step): the notification was answered \(status.code)") }
-            model.notified(id, carriesRevocation: isRefund)
+            model.notified(id, stating: statement, signedAt: signedAt)
         }
         return .done
     }

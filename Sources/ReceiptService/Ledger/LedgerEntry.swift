@@ -118,6 +118,10 @@ public struct LedgerRecording: Sendable {
         var entry = LedgerEntry(
             appID: appID, store: store, environment: environment, transaction: transaction, claimant: claimant,
             firstSeenAt: now, lastSeenAt: now, firstRequestID: requestID, deliveredAt: nil)
+        // A row born revoked is stamped with the statement's signed date, as a revocation of a known row is: an older
+        // statement arriving later (a SUBSCRIBED or DID_RENEW Apple retried, a status) cannot restore it. The simulator
+        // found a refunded subscription's entitlement restored by its late SUBSCRIBED notification (seed 94).
+        if transaction.revocationDate != nil { entry.revocationAsOf = transaction.signedDate }
         if deliversNew && mayDeliver(entry) { entry.deliveredAt = now }
         if store == .googlePlay, transaction.purchaseToken != nil {
             // Google's own acknowledgement stands; else one is asked once the purchase is delivered.

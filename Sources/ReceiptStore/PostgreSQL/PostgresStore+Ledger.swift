@@ -332,6 +332,7 @@ struct PostgresLedgerWriter: LedgerWriting {
         let packages = transactions.map { $0.packageName ?? noText }
         let linked = transactions.map { $0.linkedPurchaseToken ?? noText }
         let acks = entries.map { StoredForm.googleAck($0).state ?? noText }
+        let revocationStamps = entries.map { $0.revocationAsOf ?? none }
         let delivered = entries.map { $0.deliveredAt != nil }
         let seen = entries.map { $0.firstSeenAt.millisecondsSince1970 }
         let requests = entries.map(\.firstRequestID)
@@ -343,7 +344,7 @@ struct PostgresLedgerWriter: LedgerWriting {
                 last_seen_at, first_request_id, delivered_at, product_type, offer_type, offer_discount_type,
                 app_transaction_id, offer_period, billing_plan_type, commitment_period, commitment_periods,
                 commitment_expires_date, commitment_price, purchase_token, package_name, linked_purchase_token,
-                google_ack, google_ack_due_at)
+                google_ack, google_ack_due_at, revocation_as_of)
             SELECT \(appID), \(purchaseStore), \(environment), t.id, t.original, t.product, NULLIF(t.purchased, \(none)),
                 NULLIF(t.originally, \(none)), NULLIF(t.expires, \(none)), t.quantity, NULLIF(t.line_item, \(noText)),
                 NULLIF(t.ownership, \(noText)), NULLIF(t.revoked, \(none)), NULLIF(t.reason, \(none)),
@@ -353,7 +354,8 @@ struct PostgresLedgerWriter: LedgerWriting {
                 NULLIF(t.offer_period, \(noText)), NULLIF(t.plan, \(noText)), NULLIF(t.commitment_period, \(none)),
                 NULLIF(t.commitment_periods, \(none)), NULLIF(t.commitment_expires, \(none)),
                 NULLIF(t.commitment_price, \(none)), NULLIF(t.token, \(noText)), NULLIF(t.package, \(noText)),
-                NULLIF(t.linked, \(noText)), NULLIF(t.ack, \(noText)), CASE WHEN t.ack = 'pending' THEN seen_at.at END
+                NULLIF(t.linked, \(noText)), NULLIF(t.ack, \(noText)), CASE WHEN t.ack = 'pending' THEN seen_at.at END,
+                NULLIF(t.revocation_as_of, \(none))
             FROM UNNEST(\(ids)::text[], \(originals)::text[], \(products)::text[], \(purchased)::int8[],
                 \(originallyPurchased)::int8[], \(expires)::int8[], \(quantities)::int8[], \(lineItems)::text[],
                 \(ownership)::text[], \(revoked)::int8[], \(reasons)::int8[], \(types)::text[], \(percentages)::int8[],
@@ -361,11 +363,11 @@ struct PostgresLedgerWriter: LedgerWriting {
                 \(discounts)::text[], \(appTransactions)::text[], \(offerPeriods)::text[], \(plans)::text[],
                 \(commitmentPeriod)::int8[], \(commitmentPeriods)::int8[], \(commitmentExpires)::int8[],
                 \(commitmentPrice)::int8[], \(tokens)::text[], \(packages)::text[], \(linked)::text[],
-                \(acks)::text[])
+                \(acks)::text[], \(revocationStamps)::int8[])
                 WITH ORDINALITY AS t(id, original, product, purchased, originally, expires, quantity, line_item,
                     ownership, revoked, reason, type, percentage, delivered, seen, request, kind, offer, discount,
                     app_transaction, offer_period, plan, commitment_period, commitment_periods, commitment_expires,
-                    commitment_price, token, package, linked, ack, position),
+                    commitment_price, token, package, linked, ack, revocation_as_of, position),
                 -- Exact milliseconds (a division by 1000.0 would round through a double).
                 LATERAL (SELECT TIMESTAMPTZ 'epoch' + t.seen * INTERVAL '1 millisecond' AS at) AS seen_at
             ORDER BY t.position

@@ -356,7 +356,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
                     last_seen_at, first_request_id, delivered_at, product_type, offer_type, offer_discount_type,
                     app_transaction_id, offer_period, billing_plan_type, commitment_period, commitment_periods,
                     commitment_expires_date, commitment_price, purchase_token, package_name, linked_purchase_token,
-                    google_ack, google_ack_due_at)
+                    google_ack, google_ack_due_at, revocation_as_of)
                 VALUES \(Array(repeating: Self.rowPlaceholders, count: chunk.count).joined(separator: ", "))
                 ON CONFLICT DO NOTHING RETURNING transaction_id
                 """, chunk.flatMap(values))
@@ -365,9 +365,9 @@ struct SQLiteLedgerWriter: LedgerWriting {
         return inserted
     }
 
-    private static let rowPlaceholders = "(" + Array(repeating: "?", count: 35).joined(separator: ", ") + ")"
+    private static let rowPlaceholders = "(" + Array(repeating: "?", count: 36).joined(separator: ", ") + ")"
 
-    /// The 35 values of an entry's row, in the insert's column order.
+    /// The 36 values of an entry's row, in the insert's column order.
     private func values(_ entry: LedgerEntry) -> [SQLiteData] {
         let transaction = entry.transaction
         let optional: (Int64?) -> SQLiteData = { $0.map { .integer(Int($0)) } ?? .null }
@@ -392,6 +392,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
             transaction.purchaseToken.map { .text($0) } ?? .null, transaction.packageName.map { .text($0) } ?? .null,
             transaction.linkedPurchaseToken.map { .text($0) } ?? .null,
             acknowledgement.state.map { .text($0) } ?? .null, .millis(acknowledgement.due),
+            optional(entry.revocationAsOf),
         ]
     }
 
