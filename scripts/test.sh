@@ -92,9 +92,13 @@ if [ -n "${SWIFT_TEST_ARGS:-}" ]; then
     swift test --skip-build $SWIFT_TEST_ARGS
 else
     log "testing (SQLite and PostgreSQL)"
-    swift test --skip-build --skip "$timed"
+    swift test --skip-build --skip "$timed|SimulationTests"
     log "testing the time-bound suites, one test at a time"
     swift test --skip-build --no-parallel --filter "$timed"
+    # The money simulator (docs/testing.md): SIMULATION_SEEDS histories per store (2,000 by default), both stores at
+    # once, alone on the machine.
+    log "the money simulator: ${SIMULATION_SEEDS:-2000} histories per store (scripts/simulate.sh)"
+    swift test --skip-build --filter 'SimulationTests\.'
 fi
 
 # The API's contract, the client recipes and the account screen in a browser, against the live `serve` binary just built: the OpenAPI document checked
