@@ -8,9 +8,12 @@ public enum NotificationRecorder {
     /// A notification's outcome, and whether an existing ledger row's revocation changed (to be announced, as the
     /// ledger's own changes are).
     public typealias Outcome = (result: NotificationRecorded, changed: Bool)
-    /// The outcomes of a group, and whether it wrote a subscription status (to be announced on the store's
-    /// ``NotificationStore/statusChangeMarker()``, which ``SubscriptionStatusView`` follows).
-    public typealias GroupOutcome = (outcomes: [Outcome], statusesChanged: Bool)
+    /// The outcomes of a group, whether it wrote a subscription status (to be announced on the store's
+    /// ``NotificationStore/statusChangeMarker()``, which ``SubscriptionStatusView`` follows), and whether it inserted a
+    /// ledger row, which changes its claimant's customer view (to be announced as a customer change, which the views
+    /// follow: a renewal whose own status statement was older than the stored one left the view stale before; the
+    /// simulator found it, seed 120).
+    public typealias GroupOutcome = (outcomes: [Outcome], statusesChanged: Bool, customersChanged: Bool)
 
     /// Records a group of notifications inside one transaction, a few statements per app and environment; the
     /// outcomes in the group's order. `writer` gives the writer of a notification's app and environment.
@@ -19,13 +22,15 @@ public enum NotificationRecorder {
     ) async throws -> GroupOutcome {
         var outcomes = [Outcome](repeating: (.duplicate, false), count: records.count)
         var statusesChanged = false
+        var customersChanged = false
         for indexes in LedgerRecorder.byLedger(records.map { ($0.appID, .appStore, $0.notification.environment) }) {
             let members = indexes.map { records[$0] }
             let recorded = try await record(members, with: writer(members[0]))
             for (index, outcome) in zip(indexes, recorded.outcomes) { outcomes[index] = outcome }
             statusesChanged = statusesChanged || recorded.statusesChanged
+            customersChanged = customersChanged || recorded.customersChanged
         }
-        return (outcomes, statusesChanged)
+        return (outcomes, statusesChanged, customersChanged)
     }
 
     /// Records `records`, all of the writer's app and environment, through `writer`, inside one database transaction;
@@ -130,7 +135,7 @@ public enum NotificationRecorder {
         let told = try await customerEvents(of: recorded.map { records[$0] }, with: writer)
         try await writer.insertEvents(events.flatMap { $0 } + told)
         for index in recorded { outcomes[index].result = .recorded(events: events[index]) }
-        return (outcomes, wrote)
+        return (outcomes, wrote, !created.isEmpty)
     }
 
     /// The `customer.entitlements_changed` events of recorded notifications of one app and environment

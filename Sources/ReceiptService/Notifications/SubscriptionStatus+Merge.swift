@@ -15,9 +15,9 @@ extension SubscriptionStatus {
 
     /// Writes statements of subscriptions' statuses (in their order) through `writer`, inside its transaction: each
     /// over the stored status of its subscription, unless that one was signed later (a late statement changes
-    /// nothing) or the statement is about an older period than the stored one; a statement that leaves out the product, expiry or renewal fields keeps the stored ones. The
-    /// statuses are read once and written once each, in key order. Returns the statements that changed a state, and
-    /// whether any status was written.
+    /// nothing) or the statement is about an older period than the stored one; a statement that leaves out the
+    /// product, expiry or renewal fields keeps the stored ones. The statuses are read once and written once each, in
+    /// key order. Returns the statements that changed a state, and whether any status was written.
     public static func merge(_ stated: [SubscriptionStatus], with writer: some LedgerWriting) async throws -> (
         changes: [Change], wrote: Bool
     ) {

@@ -18,7 +18,8 @@ extension PostgresStore: NotificationStore {
                 announceChange: {}))
     }
 
-    /// Records notifications in one transaction, announcing in it the ledger rows and the statuses it changed.
+    /// Records notifications in one transaction, announcing in it the ledger rows, the statuses and the customers it
+    /// changed.
     private func commitNotifications(_ records: [NotificationRecord]) async throws -> [NotificationRecorder.Outcome] {
         try await transaction { connection in
             let recorded = try await NotificationRecorder.recordTogether(records) { record in
@@ -26,6 +27,7 @@ extension PostgresStore: NotificationStore {
             }
             if recorded.outcomes.contains(where: \.changed) { try await self.announceChange(on: connection) }
             if recorded.statusesChanged { try await self.announceStatusChange(on: connection) }
+            if recorded.customersChanged { try await self.announceCustomerChange(on: connection) }
             return recorded.outcomes
         }
     }

@@ -16,12 +16,14 @@ extension SQLiteStore: NotificationStore {
                 announceChange: { self.announceLedgerChange() }))
     }
 
-    /// Records notifications in one transaction, and announces the statuses it wrote once it committed.
+    /// Records notifications in one transaction, and announces the statuses it wrote and the customers it changed once
+    /// it committed.
     private func commitNotifications(_ records: [NotificationRecord]) async throws -> [NotificationRecorder.Outcome] {
         let recorded = try await transaction {
             try await NotificationRecorder.recordTogether(records, writer: self.notificationWriter)
         }
         if recorded.statusesChanged { announceStatusChange() }
+        if recorded.customersChanged { announceCustomerChange() }
         return recorded.outcomes
     }
 
