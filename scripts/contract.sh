@@ -126,7 +126,7 @@ APPLE_KEY_ID=ABC123DEFG
 CREDENTIALS=(--apple-issuer-id "$ISSUER_ID" --apple-key-id "$APPLE_KEY_ID" --apple-private-key-file "$WORK/apple-key.p8")
 STOREKIT_TOKEN=$(app main --name storekit --bundle-id Com.VoiceRecording.Telephone --bundle-id com.audaos.audarecorder \
     --environment sandbox --mode local "${CREDENTIALS[@]}" --enrichment on --delivery confirm --id-lookups allow \
-    | field token)
+    --store-user-ids | field token)
 STOREKIT_RESULT_KEY=$(rv app show "$STOREKIT_TOKEN" --reveal-key --json | field result_key)
 ENRICHED_TOKEN=$(app main --name enriched --bundle-id "$BUNDLE" --environment sandbox --mode local "${CREDENTIALS[@]}" \
     --enrichment on | field token)

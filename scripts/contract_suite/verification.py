@@ -408,7 +408,9 @@ class VerificationChecks:
         token, result_key = self.cred["google_token"], self.cred.get("google_result_key")
 
         def verify(label: str, fields: dict, expect: int, check: Callable[[dict], list[str]] | None = None) -> None:
-            body = {"token": token, "store": "google_play", "package_name": FakeGoogle.PACKAGE, **fields}
+            # The backend names its user: the purchase's obfuscatedExternalAccountId (a hash) claims nothing.
+            body = {"token": token, "store": "google_play", "package_name": FakeGoogle.PACKAGE,
+                    "app_user_id": "contract-user", **fields}
             self.valid_request(f"{route} Google Play {label}", "application/x-www-form-urlencoded", body, route=route)
 
             def extra(a: Answer, value: Any) -> list[str]:
