@@ -56,11 +56,6 @@ struct GoogleVoidedReconciler: Service {
         return read
     }
 
-    /// The oldest start time Google lists voided purchases from, with an hour's margin: 30 days before `now`.
-    static func oldestStart(now: Date) -> Int64 {
-        Int64((now.addingTimeInterval(-30 * 86_400 + 3_600).timeIntervalSince1970 * 1_000).rounded(.down))
-    }
-
     private func reconcile(_ claimed: VoidedCursor, now: Date) async -> Int {
         var cursor = claimed
         var read = 0
@@ -75,7 +70,7 @@ struct GoogleVoidedReconciler: Service {
             // Google refuses (400) a start more than 30 days back: a cursor left that far behind (a month of
             // failures, a stopped deployment) starts again at the oldest time Google lists, and the gap is counted
             // and logged rather than the cursor stopping for good (money review M15).
-            let oldest = Self.oldestStart(now: now)
+            let oldest = GoogleVoiding.oldestStart(now: now)
             if let start = cursor.startTime, start < oldest {
                 logger.warning(
                     "voided purchases older than Google lists (30 days) were never read: refunds in the gap are missed",

@@ -169,9 +169,8 @@ public struct GoogleNotificationIntake: Sendable {
         now: Date
     ) async throws -> String {
         var pageToken: String?
-        // Never before the oldest time Google lists (30 days back, with an hour's margin): an older start is refused.
-        let oldest = Int64((now.timeIntervalSince1970 - 30 * 86_400 + 3_600) * 1_000)
-        let start = max(oldest, notification.eventTime - Self.voidedLookBack)
+        // Never before the oldest time Google lists: an older start is refused.
+        let start = max(GoogleVoiding.oldestStart(now: now), notification.eventTime - Self.voidedLookBack)
         for _ in 0..<Self.voidedPages {
             let page = try await googlePlay.voidedPurchases(
                 packageName: notification.packageName, startTime: start, pageToken: pageToken, account: account)

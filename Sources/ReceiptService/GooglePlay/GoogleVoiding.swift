@@ -5,6 +5,12 @@ import ReceiptCore
 /// do: read by ``GoogleVoidedReconciler`` page by page, and by the Real-time Developer Notifications' intake when
 /// Google says an order was voided (docs/google-play.md, "Refunds").
 public enum GoogleVoiding {
+    /// The oldest `startTime` Google lists voided purchases from, in milliseconds: 30 days before `now`, with an
+    /// hour's margin (Google refuses an older one with 400).
+    public static func oldestStart(now: Date) -> Int64 {
+        Int64((now.addingTimeInterval(-30 * 86_400 + 3_600).timeIntervalSince1970 * 1_000).rounded(.down))
+    }
+
     /// Revokes the ledger's row of one voided purchase; returns what it found: `revoked`, `known` (revoked before) or
     /// `unknown` (the ledger never saw it).
     public static func revoke(

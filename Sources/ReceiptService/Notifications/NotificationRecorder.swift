@@ -55,8 +55,7 @@ public enum NotificationRecorder {
                 outcomes[index] = (.recorded(events: []), false)
                 // Apple's 12 hours run from when Apple asked (the notification's signed date), not from when a
                 // retry or a reconciliation brought it here (money review M7).
-                let asked = min(
-                    record.receivedAt, Date(timeIntervalSince1970: Double(record.notification.signedDate) / 1_000))
+                let asked = min(record.receivedAt, Date(millisecondsSince1970: record.notification.signedDate))
                 guard
                     try await writer.openConsumptionGroup(
                         transactionID: group, uuid: record.notification.uuid, at: asked,

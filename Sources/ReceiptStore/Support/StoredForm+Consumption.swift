@@ -50,7 +50,7 @@ extension StoredForm {
         return ConsumptionRules.Facts(
             deliveredAt: try row.optionalDate("delivered_at"), report: report, earlierRefunds: refunds,
             productID: try row.text("product_id"), kind: kind,
-            purchasedAt: try row.optionalInt("purchase_date").map { Date(timeIntervalSince1970: Double($0) / 1_000) },
-            revokedAt: try row.optionalInt("revocation_date").map { Date(timeIntervalSince1970: Double($0) / 1_000) })
+            purchasedAt: try row.optionalInt("purchase_date").map { Date(millisecondsSince1970: Int64($0)) },
+            revokedAt: try row.optionalInt("revocation_date").map { Date(millisecondsSince1970: Int64($0)) })
     }
 }

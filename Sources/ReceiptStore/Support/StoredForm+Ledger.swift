@@ -84,7 +84,7 @@ extension StoredForm {
             productID: try row.text("product_id"), purchaseToken: try row.text("purchase_token"),
             isSubscription: try row.optionalText("product_type")?.hasSuffix("Subscription") ?? false,
             attempts: try row.int("google_ack_attempts"), deliveredAt: try row.date("delivered_at"),
-            purchasedAt: try row.optionalInt("purchase_date").map { Date(timeIntervalSince1970: Double($0) / 1_000) })
+            purchasedAt: try row.optionalInt("purchase_date").map { Date(millisecondsSince1970: Int64($0)) })
     }
 
     /// A claimed finish task from its ledger row.
