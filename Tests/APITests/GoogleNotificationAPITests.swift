@@ -45,9 +45,9 @@ import Testing
     }
 
     /// A developer notification's JSON.
-    static func subscriptionNotification(_ type: Int, token: String = "sub-1") -> String {
+    static func subscriptionNotification(_ type: Int, token: String = "sub-1", at time: Date = Date()) -> String {
         """
-        {"version":"1.0","packageName":"\(package)","eventTimeMillis":"\(Int64(Date().timeIntervalSince1970 * 1000))",\
+        {"version":"1.0","packageName":"\(package)","eventTimeMillis":"\(Int64(time.timeIntervalSince1970 * 1000))",\
         "subscriptionNotification":{"version":"1.0","notificationType":\(type),"purchaseToken":"\(token)",\
         "subscriptionId":"premium_monthly"}}
         """
@@ -140,14 +140,29 @@ import Testing
                 let cancelled = try await state("SUBSCRIPTION_STATE_CANCELED", type: 3, message: "m-7")
                 #expect(cancelled["status"] == .string("active") && cancelled["auto_renews"] == .bool(false))
 
-                // Revoked: the latest order is revoked as a refund is, and the subscription is over.
+                // A push claiming a revocation Google's own state does not show revokes nothing (S8): the push's body
+                // is not bound to its token.
+                let (_, forged) = try await Self.push(
+                    service, fake, tenant, messageID: "m-7b", Self.subscriptionNotification(12))
+                #expect(forged["effect"] == .string("revocation_unconfirmed"), "\(forged)")
+                looked = try await Self.rows(service, tenant, original: original)
+                #expect(
+                    looked["transactions"]?.arrayValue?.allSatisfy {
+                        $0["refunded_at"] == nil || $0["refunded_at"] == .null
+                    }
+                        == true, "\(looked)")
+                #expect(looked["subscriptions"]?.arrayValue?.first?["status"] == .string("active"))
+
+                // Revoked: the latest order is revoked as a refund is, and the subscription is over; an event time ten
+                // years ahead is taken as now, so it cannot outrank every later statement.
                 let revokedState = try await {
                     fake.setSubscription(
                         Self.package, token: "sub-1",
                         GooglePlayAPITests.subscription(
                             state: "SUBSCRIPTION_STATE_EXPIRED", orderID: original + "..0", renews: false))
                     let (_, json) = try await Self.push(
-                        service, fake, tenant, messageID: "m-8", Self.subscriptionNotification(12))
+                        service, fake, tenant, messageID: "m-8",
+                        Self.subscriptionNotification(12, at: Date().addingTimeInterval(10 * 365 * 86_400)))
                     return json
                 }()
                 #expect(revokedState["effect"] == .string("revoked"), "\(revokedState)")
@@ -155,16 +170,19 @@ import Testing
                 let renewal = try #require(
                     looked["transactions"]?.arrayValue?.first { $0["transaction_id"] == .string(original + "..0") })
                 #expect(renewal["refunded_at"] != nil && renewal["refunded_at"] != .null, "\(renewal)")
+                // (RFC 3339 in UTC orders as text.)
+                let refundedAt = try #require(renewal["refunded_at"]?.stringValue)
+                #expect(refundedAt < ISO8601DateFormatter().string(from: Date().addingTimeInterval(60)), "\(renewal)")
                 #expect(looked["subscriptions"]?.arrayValue?.first?["status"] == .string("expired"))
 
                 // The backend heard every message once, with what it did, and the ledger's own events.
                 #expect(
                     try await receiver.wait {
-                        $0.filter { $0.path == "/hook" && $0.type == "notification" }.count >= 8
+                        $0.filter { $0.path == "/hook" && $0.type == "notification" }.count >= 9
                     })
                 let hooked = receiver.accepted(on: "/hook")
                 let notifications = hooked.filter { $0.type == "notification" }
-                #expect(notifications.count == 8)
+                #expect(notifications.count == 9)
                 #expect(notifications.allSatisfy { $0.isSigned })
                 let types = notifications.compactMap { $0.body["data"]?["notification_type"]?.stringValue }
                 #expect(types.contains("SUBSCRIPTION_PURCHASED") && types.contains("SUBSCRIPTION_REVOKED"))

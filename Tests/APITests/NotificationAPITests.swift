@@ -65,6 +65,33 @@ import Testing
         ).json()
     }
 
+    @Test(
+        "a notification signed before the retention is a duplicate that changes nothing: a replay after the purge is not taken twice (S14)",
+        arguments: StoreKind.available)
+    func replayAfterThePurgeChangesNothing(kind: StoreKind) async throws {
+        try await withLiveService(kind, serveArguments: ["--retention-notifications-days", "10"]) { service in
+            let tenant = try service.tenant(appArguments: ["--allow-test-data"])
+            // Signed 12 days ago: recorded then, purged since; Apple no longer retries it.
+            let old = try Self.notification(
+                service, "ONE_TIME_CHARGE", transactionID: "2000000000000101", original: "2000000000000101",
+                signedAt: Date().addingTimeInterval(-12 * Self.day), productType: "Consumable")
+            let replayed = try await Self.send(service, tenant.token, old)
+            #expect(replayed.httpStatus == 200)
+            let json = try replayed.json()
+            #expect(json["duplicate"] == .bool(true) && json["events"] == nil)
+            let looked = try await Self.lookUp(service, tenant, original: "2000000000000101")
+            #expect(looked["transactions"]?.arrayValue?.isEmpty == true)
+            // Signed 8 days ago, within the retention (and a day's margin for the clocks): recorded as ever.
+            let recent = try Self.notification(
+                service, "ONE_TIME_CHARGE", transactionID: "2000000000000102", original: "2000000000000102",
+                signedAt: Date().addingTimeInterval(-8 * Self.day), productType: "Consumable")
+            let taken = try await Self.send(service, tenant.token, recent).json()
+            #expect(taken["duplicate"] == .bool(false))
+            let known = try await Self.lookUp(service, tenant, original: "2000000000000102")
+            #expect(known["transactions"]?.arrayValue?.count == 1)
+        }
+    }
+
     @Test("a notification reaches the ledger, the status and a signed webhook", arguments: StoreKind.available)
     func notificationToLedgerToWebhook(kind: StoreKind) async throws {
         try await FakeWebhookReceiver.run { receiver, receiverURL in

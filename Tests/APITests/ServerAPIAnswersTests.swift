@@ -269,6 +269,47 @@ import Testing
     }
 
     @Test(
+        "an enriched answer records what Apple's history holds of another app account, but never claims or delivers it to the presenter (money review M13)",
+        arguments: StoreKind.available)
+    func enrichmentLeavesOtherAccountsTheirs(kind: StoreKind) async throws {
+        try await Self.withServerAPI(kind) { service, fake in
+            let tenant = try Self.tenant(service, ["--enrichment", "on"])
+            // One iPad, one Apple ID, two of the app's accounts: Bob's and Alice's purchases are one history.
+            let bobToken = UUID().uuidString.lowercased()
+            let aliceToken = UUID().uuidString.lowercased()
+            let bobs = try Self.transaction(
+                "2000000000", original: "2000000000", type: "Non-Consumable", product: "com.example.app.pro",
+                hoursAfterBase: 1, appAccountToken: bobToken)
+            let alices = try Self.transaction(
+                "2000000001", original: "2000000001", type: "Non-Consumable", product: "com.example.app.extra",
+                hoursAfterBase: 2, appAccountToken: aliceToken)
+            let unnamed = try Self.transaction(
+                "2000000002", original: "2000000002", type: "Non-Consumable", product: "com.example.app.more",
+                hoursAfterBase: 3)
+            for _ in 0..<2 { fake.script("production", Self.history([bobs, alices, unnamed])) }
+            let bob = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", bobs), ("app_user_id", "bob"),
+            ]).json()
+            #expect(bob["enrichment"] == .string("applied"))
+            // Bob gets his own and the one naming no account; Alice's stays hers (Apple's history still shows it).
+            let bobsLedger = Self.transactions(bob)
+            #expect(Set(bobsLedger.keys) == ["2000000000", "2000000002"])
+            #expect(bobsLedger["2000000000"]?["deliver"] == .bool(true))
+            #expect(
+                bob["latest_receipt_info"]?.arrayValue?.compactMap { $0["transaction_id"]?.stringValue }.contains(
+                    "2000000001") == true)
+            // It was recorded (unclaimed, undelivered): Alice's own presentation delivers it to her.
+            let alice = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", alices), ("app_user_id", "alice"),
+            ]).json()
+            let alicesLedger = Self.transactions(alice)
+            #expect(alicesLedger["2000000001"]?["deliver"] == .bool(true))
+            #expect(alicesLedger["2000000001"]?["state"] != .string("claimed_by_other_user"))
+            #expect(alicesLedger["2000000000"] == nil)
+        }
+    }
+
+    @Test(
         "an enriched answer's renewal info sets the subscription's status; a stale one does not revive it",
         arguments: StoreKind.available)
     func enrichmentRenewalInfoSetsTheStatus(kind: StoreKind) async throws {

@@ -73,6 +73,7 @@ import Testing
         let history = [
             input, Self.item("401"), Self.item("402", bundleID: "com.other.app"),
             Self.item("403", environment: .production), Self.item("404", product: "com.example.app.not-sold"),
+            Self.item("405", token: "another-account"),
         ]
         let storeKit = FixedHistory(transactions: history)
         let service = VerificationService(verifier: nil, apple: nil, storeKit: storeKit)
@@ -83,10 +84,12 @@ import Testing
             &outcome, verified: input, request: VerificationRequest(), caller: caller,
             logger: VerificationServiceTests.logger)
         #expect(outcome.body["enrichment"] == .string("applied"))
+        // Another account's purchase (a shared Apple ID) is the ledger's to record, not the presenter's (M13).
         #expect(outcome.purchases.map(\.transactionID) == ["400", "401"])
+        #expect(outcome.otherAccounts.map(\.transactionID) == ["405"])
         #expect(
             outcome.body["latest_receipt_info"]?.arrayValue?.compactMap { $0["transaction_id"]?.stringValue } == [
-                "400", "401",
+                "400", "401", "405",
             ])
         #expect(outcome.inputUser == "owner")
         // Only the input's environment was asked.

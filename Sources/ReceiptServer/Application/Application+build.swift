@@ -41,7 +41,9 @@ public func buildApplication(
             NotificationReconciliation(
                 store: tenancy.store,
                 reconciler: NotificationReconciler(
-                    intake: NotificationIntake(verifier: verifier, store: tenancy.store, deadline: components.deadline),
+                    intake: NotificationIntake(
+                        verifier: verifier, store: tenancy.store, deadline: components.deadline,
+                        kept: configuration.retention.notifications),
                     storeKit: storeKit, tenancy: tenancy),
                 interval: interval, metrics: metrics.factory, logger: logger))
     }
@@ -239,7 +241,9 @@ func buildRouter(
     // App Store Server Notifications (Notifications/), verified with the local verifier's trust anchors.
     if let verifier = verification.verifier {
         let notifications = NotificationEndpoint(
-            intake: NotificationIntake(verifier: verifier, store: tenancy.store, deadline: components.deadline),
+            intake: NotificationIntake(
+                verifier: verifier, store: tenancy.store, deadline: components.deadline,
+                kept: configuration.retention.notifications),
             authenticator: authenticator, failedAuthentications: failedAuthentications,
             failedNotifications: FailedNotifications(perSecond: configuration.failedAuthenticationsPerSecond),
             bodies: bodies,

@@ -45,6 +45,9 @@ public struct VerificationOutcome: Sendable {
     /// The user the input itself names: a lone StoreKit 2 transaction's `appAccountToken`, taken before Apple's
     /// history is merged into ``purchases`` (the user of every purchase merged).
     public var inputUser: String?
+    /// Purchases Apple's history added that name another app account than the input's (the Apple ID is shared by two
+    /// of the app's users): recorded for the ledger, never claimed for or delivered to the presenter (money review M13).
+    public var otherAccounts: [PurchaseTransaction] = []
     /// Apple's verified renewal infos of the customer's subscriptions (an enriched answer's), whose statuses the
     /// ledger writes.
     public var renewals: [JSONObject] = []

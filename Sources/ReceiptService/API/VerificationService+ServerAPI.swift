@@ -39,7 +39,17 @@ extension VerificationService {
             outcome.body["enrichment"] = .string("applied")
             // The input's own user stays the user of everything merged (its claims are made for it).
             outcome.inputUser = outcome.inputUser ?? Ledger.user(statedBy: outcome.purchases)
-            outcome.purchases = Self.merging(facts.purchases, into: outcome.purchases)
+            let merged = Self.merging(facts.purchases, into: outcome.purchases)
+            // Apple's history is the Apple ID's, which a device shared by two of the app's accounts holds both of
+            // (money review M13): what names another account than the input (or, where the stores' ids are the
+            // app's, than the request's user) is recorded, never claimed for the presenter.
+            var own = Set(outcome.purchases.compactMap(\.appAccountToken))
+            if caller.app.storeUserIDs, let user = request.appUserID, !user.isEmpty { own.insert(user) }
+            let others = { (purchase: PurchaseTransaction) in
+                !own.isEmpty && purchase.appAccountToken.map { !own.contains($0) } == true
+            }
+            outcome.purchases = merged.filter { !others($0) }
+            outcome.otherAccounts = merged.filter(others)
         } catch let error as AppStoreServerAPIError where error.code == .credentials {
             // Not a moment's trouble: until the app's credentials are fixed, every answer is from the input alone.
             logger.warning(

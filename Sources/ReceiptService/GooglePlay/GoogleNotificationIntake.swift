@@ -102,7 +102,14 @@ public struct GoogleNotificationIntake: Sendable {
         }
         var purchase = try GooglePlayPurchase.subscription(
             answer.resource, token: token, packageName: notification.packageName)
-        if let revokedAt {
+        // The push's body is not bound to its token (security review S8): a revocation is taken only when Google's own
+        // state says the subscription ended (a revoked subscription reads EXPIRED at once), and never later than now.
+        if revokedAt != nil, purchase.subscriptionState != "SUBSCRIPTION_STATE_EXPIRED" {
+            let recorded = try await record(
+                purchase, asOf: answer.fetchedAt, notification: notification, app: app, now: now)
+            return (recorded == "recorded" ? "revocation_unconfirmed" : recorded, purchase.environment)
+        }
+        if let revokedAt = revokedAt.map({ min($0, now.millisecondsSince1970) }) {
             for index in purchase.transactions.indices {
                 purchase.transactions[index].revocationDate = revokedAt
                 purchase.transactions[index].revocationType = "REVOKED"

@@ -56,6 +56,11 @@ extension Ledger {
         case .deliver(let entries, let recorded):
             outcome.transactions = entries
             outcome.ledgerRecorded = recorded
+            if !outcome.otherAccounts.isEmpty {
+                try await record(
+                    outcome.otherAccounts, store: outcome.store, environment: environment, app: caller.app,
+                    requestID: requestID, now: now)
+            }
             guard let statuses else { return }
             // Best effort: the ledger has committed (and may have marked a delivery made by this answer), so a
             // status that cannot be read leaves `subscriptions` out rather than turn the answer into a 503.

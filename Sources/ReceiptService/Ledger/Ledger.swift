@@ -100,6 +100,21 @@ public final class Ledger: Sendable {
         return .deliver(entries, recorded: recorded)
     }
 
+    /// Records `transactions` as a notification does: nothing claimed, nothing delivered (purchases of another app
+    /// account that Apple's history of a shared Apple ID showed, money review M13).
+    func record(
+        _ transactions: [PurchaseTransaction], store purchaseStore: Store, environment: StoreEnvironment, app: App,
+        requestID: String, now: Date
+    ) async throws {
+        var recording = LedgerRecording(
+            appID: app.id, store: purchaseStore, environment: environment, transactions: transactions, user: nil,
+            movesClaims: false, deliversNew: false, requestID: requestID, now: now)
+        recording.catalog = app.catalog
+        let writing = recording
+        _ = try await deadline.run("the ledger") { [store] in try await store.record(writing) }
+        metrics.writes.increment()
+    }
+
     /// One page of the app's ledger (``LedgerStore/ledgerEntries(_:)``), within the database deadline.
     public func entries(_ query: LedgerQuery) async throws -> [LedgerEntry] {
         try await deadline.run("a ledger look-up") { [store] in try await store.ledgerEntries(query) }

@@ -50,12 +50,21 @@ public struct NotificationIntake: Sendable {
     let verifier: ReceiptVerifier
     let store: any NotificationStore
     let deadline: StoreDeadline
+    /// How long recorded notifications are kept (nil: for ever). A notification signed longer ago than that may have
+    /// been recorded and purged since, so it is answered as a duplicate and changes nothing (security review S14): a
+    /// genuine old `signedPayload` from a log cannot be taken in twice.
+    let kept: Duration?
 
-    /// Creates an intake.
-    public init(verifier: ReceiptVerifier, store: any NotificationStore, deadline: StoreDeadline) {
+    /// A day's margin for Apple's clock against ours.
+    static let clockMargin: Int64 = 86_400_000
+
+    /// Creates an intake; notifications are kept `kept` (nil: for ever, or an operator's deliberate replay).
+    public init(verifier: ReceiptVerifier, store: any NotificationStore, deadline: StoreDeadline, kept: Duration? = nil)
+    {
         self.verifier = verifier
         self.store = store
         self.deadline = deadline
+        self.kept = kept
     }
 
     /// Reads Apple's request body, `{"signedPayload": "…"}`, and receives the notification in it.
@@ -91,6 +100,11 @@ public struct NotificationIntake: Sendable {
             throw Refusal(error.isMalformed ? .malformed : .inauthentic, "\(error)")
         }
         if let refusal = Self.refusal(of: notification, for: app) { throw refusal }
+        if let kept,
+            notification.signedDate < now.millisecondsSince1970 - kept.components.seconds * 1_000 + Self.clockMargin
+        {
+            return Received(notification: notification, recorded: .duplicate)
+        }
         var draft = NotificationRecord(
             notification: notification, signedPayload: signedPayload, appID: app.id, source: source, receivedAt: now)
         draft.catalog = app.catalog
