@@ -68,7 +68,7 @@ public enum StoreLocation: Sendable, Equatable {
         switch self {
         case .sqlite: return 1
         case .postgres(let url):
-            return (try? PostgresURL.configuration(from: url).options.maximumConnections) ?? 1
+            return (try? PostgresURL.configuration(from: url).client.options.maximumConnections) ?? 1
         }
     }
 }

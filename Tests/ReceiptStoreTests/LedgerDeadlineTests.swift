@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import PostgresNIO
 import ReceiptCore
 import ReceiptService
 import TestSupport
@@ -122,6 +124,72 @@ import Testing
             let rows = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
             #expect(rows.map(\.transaction.transactionID).sorted() == ["blocker", "taken"])
             #expect(rows.allSatisfy { $0.deliveredAt != nil })
+        }
+    }
+
+    /// Money review M11: a group whose COMMIT landed but whose outcome was lost (the connection dropped during it) is
+    /// recorded again member by member; each member's delivery, made by its own request, is still that answer's, not
+    /// a `seen` that no answer ever delivered. Another request's recording of the row stays `deliver: false`.
+    @Test(arguments: StoreKind.available)
+    func aCommitWhoseOutcomeWasLostStillDeliversToItsOwnRequest(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, app in
+            let committing = try #require(store as? any GroupCommittingStore)
+            let commit = LedgerGroupCommit(on: nil)
+            let committer = LedgerGroupCommit.Committer(
+                group: { members in
+                    _ = try await committing.commitLedgerGroup(members)
+                    throw ServiceError(.storage, "connection closed during COMMIT")
+                },
+                alone: { try await committing.commitLedgerRecording($0) }, announceChange: {})
+            var recording = LedgerStoreContractTests.recording(
+                app, [LedgerStoreContractTests.purchase("lost")], user: "alice", request: "req-lost")
+            recording.commitClaim = CommitClaim()
+            let answered = try await commit.commit(recording, with: committer)
+            #expect(answered.map(\.deliveredNow) == [true])
+            let again = LedgerStoreContractTests.recording(
+                app, [LedgerStoreContractTests.purchase("lost")], user: "alice", at: 1, request: "req-retry")
+            #expect(try await store.record(again).map(\.deliveredNow) == [false])
+        }
+    }
+
+    /// Money review M11: on PostgreSQL a ledger transaction waits for a peer's lock at most the URL's `lock_timeout`
+    /// (here 1 s), far below the 60 s a caller waits for a commit that began: the database aborts it, nothing is
+    /// written, and the client's retry once the lock is gone is the delivery. Without the bound the recording
+    /// commits when the lock goes, under the request that was long answered 503, and the retry says `deliver: false`.
+    @Test(.enabled(if: StoreKind.available.contains(.postgres)))
+    func aTransactionStuckBehindAPeersLockIsAbortedNotCommittedLate() async throws {
+        try await TestPostgres.withDatabase { url in
+            let location = StoreLocation.postgres(url: url + (url.contains("?") ? "&" : "?") + "lock_timeout=1")
+            var logger = Logger(label: "test")
+            logger.logLevel = .critical
+            try await location.withStore(logger: logger) { store in
+                let postgres = try #require(store as? PostgresStore)
+                let account = TenancyStoreContractTests.account()
+                try await store.insertAccount(account)
+                let app = TenancyStoreContractTests.app(accountID: account.id)
+                try await store.insertApp(app)
+                let (locked, locker) = AsyncStream<Void>.makeStream()
+                // A peer (another server, partitioned mid-transaction) holds the ledger's rows for 5 s.
+                let peer = Task {
+                    try await postgres.transaction { connection in
+                        try await postgres.rows("LOCK TABLE ledger_transactions IN EXCLUSIVE MODE", on: connection)
+                        locker.yield()
+                        try await Task.sleep(for: .seconds(5))
+                    }
+                }
+                for await _ in locked { break }
+                let clock = ContinuousClock()
+                let started = clock.now
+                let stuck = LedgerStoreContractTests.recording(
+                    app, [LedgerStoreContractTests.purchase("held")], user: "alice", request: "req-503")
+                await #expect(throws: (any Error).self) { _ = try await store.record(stuck) }
+                #expect(clock.now - started < .seconds(4), "aborted by the lock timeout, not by the peer's end")
+                try await peer.value
+                #expect(try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).isEmpty)
+                let retry = LedgerStoreContractTests.recording(
+                    app, [LedgerStoreContractTests.purchase("held")], user: "alice", at: 1, request: "req-retry")
+                #expect(try await store.record(retry).map(\.deliveredNow) == [true])
+            }
         }
     }
 }

@@ -133,6 +133,15 @@ public enum LedgerRecorder {
             {
                 entry.deliveredAt = recording.now
                 deliveredNow = true
+            } else if recording.deliversNew, !entry.isRevoked, entry.firstRequestID == recording.requestID,
+                let delivered = entry.deliveredAt?.millisecondsSince1970,
+                delivered == entry.firstSeenAt.millisecondsSince1970,
+                delivered == recording.now.millisecondsSince1970
+            {
+                // This very recording (its request id and time) inserted the row delivered, in a commit whose outcome
+                // was lost (the connection dropped during COMMIT, and the group is recorded again member by member):
+                // it is still this answer's delivery, not a repeat (money review M11).
+                deliveredNow = true
             }
             recorded[transaction.transactionID] = LedgerRecorded(
                 entry: entry, isNew: false, transferredFrom: transferredFrom[transaction.originalTransactionID],

@@ -43,8 +43,24 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
         }
     }
 
+    /// Bounds the ledger transaction on `connection` (money review M11): it waits for a lock at most
+    /// ``ledgerLockTimeout``, runs a statement at most twice that, and is rolled back by the database if its server
+    /// goes silent in the middle of it (a peer partitioned from the database holds no row lock for longer). All of it
+    /// well below ``StoreDeadline/committingLimit`` (60 s at least): a transaction stuck behind a peer's lock is
+    /// aborted rather than committed after its callers were answered 503.
+    func boundLedgerTransaction(on connection: PostgresConnection) async throws {
+        let lock = "\(ledgerLockTimeout.components.seconds * 1_000)ms"
+        let statement = "\(ledgerLockTimeout.components.seconds * 2_000)ms"
+        try await rows(
+            """
+            SELECT set_config('lock_timeout', \(lock), true), set_config('statement_timeout', \(statement), true),
+                set_config('idle_in_transaction_session_timeout', \(statement), true)
+            """, on: connection)
+    }
+
     func commitLedgerGroup(_ recordings: [LedgerRecording]) async throws -> [LedgerGroupCommit.Outcome] {
         try await transaction { connection in
+            try await self.boundLedgerTransaction(on: connection)
             let outcomes = try await LedgerRecorder.recordTogether(recordings) { recording in
                 PostgresLedgerWriter(
                     store: self, connection: connection, appID: recording.appID,
@@ -61,6 +77,7 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
 
     func commitLedgerRecording(_ recording: LedgerRecording) async throws -> LedgerGroupCommit.Outcome {
         try await transaction { connection in
+            try await self.boundLedgerTransaction(on: connection)
             let writer = PostgresLedgerWriter(
                 store: self, connection: connection, appID: recording.appID,
                 purchaseStore: recording.store.rawValue, environment: recording.environment.rawValue)

@@ -21,6 +21,8 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
     let listensForChanges: Bool
     /// How often the listening connection proves it still hears (``heartbeat``).
     let heartbeatInterval: Duration
+    /// The longest a ledger transaction waits for a lock (``PostgresURL/defaultLedgerLockTimeout``).
+    let ledgerLockTimeout: Duration
 
     /// Creates a store for the database at `url` (`postgres://user:password@host:port/database?sslmode=…`);
     /// `listensForChanges` makes ``changeMarker()`` work, at the cost of one pooled connection, which sends itself a
@@ -30,7 +32,8 @@ public final class PostgresStore: TenancyStore, UsageStore, Service {
     ) throws {
         self.listensForChanges = listensForChanges
         self.heartbeatInterval = heartbeatInterval
-        let configuration = try PostgresURL.configuration(from: url)
+        let (configuration, ledgerLockTimeout) = try PostgresURL.configuration(from: url)
+        self.ledgerLockTimeout = ledgerLockTimeout
         self.script = try MigrationScript(String(decoding: PackageResources.schema_sql, as: UTF8.self))
         // Last: nothing throws once the thread runs (a store that failed to initialize would never stop it).
         let thread = StoreThread()

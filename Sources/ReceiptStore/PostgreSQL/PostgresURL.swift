@@ -8,7 +8,17 @@ import ReceiptService
 /// `?host=/path/to/socket/dir` connects over a unix socket instead (as libpq does). The default `sslmode` is
 /// `prefer`, as in libpq.
 enum PostgresURL {
-    static func configuration(from text: String) throws -> PostgresClient.Configuration {
+    /// The longest a ledger transaction waits for a row lock (`?lock_timeout=SECONDS`, 1-20; default 10): well below
+    /// the time a caller waits for a commit that began (``StoreDeadline/committingLimit``, 60 s at least), so that a
+    /// transaction stuck behind a peer's lock is aborted by the database rather than committed after its caller was
+    /// answered 503 (money review M11).
+    static let defaultLedgerLockTimeout = Duration.seconds(10)
+
+    /// The client configuration and the ledger's lock timeout `text` asks.
+    static func configuration(from text: String) throws -> (
+        client: PostgresClient.Configuration, ledgerLockTimeout: Duration
+    ) {
+        var ledgerLockTimeout = defaultLedgerLockTimeout
         guard let components = URLComponents(string: text),
             components.scheme == "postgres" || components.scheme == "postgresql"
         else {
@@ -43,12 +53,18 @@ enum PostgresURL {
                 host: host, port: components.port ?? 5432, username: username, password: password,
                 database: database, tls: tls)
         }
+        if let lockTimeout = query["lock_timeout"] {
+            guard let seconds = Int(lockTimeout), (1...20).contains(seconds) else {
+                throw ServiceError(.invalidArgument, "database URL: lock_timeout must be 1-20 (seconds)")
+            }
+            ledgerLockTimeout = .seconds(seconds)
+        }
         if let poolSize = query["pool_size"] {
             guard let size = Int(poolSize), (1...1000).contains(size) else {
                 throw ServiceError(.invalidArgument, "database URL: pool_size must be 1-1000")
             }
             configuration.options.maximumConnections = size
         }
-        return configuration
+        return (configuration, ledgerLockTimeout)
     }
 }
