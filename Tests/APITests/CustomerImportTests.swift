@@ -9,6 +9,26 @@ import Testing
 /// with the other suites whose fakes must answer in time.
 @Suite struct CustomerImportTests {
     @Test(
+        "customers import reads a long history to its end, oldest first (money review M5)",
+        arguments: StoreKind.available)
+    func importReadsTheWholeHistory(kind: StoreKind) async throws {
+        try await ServerAPIAnswersTests.withServerAPI(kind, bundleID: "com.example.app") { service, fake in
+            let tenant = try ServerAPIAnswersTests.tenant(service)
+            fake.script("production", ServerAPIAnswersTests.history(try ServerAPIAnswersTests.longHistory()))
+            let report = try service.cli.expectSuccess(
+                [
+                    "customers", "import", tenant.token, "--original-transaction-id", "1000000000", "--json",
+                    "--production-url", fake.baseURL + "/production", "--sandbox-url", fake.baseURL + "/sandbox",
+                    "--trust-anchors", service.anchors.path, "--allow-test-data",
+                ]
+            ).jsonObject()
+            #expect(report["new_transactions"] == .integer(205), "\(report)")
+            let pages = fake.received.filter { $0.path.hasPrefix("/inApps/v2/history/") }
+            #expect(pages.count == 11 && pages.allSatisfy { $0.query.contains("sort=ASCENDING") })
+        }
+    }
+
+    @Test(
         "customers import fills the ledger and entitlements from Apple's Transaction History, once",
         arguments: StoreKind.available)
     func importFromTransactionHistory(kind: StoreKind) async throws {

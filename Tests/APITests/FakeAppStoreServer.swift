@@ -17,6 +17,33 @@ final class FakeAppStoreServer: Sendable {
         case json(String)
         /// This HTTP status with Apple's error body `{"errorCode": N}` (when given) and a `Retry-After` (ms).
         case error(Int, appleCode: Int? = nil, retryAfter: Int64? = nil)
+        /// A customer's whole Transaction History (signed transactions, oldest first), served as Apple serves it:
+        /// pages of 20 in the order the request's `sort` asks (ASCENDING by default), `revision` naming the next
+        /// page and `hasMore` while one is left. The first page's request takes it from the queue; a request with a
+        /// `revision` reads on in the history the environment's last first page opened.
+        case history([String], environment: String = "Sandbox", bundleID: String = "com.example.app")
+    }
+
+    /// The page size of Apple's Transaction History.
+    static let historyPageSize = 20
+
+    /// The page of `transactions` a history request asks (its `sort` and `revision`), and whether one is left.
+    static func historyPage(
+        _ transactions: [String], query: String, environment: String, bundleID: String
+    ) -> (text: String, hasMore: Bool) {
+        let items = query.split(separator: "&").map { $0.split(separator: "=", maxSplits: 1).map(String.init) }
+        let value = { (name: String) in items.first { $0.first == name && $0.count == 2 }?[1] }
+        let ordered = value("sort") == "DESCENDING" ? Array(transactions.reversed()) : transactions
+        let start = value("revision").flatMap { Int($0.dropFirst("page-".count)) } ?? 0
+        let page = Array(ordered.dropFirst(start).prefix(historyPageSize))
+        let hasMore = start + page.count < ordered.count
+        var object = JSONObject()
+        object.append("revision", .string("page-\(start + page.count)"))
+        object.append("hasMore", .bool(hasMore))
+        object.append("bundleId", .string(bundleID))
+        object.append("environment", .string(environment))
+        object.append("signedTransactions", .array(page.map { .string($0) }))
+        return (JSONValue.object(object).encodedString, hasMore)
     }
 
     /// What one request was.
@@ -37,6 +64,8 @@ final class FakeAppStoreServer: Sendable {
     let issuerID: String
     let bundleID: String
     private let state = Mutex<(queues: [String: [Reply]], received: [Received], badTokens: Int)>(([:], [], 0))
+    /// The history each environment's last first page opened (``Reply/history(_:environment:bundleID:)``).
+    private let openHistories = Mutex<[String: Reply]>([:])
 
     init(publicKey: P256.Signing.PublicKey, issuerID: String, bundleID: String) {
         self.publicKey = publicKey
@@ -69,11 +98,24 @@ final class FakeAppStoreServer: Sendable {
                     method: request.method.rawValue, environment: environment,
                     path: String(request.uri.path.dropFirst(environment.count + 1)),
                     query: request.uri.query ?? "", token: token, body: body, at: .now, date: Date()))
-            guard var queue = state.queues[environment], !queue.isEmpty else {
-                return .error(404, appleCode: 4_040_010)
+            let query = request.uri.query ?? ""
+            var reply: Reply
+            if request.uri.path.contains("/inApps/v2/history/"), query.contains("revision="),
+                let open = openHistories.withLock({ $0[environment] })
+            {
+                reply = open
+            } else {
+                guard var queue = state.queues[environment], !queue.isEmpty else {
+                    return .error(404, appleCode: 4_040_010)
+                }
+                reply = queue.removeFirst()
+                state.queues[environment] = queue
+                if case .history = reply { openHistories.withLock { $0[environment] = reply } }
             }
-            let reply = queue.removeFirst()
-            state.queues[environment] = queue
+            if case .history(let transactions, let answering, let bundleID) = reply {
+                reply = .json(
+                    Self.historyPage(transactions, query: query, environment: answering, bundleID: bundleID).text)
+            }
             return reply
         }
         switch reply {
@@ -81,6 +123,8 @@ final class FakeAppStoreServer: Sendable {
             return Response(
                 status: .ok, headers: [.contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(string: text)))
+        case .history:
+            preconditionFailure("a history reply is served as its page")
         case .error(let status, let appleCode, let retryAfter):
             var headers: HTTPFields = [.contentType: "application/json"]
             if let retryAfter { headers[.retryAfter] = String(retryAfter) }

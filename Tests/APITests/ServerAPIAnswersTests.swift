@@ -67,17 +67,9 @@ import Testing
         return try builder.build(signedBy: try sharedJWSPKI.get())
     }
 
-    /// Apple's history answer holding `transactions`.
-    static func history(_ transactions: [String], hasMore: Bool = false, revision: String = "r1")
-        -> FakeAppStoreServer.Reply
-    {
-        var object = JSONObject()
-        object.append("revision", .string(revision))
-        object.append("hasMore", .bool(hasMore))
-        object.append("bundleId", .string(bundleID))
-        object.append("environment", .string("Sandbox"))
-        object.append("signedTransactions", .array(transactions.map { .string($0) }))
-        return .json(JSONValue.object(object).encodedString)
+    /// Apple's history of a customer holding `transactions` (oldest first), served page by page in the order asked.
+    static func history(_ transactions: [String]) -> FakeAppStoreServer.Reply {
+        .history(transactions, bundleID: bundleID)
     }
 
     /// Apple's subscription statuses answer: one group, the subscription's last transaction and renewal info.
@@ -180,7 +172,8 @@ import Testing
             #expect(fake.badTokens == 0)
             #expect(
                 fake.received.map(\.path) == ["/inApps/v2/history/1000000000", "/inApps/v1/subscriptions/1000000000"])
-            #expect(fake.received.first?.query.contains("sort=ASCENDING") == true)
+            // Newest first: a long history's part left out is its oldest (money review M5).
+            #expect(fake.received.first?.query.contains("sort=DESCENDING") == true)
 
             // A burst of calls for the same customer costs Apple nothing more: the answers are reused.
             try await withThrowingTaskGroup(of: JSONObject.self) { group in
@@ -306,6 +299,34 @@ import Testing
             #expect(alicesLedger["2000000001"]?["deliver"] == .bool(true))
             #expect(alicesLedger["2000000001"]?["state"] != .string("claimed_by_other_user"))
             #expect(alicesLedger["2000000000"] == nil)
+        }
+    }
+
+    /// A subscriber's 205 daily periods, oldest first, all of original `1000000000`.
+    static func longHistory() throws -> [String] {
+        try (0..<205).map { try Self.transaction(String(1_000_000_000 + $0), hoursAfterBase: Double($0) * 24) }
+    }
+
+    @Test(
+        "a long history: an enriched answer reads Apple's newest 200 transactions, the current period among them (money review M5)",
+        arguments: StoreKind.available)
+    func aLongHistoryIsReadNewestFirst(kind: StoreKind) async throws {
+        try await Self.withServerAPI(kind) { service, fake in
+            let tenant = try Self.tenant(service, ["--enrichment", "on"])
+            let history = try Self.longHistory()
+            let newest = try #require(history.last)
+            fake.script("production", Self.history(history), try Self.statuses(transaction: newest, winBackOffers: []))
+            let answer = try await service.post(form: [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", history[0]), ("app_user_id", "u1"),
+            ]).json()
+            #expect(answer["enrichment"] == .string("applied"), "\(answer)")
+            let latest = try #require(answer["latest_receipt_info"]?.arrayValue)
+            #expect(latest.count == 200)
+            #expect(latest.last?["transaction_id"] == .string("1000000204"))
+            #expect(latest.first?["transaction_id"] == .string("1000000005"))
+            #expect(Self.transactions(answer)["1000000204"]?["deliver"] == .bool(true))
+            let pages = fake.received.filter { $0.path.hasPrefix("/inApps/v2/history/") }
+            #expect(pages.count == 10 && pages.allSatisfy { $0.query.contains("sort=DESCENDING") })
         }
     }
 

@@ -28,7 +28,9 @@ import Testing
         func transaction(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
             -> VerifiedReceipt
         { throw ServiceError(.notConfigured, "") }
-        func history(of id: String, in environment: StoreEnvironment?, credentials: AppStoreServerAPICredentials)
+        func history(
+            of id: String, in environment: StoreEnvironment?, credentials: AppStoreServerAPICredentials, whole: Bool
+        )
             async throws -> (transactions: [VerifiedReceipt], environment: StoreEnvironment)
         { ([], .production) }
         func renewals(of id: String, credentials: AppStoreServerAPICredentials) async throws -> [VerifiedReceipt] { [] }

@@ -20,7 +20,9 @@ import Testing
         func transaction(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
             -> VerifiedReceipt
         { throw AppStoreServerAPIError(.notFound, "none") }
-        func history(of id: String, in environment: StoreEnvironment?, credentials: AppStoreServerAPICredentials)
+        func history(
+            of id: String, in environment: StoreEnvironment?, credentials: AppStoreServerAPICredentials, whole: Bool
+        )
             async throws -> (transactions: [VerifiedReceipt], environment: StoreEnvironment)
         {
             asked.withLock { $0.append(environment) }

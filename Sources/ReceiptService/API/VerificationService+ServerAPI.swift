@@ -98,7 +98,7 @@ extension VerificationService {
         // An enriched input's environment is asked alone (Xcode's test data: Apple's servers never saw it, but a test
         // server stands in for both); a look-up by app transaction id, production then the sandbox.
         let asked = environment.flatMap { $0 == .xcode ? nil : $0 }
-        var history = try await storeKit.history(of: id, in: asked, credentials: credentials)
+        var history = try await storeKit.history(of: id, in: asked, credentials: credentials, whole: false)
         let bundleIDs = Set(app.bundleIDs.map(\.value))
         history.transactions = history.transactions.filter { transaction in
             guard bundleIDs.contains(transaction.bundleID) else { return false }

@@ -16,11 +16,14 @@ public protocol AppStoreServerLooking: Sendable {
     func transaction(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
         -> VerifiedReceipt
 
-    /// Get Transaction History (v2), every page up to a bound: the customer's transactions in the app, oldest
-    /// first, and the environment that answered. `id` is any transaction id, original transaction id or app
-    /// transaction id of the customer; `environment` asks that one alone (nil: production, then the sandbox).
-    func history(of id: String, in environment: StoreEnvironment?, credentials: AppStoreServerAPICredentials)
-        async throws -> (transactions: [VerifiedReceipt], environment: StoreEnvironment)
+    /// Get Transaction History (v2): the customer's transactions in the app, oldest first, and the environment that
+    /// answered. `id` is any transaction id, original transaction id or app transaction id of the customer;
+    /// `environment` asks that one alone (nil: production, then the sandbox). `whole` reads every page (an import,
+    /// offline); otherwise the newest pages up to a bound are read, newest first, so that what a long history leaves
+    /// out is its oldest part, never the current periods and recent refunds (money review M5).
+    func history(
+        of id: String, in environment: StoreEnvironment?, credentials: AppStoreServerAPICredentials, whole: Bool
+    ) async throws -> (transactions: [VerifiedReceipt], environment: StoreEnvironment)
 
     /// Get All Subscription Statuses: the signed renewal info of each of the customer's subscriptions, in Apple's
     /// order.

@@ -97,7 +97,7 @@ public struct CustomerImport: Sendable {
             let history: (transactions: [VerifiedReceipt], environment: StoreEnvironment)
             do {
                 history = try await storeKit.history(
-                    of: item.originalTransactionID, in: nil, credentials: credentials)
+                    of: item.originalTransactionID, in: nil, credentials: credentials, whole: true)
             } catch let error as AppStoreServerAPIError where error.code == .credentials {
                 throw ServiceError(.invalidArgument, "Apple refused the app's credentials: \(error.reason)")
             } catch let error as AppStoreServerAPIError {

@@ -4,8 +4,10 @@ import ReceiptCore
 import ReceiptService
 
 extension AppStoreServerAPIClient: AppStoreServerLooking {
-    /// The most pages of a customer's history read for one answer (20 transactions each).
+    /// The most pages of a customer's history read for one answer (20 transactions each): the newest 200.
     public static let maximumHistoryPages = 10
+    /// The most pages read for an import (every page, within reason: 100,000 transactions).
+    public static let maximumWholeHistoryPages = 5_000
 
     public func transaction(_ transactionID: String, credentials: AppStoreServerAPICredentials) async throws
         -> VerifiedReceipt
@@ -13,21 +15,22 @@ extension AppStoreServerAPIClient: AppStoreServerLooking {
         try await transactionInfo(transactionID, credentials: credentials).verified
     }
 
-    public func history(of id: String, in only: StoreEnvironment?, credentials: AppStoreServerAPICredentials)
-        async throws -> (transactions: [VerifiedReceipt], environment: StoreEnvironment)
-    {
+    public func history(
+        of id: String, in only: StoreEnvironment?, credentials: AppStoreServerAPICredentials, whole: Bool
+    ) async throws -> (transactions: [VerifiedReceipt], environment: StoreEnvironment) {
         var transactions: [VerifiedReceipt] = []
         var revision: String?
         var environment = StoreEnvironment.production
         let asked: Environment? = only.map { $0 == .production ? .production : .sandbox }
-        for _ in 0..<Self.maximumHistoryPages {
-            let page = try await transactionHistory(id, revision: revision, credentials: credentials, in: asked)
+        for _ in 0..<(whole ? Self.maximumWholeHistoryPages : Self.maximumHistoryPages) {
+            let page = try await transactionHistory(
+                id, revision: revision, credentials: credentials, in: asked, newestFirst: !whole)
             transactions += page.transactions.map(\.verified)
             environment = page.environment == .production ? .production : .sandbox
             guard page.hasMore, let next = page.revision, next != revision else { break }
             revision = next
         }
-        return (transactions, environment)
+        return (whole ? transactions : transactions.reversed(), environment)
     }
 
     public func renewals(of id: String, credentials: AppStoreServerAPICredentials) async throws -> [VerifiedReceipt] {

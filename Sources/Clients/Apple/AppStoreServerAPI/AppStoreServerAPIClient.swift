@@ -103,12 +103,12 @@ public final class AppStoreServerAPIClient: Sendable {
         }
     }
 
-    /// Get Transaction History (v2): one page, from `revision` (nil: the first), oldest first.
+    /// Get Transaction History (v2): one page, from `revision` (nil: the first), oldest first (or newest first).
     public func transactionHistory(
         _ transactionID: String, revision: String?, credentials: AppStoreServerAPICredentials,
-        in environment: Environment? = nil
+        in environment: Environment? = nil, newestFirst: Bool = false
     ) async throws -> Page {
-        var query = [("sort", "ASCENDING")]
+        var query = [("sort", newestFirst ? "DESCENDING" : "ASCENDING")]
         if let revision { query.append(("revision", revision)) }
         return try await get(
             "/inApps/v2/history/\(try Self.pathID(transactionID))", query: query, endpoint: "transaction_history",
