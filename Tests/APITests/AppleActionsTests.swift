@@ -26,6 +26,32 @@ import Testing
         return try builder.build(signedBy: service.jwsPKI)
     }
 
+    /// Apple's Get All Subscription Statuses of the subscription `original`, its latest period renewing at `expires`.
+    static func statuses(_ service: LiveService, _ original: String, expires: Date) throws -> FakeAppStoreServer.Reply {
+        var renewal = JWSBuilder()
+        renewal.payload = .renewalInfo
+        renewal.originalTransactionID = original
+        renewal.productID = monthly
+        renewal.signedDate = Date().addingTimeInterval(1)
+        let answer: JSONObject = [
+            "environment": .string("Sandbox"), "bundleId": .string(ServerAPIAnswersTests.bundleID),
+            "data": .array([
+                .object([
+                    "subscriptionGroupIdentifier": .string("21000000"),
+                    "lastTransactions": .array([
+                        .object([
+                            "originalTransactionId": .string(original), "status": .integer(1),
+                            "signedTransactionInfo": .string(
+                                try period(service, original, expires: expires, signedAt: Date().addingTimeInterval(1))),
+                            "signedRenewalInfo": .string(try renewal.build(signedBy: service.jwsPKI)),
+                        ])
+                    ]),
+                ])
+            ]),
+        ]
+        return .json(JSONValue.object(answer).encodedString)
+    }
+
     static func apple(_ service: LiveService, _ tenant: LiveService.Tenant, _ fields: [(String, String)])
         async throws -> (status: Int, body: JSONObject)
     {
@@ -73,65 +99,72 @@ import Testing
             let claimed = try await EntitlementAPITests.customer(service, tenant, [("app_user_id", token)]).json()
             #expect(EntitlementAPITests.entitlement(claimed["customer"], "pro")?["active"] == .bool(true))
 
-            // Extend: Apple's answer is lost (503) and the client does not send it again by itself; the caller
-            // repeats it under the same identifier; a third ask answers what Apple did without asking.
-            let extended = Date().addingTimeInterval(36 * 86_400)
-            let extendedMilliseconds = Int64((extended.timeIntervalSince1970 * 1_000).rounded(.down))
-            var renewal = JWSBuilder()
-            renewal.payload = .renewalInfo
-            renewal.originalTransactionID = "7100"
-            renewal.productID = Self.monthly
-            renewal.signedDate = Date().addingTimeInterval(1)
-            let statuses: JSONObject = [
-                "environment": .string("Sandbox"), "bundleId": .string(ServerAPIAnswersTests.bundleID),
-                "data": .array([
-                    .object([
-                        "subscriptionGroupIdentifier": .string("21000000"),
-                        "lastTransactions": .array([
-                            .object([
-                                "originalTransactionId": .string("7100"), "status": .integer(1),
-                                "signedTransactionInfo": .string(
-                                    try Self.period(
-                                        service, "7100", expires: extended, signedAt: Date().addingTimeInterval(1))),
-                                "signedRenewalInfo": .string(try renewal.build(signedBy: service.jwsPKI)),
-                            ])
-                        ]),
-                    ])
-                ]),
-            ]
-            fake.script(
-                "sandbox", .error(503),
+            // Extend. Apple's signed statuses of 7100, its renewal date `expires`.
+            func statuses(expires: Date) throws -> FakeAppStoreServer.Reply {
+                try Self.statuses(service, "7100", expires: expires)
+            }
+            func extended(_ date: Date) -> FakeAppStoreServer.Reply {
                 .json(
-                    #"{"originalTransactionId":"7100","webOrderLineItemId":"7100","success":true,"effectiveDate":\#(extendedMilliseconds)}"#
-                ), .json(JSONValue.object(statuses).encodedString))
+                    #"{"originalTransactionId":"7100","webOrderLineItemId":"7100","success":true,"effectiveDate":\#(Int64((date.timeIntervalSince1970 * 1_000).rounded(.down)))}"#
+                )
+            }
+            func extensions() -> [FakeAppStoreServer.Received] {
+                requests("PUT").filter { $0.path == "/inApps/v1/subscriptions/extend/7100" }
+            }
+            let renewsAt = Date().addingTimeInterval(29 * 86_400)
+            let extendedDate = Date().addingTimeInterval(36 * 86_400)
+            let extendedMilliseconds = Int64((extendedDate.timeIntervalSince1970 * 1_000).rounded(.down))
+            // Apple's answer is lost (503) and the client does not send it again by itself. The caller repeats it
+            // under the same identifier: Apple's renewal date had not moved, so it is sent again; a third ask answers
+            // what Apple did without asking.
+            fake.script(
+                "sandbox", try statuses(expires: renewsAt), .error(503), try statuses(expires: renewsAt),
+                try statuses(expires: renewsAt), extended(extendedDate), try statuses(expires: extendedDate))
             let extend: [(String, String)] = [
                 ("action", "extend_renewal_date"), ("original_transaction_id", "7100"), ("extend_by_days", "7"),
                 ("extend_reason_code", "customer_satisfaction"), ("request_identifier", "outage-2026-11"),
             ]
             let lost = try await Self.apple(service, tenant, extend)
             #expect(lost.status == 500 && lost.body["extension"]?["state"] == .string("unknown"), "\(lost.body)")
-            #expect(requests("PUT").count == 2, "a 503 to an extension is not sent again by the client")
+            #expect(lost.body["retryable"] == nil, "a lost answer is the caller's to repeat (M6)")
+            #expect(extensions().count == 1, "a 503 to an extension is not sent again by the client")
             let done = try await Self.apple(service, tenant, extend)
             #expect(done.status == 200, "\(done.body)")
             #expect(done.body["extension"]?["state"] == .string("extended"))
             #expect(
                 done.body["extension"]?["effective_date"]
                     == .string(AppleDate.rfc3339(milliseconds: extendedMilliseconds)))
-            let sent = requests("PUT").filter { $0.path == "/inApps/v1/subscriptions/extend/7100" }
-            #expect(sent.count == 2)
+            #expect(extensions().count == 2)
             #expect(
-                try JSONParser.parse(Array((sent.last?.body ?? "").utf8))
+                try JSONParser.parse(Array((extensions().last?.body ?? "").utf8))
                     == .object([
                         "extendByDays": .integer(7), "extendReasonCode": .integer(1),
                         "requestIdentifier": .string("outage-2026-11"),
                     ]))
             let again = try await Self.apple(service, tenant, extend)
             #expect(again.status == 200 && again.body["extension"] == done.body["extension"])
-            #expect(requests("PUT").count == 3, "a repeated identifier is answered without asking Apple")
+            #expect(extensions().count == 2, "a repeated identifier is answered without asking Apple")
             // Reflected from Apple's signed status: the entitlement now lasts to the new date.
             let after = try await EntitlementAPITests.customer(service, tenant, [("app_user_id", token)]).json()
             let pro = EntitlementAPITests.entitlement(after["customer"], "pro")
             #expect(pro?["expires_at"] == .string(AppleDate.rfc3339(milliseconds: extendedMilliseconds)), "\(after)")
+
+            // Money review M6: Apple applies an extension and its answer is lost. The repeat finds the renewal date
+            // moved by the extension's days and answers `extended`, never sending it a second time.
+            let twiceExtended = extendedDate.addingTimeInterval(3 * 86_400)
+            fake.script(
+                "sandbox", try statuses(expires: extendedDate), .error(503), try statuses(expires: twiceExtended),
+                try statuses(expires: twiceExtended))
+            let second: [(String, String)] = [
+                ("action", "extend_renewal_date"), ("original_transaction_id", "7100"), ("extend_by_days", "3"),
+                ("extend_reason_code", "customer_satisfaction"), ("request_identifier", "outage-2026-11-b"),
+            ]
+            let secondLost = try await Self.apple(service, tenant, second)
+            #expect(secondLost.body["extension"]?["state"] == .string("unknown"), "\(secondLost.body)")
+            #expect(extensions().count == 3)
+            let looked = try await Self.apple(service, tenant, second)
+            #expect(looked.status == 200 && looked.body["extension"]?["state"] == .string("extended"), "\(looked.body)")
+            #expect(extensions().count == 3, "an extension Apple applied is never sent twice")
 
             // Refused before Apple is asked: a family-shared subscription; bad fields.
             let shared = try Self.period(
@@ -236,10 +269,10 @@ import Testing
 
             // The operator extends from the CLI, with the app's stored credentials.
             fake.script(
-                "sandbox",
+                "sandbox", try statuses(expires: twiceExtended),
                 .json(
                     #"{"originalTransactionId":"7100","success":true,"effectiveDate":\#(extendedMilliseconds)}"#),
-                .json(JSONValue.object(statuses).encodedString))
+                try statuses(expires: twiceExtended))
             let storeKit = [
                 "--production-url", fake.baseURL + "/production", "--sandbox-url", fake.baseURL + "/sandbox",
                 "--trust-anchors", service.anchors.path, "--allow-test-data",
@@ -260,7 +293,7 @@ import Testing
             let rows = try #require(try JSONParser.parse(Array(cli.utf8)).arrayValue)
             #expect(
                 rows.compactMap { $0["request_identifier"]?.stringValue }.sorted() == [
-                    "cli-1", "mass-1", "outage-2026-11",
+                    "cli-1", "mass-1", "outage-2026-11", "outage-2026-11-b",
                 ])
             let audit = try service.cli.expectSuccess(["audit", "--account", tenant.email]).stdout
             for action in [
@@ -289,8 +322,9 @@ import Testing
             let hidden = "csrf=\(csrf)&app=\(appID)&user=alice&original_transaction_id=&environment="
 
             let effective = Int64((Date().addingTimeInterval(17 * 86_400).timeIntervalSince1970 * 1_000).rounded(.down))
+            let renewsAt = Date().addingTimeInterval(10 * 86_400)
             fake.script(
-                "sandbox",
+                "sandbox", try Self.statuses(service, "7300", expires: renewsAt),
                 .json(#"{"originalTransactionId":"7300","success":true,"effectiveDate":\#(effective)}"#),
                 .error(503), .error(503), .error(503), .error(503))
             #expect(html.contains(#"name="request_identifier" value=""#))
@@ -308,7 +342,8 @@ import Testing
             #expect(try JSONParser.parse(Array(put.body.utf8))["extendReasonCode"] == .integer(2))
 
             // Apple refuses a second extension beyond its limit: said on the page, nothing else changes.
-            fake.script("sandbox", .error(400, appleCode: 4_030_005))
+            fake.script(
+                "sandbox", try Self.statuses(service, "7300", expires: renewsAt), .error(400, appleCode: 4_030_005))
             let refused = try await service.post(
                 "/account/customers/extend",
                 body: hidden + "&subscription=7300&days=7&reason=other&request_identifier=page-2", headers: cookie)

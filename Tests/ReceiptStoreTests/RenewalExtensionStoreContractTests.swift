@@ -21,7 +21,9 @@ import Testing
             actor: "api", createdAt: date, updatedAt: date)
     }
 
-    @Test("an identifier is taken once; a failed or lost one may be asked again", arguments: StoreKind.available)
+    @Test(
+        "an identifier is taken once; a failed one may be asked again, a lost one is returned to be looked up",
+        arguments: StoreKind.available)
     func identifiersAreTakenOnce(kind: StoreKind) async throws {
         try await LedgerStoreContractTests.withApp(kind) { store, app in
             #expect(try await store.beginRenewalExtension(Self.record(app, "r1")) == nil)
@@ -36,27 +38,34 @@ import Testing
             done.updatedAt = Self.start.addingTimeInterval(2)
             try await store.saveRenewalExtension(done)
             #expect(try await store.beginRenewalExtension(Self.record(app, "r1")) == done)
-            // Lost (unknown): asked again, the new attempt replaces it.
+            // Lost (unknown), with the renewal date stated before it was sent: returned as held, for the caller to
+            // look at Apple before anything is sent again (money review M6).
             #expect(try await store.beginRenewalExtension(Self.record(app, "r2")) == nil)
             var lost = Self.record(app, "r2")
             lost.state = .unknown
+            lost.expiresBefore = 1_790_000_000_000
             lost.error = "Apple's sandbox API failed (HTTP 503)"
             try await store.saveRenewalExtension(lost)
-            let retry = Self.record(app, "r2", at: Self.start.addingTimeInterval(5))
+            #expect(
+                try await store.beginRenewalExtension(Self.record(app, "r2", at: Self.start.addingTimeInterval(5)))
+                    == lost)
+            // Apple did not apply it (failed): the new attempt replaces it.
+            var notTaken = lost
+            notTaken.state = .failed
+            try await store.saveRenewalExtension(notTaken)
+            let retry = Self.record(app, "r2", at: Self.start.addingTimeInterval(6))
             #expect(try await store.beginRenewalExtension(retry) == nil)
             #expect(
                 try await store.renewalExtensions(appID: app.id, limit: 10).first { $0.requestIdentifier == "r2" }
                     == retry)
-            // A send abandoned by its server (no outcome after five minutes) may be asked again; a recent one not.
+            // A send abandoned by its server is returned as held too (the caller judges it by its age).
             #expect(try await store.beginRenewalExtension(Self.record(app, "r3")) == nil)
-            #expect(
-                try await store.beginRenewalExtension(Self.record(app, "r3", at: Self.start.addingTimeInterval(200)))
-                    != nil)
-            #expect(
-                try await store.beginRenewalExtension(Self.record(app, "r3", at: Self.start.addingTimeInterval(301)))
-                    == nil)
+            let abandoned = try #require(
+                try await store.beginRenewalExtension(Self.record(app, "r3", at: Self.start.addingTimeInterval(301))))
+            #expect(abandoned.isInDoubt(at: Self.start.addingTimeInterval(301)))
+            #expect(!abandoned.isInDoubt(at: Self.start.addingTimeInterval(200)))
             let listed = try await store.renewalExtensions(appID: app.id, limit: 10)
-            #expect(listed.map(\.requestIdentifier) == ["r3", "r2", "r1"])
+            #expect(listed.map(\.requestIdentifier) == ["r2", "r1", "r3"])
         }
     }
 

@@ -86,8 +86,8 @@ class AppleAPIChecks:
                 "extend_by_days": "3", "extend_reason_code": "0", "environment": "Sandbox", "nonce": "n-lost"}
         c.check(f"POST {APPLE} extend_renewal_date, Apple's answer lost (500)", self.post(APPLE, lost), 500,
                 extra=lambda a, b: [] if (b.get("extension") or {}).get("state") == "unknown"
-                and b.get("retryable") is True else [f"answer {b!r}"])
-        ineligible = {**lost, "original_transaction_id": "1000000001", "nonce": "n-refused"}
+                and "retryable" not in b else [f"answer {b!r}"])
+        ineligible = {**lost, "original_transaction_id": FakeAppStoreServer.INELIGIBLE, "nonce": "n-refused"}
         c.check(f"POST {APPLE} extend_renewal_date, ineligible (403)", self.post(APPLE, ineligible), 403,
                 extra=lambda a, b: [] if (b.get("extension") or {}).get("state") == "refused" else [f"answer {b!r}"])
         info = {"token": token, "action": "app_transaction_info", "transaction_id": FakeAppStoreServer.TRANSACTION,

@@ -337,6 +337,7 @@ class FakeAppStoreServer:
     UNKNOWN = "1999999999"
     REFUSED_CREDENTIALS = "1401000000"
     DOWN = "1503000000"
+    INELIGIBLE = "1000000001"
 
     def __init__(self, port: int, fixtures: Path, issuer_id: str, key_id: str, public_key_pem: bytes | None,
                  other_bundle_ids: set[str]):
@@ -416,6 +417,10 @@ class FakeAppStoreServer:
         known = {self.TRANSACTION, self.ORIGINAL} | ({self.APP_TRANSACTION} if endpoint != "transactions" else set())
         if identifier == self.REFUSED_CREDENTIALS:
             return 401, None
+        if endpoint == "subscriptions" and environment == "sandbox" and identifier in (self.DOWN, self.INELIGIBLE):
+            # Subscriptions Apple knows whose extension fails (DOWN) or is refused (INELIGIBLE): their statuses, which
+            # the service reads before it extends, hold nothing of the app's.
+            return 200, {"environment": "Sandbox", "bundleId": self.bundle_id, "appAppleId": 1, "data": []}
         if identifier == self.UNKNOWN or (identifier in known and environment == "production"):
             return 404, {"errorCode": 4040010, "errorMessage": "Transaction id not found."}
         if identifier not in known:

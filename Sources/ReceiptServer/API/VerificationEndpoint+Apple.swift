@@ -108,8 +108,8 @@ extension VerificationEndpoint {
     }
 
     /// An extension's answer: 0 when Apple extended it (or took the mass extension), 403 when Apple refused it, 500
-    /// (retryable) when it did not reach Apple or Apple's answer was lost, with the record in `extension`; 503 while
-    /// another request is sending it.
+    /// when it did not reach Apple (retryable) or Apple's answer was lost (not retryable: a repeat looks first), with
+    /// the record in `extension`; 503 while another request is sending it.
     static func extensionOutcome(_ record: RenewalExtensionRecord, body: JSONObject) -> VerificationOutcome {
         var body = body
         let (status, description): (Int, String)
@@ -127,15 +127,22 @@ extension VerificationEndpoint {
         case .complete: (status, description) = (0, "Extension complete")
         case .refused:
             (status, description) = (ResponseStatus.rejected, "Apple did not extend: \(record.error ?? "refused")")
-        case .failed, .unknown:
+        case .failed:
             (status, description) = (
                 ResponseStatus.internalError,
-                "Apple's answer is unknown: \(record.error ?? "no answer"); repeat with the same request_identifier"
+                "Not sent to Apple: \(record.error ?? "no answer"); repeat with the same request_identifier"
+            )
+        case .unknown:
+            (status, description) = (
+                ResponseStatus.internalError,
+                "Apple's answer was lost: \(record.error ?? "no answer"); a repeat with the same request_identifier "
+                    + "looks at Apple first and sends it again only if Apple did not apply it"
             )
         }
         body["status"] = .integer(Int64(status))
         body.append("description", .string(description))
-        if status == ResponseStatus.internalError { body.append("retryable", .bool(true)) }
+        // A lost answer is the caller's to repeat, not an automatic retry's (money review M6).
+        if record.state == .failed { body.append("retryable", .bool(true)) }
         body.append("extension", .object(record.json))
         return VerificationOutcome(status: status, body: body, source: status == 0 ? .local : .none)
     }

@@ -75,9 +75,10 @@ public struct AppleActions: Sendable {
     // MARK: Extend a Subscription Renewal Date
 
     /// Extends one customer's subscription, once per request identifier: a repeated identifier answers what the
-    /// first request did (unless that one failed before Apple or its outcome was lost). Apple's confirmation is then
-    /// reflected: the subscription's signed status is read anew and recorded, so the customer's expiry and
-    /// entitlements move.
+    /// first request did (unless that one failed before Apple). One whose answer was lost is looked up before it is
+    /// ever sent again (money review M6): Apple's renewal date, stated just before the first sending, moved by the
+    /// extension's days means Apple applied it; otherwise it is sent again. Apple's confirmation is then reflected:
+    /// the subscription's signed status is read anew and recorded, so the customer's expiry and entitlements move.
     public func extendRenewalDate(
         app: App, originalTransactionID: String, _ extension: RenewalExtension, environment asked: StoreEnvironment?
     ) async throws -> RenewalExtensionRecord {
@@ -93,17 +94,35 @@ public struct AppleActions: Sendable {
             guard held.originalTransactionID == originalTransactionID else {
                 throw ServiceError(.invalidArgument, "request_identifier was used for another extension of the app")
             }
-            return held
+            guard held.isInDoubt(at: now) else { return held }
+            let looked = await lookUp(held, apple: apple, credentials: credentials)
+            if looked.state == .extended {
+                try? await reflectStatuses(app: app, originalTransactionID: originalTransactionID, in: environment)
+            }
+            // Apple applied it (or cannot tell yet): that is the answer; Apple did not: it is sent again.
+            guard looked.state == .failed, try await store.beginRenewalExtension(record) == nil else { return looked }
         }
         do {
-            let result = try await storeKit.extendRenewalDate(
-                originalTransactionID: originalTransactionID, `extension`, environment: apple, credentials: credentials)
-            record.state = result.success ? .extended : .refused
-            record.effectiveDate = result.effectiveDate
-            if !result.success { record.error = "Apple did not extend the subscription (success: false)" }
+            // The renewal date before sending, kept to judge a lost answer by; asking it failing, nothing is sent.
+            record.expiresBefore = try await renewalDate(
+                of: originalTransactionID, apple: apple, credentials: credentials)
         } catch let error as AppStoreServerAPIError {
-            record.state = Self.state(after: error)
+            record.state = .failed
             record.error = Self.reason(error)
+        }
+        if record.state == .sending {
+            try await store.saveRenewalExtension(record)
+            do {
+                let result = try await storeKit.extendRenewalDate(
+                    originalTransactionID: originalTransactionID, `extension`, environment: apple,
+                    credentials: credentials)
+                record.state = result.success ? .extended : .refused
+                record.effectiveDate = result.effectiveDate
+                if !result.success { record.error = "Apple did not extend the subscription (success: false)" }
+            } catch let error as AppStoreServerAPIError {
+                record.state = Self.state(after: error)
+                record.error = Self.reason(error)
+            }
         }
         record.updatedAt = tenancy.now()
         try await store.saveRenewalExtension(record)
@@ -116,6 +135,72 @@ public struct AppleActions: Sendable {
             // Reflected as Apple signs it: a failure to read it back leaves the extension recorded, and Apple's
             // RENEWAL_EXTENDED notification brings the same statement.
             try? await reflectStatuses(app: app, originalTransactionID: originalTransactionID, in: environment)
+        }
+        return record
+    }
+
+    /// The renewal date (milliseconds since 1970) Apple's signed statuses state now for the subscription: its latest
+    /// transaction's expiry.
+    func renewalDate(
+        of originalTransactionID: String, apple: StoreEnvironment, credentials: AppStoreServerAPICredentials
+    ) async throws -> Int64? {
+        try await storeKit.currentStatuses(of: originalTransactionID, environment: apple, credentials: credentials)
+            .filter { $0.kind == .signedTransaction }.flatMap(PurchaseTransaction.all(in:))
+            .filter { $0.originalTransactionID == originalTransactionID }.compactMap(\.expiresDate).max()
+    }
+
+    /// Where an extension whose answer was lost stands, looked up at Apple and recorded: `extended` when the
+    /// subscription's renewal date moved by its days since the renewal date stated before it was sent (a mass
+    /// extension: when Apple's status of its request identifier is found), `failed` when Apple did not take it (it may
+    /// then be sent again), unchanged when Apple cannot tell now (or, recorded before the renewal date was kept, never
+    /// can: the caller then decides, with a new identifier).
+    func lookUp(
+        _ held: RenewalExtensionRecord, apple: StoreEnvironment, credentials: AppStoreServerAPICredentials
+    ) async -> RenewalExtensionRecord {
+        var record = held
+        do {
+            if let original = held.originalTransactionID {
+                guard let before = held.expiresBefore else {
+                    // Its renewal date is kept before it is sent: a record without one was never sent, unless it
+                    // was recorded before the date was kept (then only the caller can tell).
+                    guard held.state == .sending else { return held }
+                    record.state = .failed
+                    record.error = "its server was lost before it was sent"
+                    record.updatedAt = tenancy.now()
+                    try? await store.saveRenewalExtension(record)
+                    return record
+                }
+                let now = try await renewalDate(of: original, apple: apple, credentials: credentials)
+                if let now, now >= before + Int64(held.days) * 86_400_000 {
+                    record.state = .extended
+                    record.effectiveDate = now
+                    record.error = nil
+                } else {
+                    record.state = .failed
+                    record.error = "Apple's renewal date had not moved: the lost request was not applied"
+                }
+            } else {
+                let status = try await storeKit.massExtensionStatus(
+                    productID: held.productID ?? "", requestIdentifier: held.requestIdentifier, environment: apple,
+                    credentials: credentials)
+                record.state = status.complete ? .complete : .requested
+                record.succeeded = status.succeeded
+                record.failed = status.failed
+                record.completeDate = status.completeDate
+                record.nextPollAt = status.complete ? nil : tenancy.now()
+                record.error = nil
+            }
+        } catch let error as AppStoreServerAPIError where error.code == .notFound && held.originalTransactionID == nil {
+            record.state = .failed
+            record.error = "Apple does not know the request identifier: the lost request was not taken"
+        } catch {
+            return held
+        }
+        record.updatedAt = tenancy.now()
+        do {
+            try await store.saveRenewalExtension(record)
+        } catch {
+            return held
         }
         return record
     }
@@ -170,7 +255,9 @@ public struct AppleActions: Sendable {
             guard held.productID == productID else {
                 throw ServiceError(.invalidArgument, "request_identifier was used for another extension of the app")
             }
-            return held
+            guard held.isInDoubt(at: now) else { return held }
+            let looked = await lookUp(held, apple: apple, credentials: credentials)
+            guard looked.state == .failed, try await store.beginRenewalExtension(record) == nil else { return looked }
         }
         do {
             try await storeKit.massExtendRenewalDate(

@@ -6,8 +6,9 @@ import ReceiptCore
 /// again, and a mass extension is polled under a lease by one server at a time until Apple completes it.
 public protocol RenewalExtensionStore: StoreLifecycle {
     /// Takes `record`'s request identifier for the app: inserts it and returns nil, or returns the extension already
-    /// held under it, unchanged, unless that one may be asked again (it failed, its outcome is unknown, or it was
-    /// being sent more than five minutes ago by a server that never recorded an outcome): then `record` replaces it.
+    /// held under it, unchanged, unless that one may be asked again (it failed before reaching Apple): then `record`
+    /// replaces it. One whose outcome is unknown is returned as held: the caller looks at Apple before it is ever sent
+    /// again (money review M6).
     func beginRenewalExtension(_ record: RenewalExtensionRecord) async throws -> RenewalExtensionRecord?
     /// Writes the extension's state and Apple's figures.
     func saveRenewalExtension(_ record: RenewalExtensionRecord) async throws
@@ -31,16 +32,17 @@ public struct RenewalExtensionRecord: Sendable, Equatable {
         case refused
         /// Not sent: the request could not leave (credentials, rate limit); it may be asked again.
         case failed
-        /// Sent, and Apple's answer was lost (5xx, network): asking again with the same identifier is the caller's
-        /// choice.
+        /// Sent, and Apple's answer was lost (5xx, network): a request repeating the identifier first looks at
+        /// Apple (the subscription's renewal date, or the mass extension's status) and sends it again only where
+        /// Apple did not apply it.
         case unknown
         /// A mass extension Apple took and is working on.
         case requested
         /// A mass extension Apple completed.
         case complete
 
-        /// Whether a request under the same identifier may be sent again.
-        public var mayRetry: Bool { self == .failed || self == .unknown }
+        /// Whether a request under the same identifier may be sent again without looking at Apple first.
+        public var mayRetry: Bool { self == .failed }
     }
 
     public var appID: UUID
@@ -69,14 +71,19 @@ public struct RenewalExtensionRecord: Sendable, Equatable {
     public var updatedAt: Date
     /// A mass extension's next poll.
     public var nextPollAt: Date?
+    /// One customer's: the subscription's renewal date (milliseconds since 1970) Apple stated just before it was
+    /// sent, against which a lost answer is judged.
+    public var expiresBefore: Int64?
 
     /// Creates a record.
     public init(
         appID: UUID, requestIdentifier: String, environment: StoreEnvironment, originalTransactionID: String?,
         productID: String?, storefronts: [String] = [], days: Int, reason: RenewalExtension.Reason, state: State,
         effectiveDate: Int64? = nil, succeeded: Int? = nil, failed: Int? = nil, completeDate: Int64? = nil,
-        error: String? = nil, actor: String, createdAt: Date, updatedAt: Date, nextPollAt: Date? = nil
+        error: String? = nil, actor: String, createdAt: Date, updatedAt: Date, nextPollAt: Date? = nil,
+        expiresBefore: Int64? = nil
     ) {
+        self.expiresBefore = expiresBefore
         self.appID = appID
         self.requestIdentifier = requestIdentifier
         self.environment = environment
@@ -99,6 +106,12 @@ public struct RenewalExtensionRecord: Sendable, Equatable {
 
     /// A `sending` record older than this is taken to have lost its server.
     public static let abandonedAfter: TimeInterval = 300
+
+    /// Whether Apple may or may not have applied it, as of `now`: its answer was lost, or its server was lost while
+    /// sending it.
+    public func isInDoubt(at now: Date) -> Bool {
+        state == .unknown || (state == .sending && now.timeIntervalSince(updatedAt) > Self.abandonedAfter)
+    }
 
     /// The record as the API, the CLI and the account screen show it.
     public var json: JSONObject {

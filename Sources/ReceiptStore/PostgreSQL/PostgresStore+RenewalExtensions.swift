@@ -29,17 +29,15 @@ extension PostgresStore: RenewalExtensionStore {
                     """, on: connection
                 ).first.map(StoredForm.renewalExtension)
             else { throw ServiceError(.storage, "renewal extension \(record.requestIdentifier) vanished") }
-            let abandoned =
-                held.state == .sending
-                && record.createdAt.timeIntervalSince(held.updatedAt) > RenewalExtensionRecord.abandonedAfter
-            guard held.state.mayRetry || abandoned else { return held }
+            guard held.state.mayRetry else { return held }
             try await rows(
                 """
                 UPDATE renewal_extensions SET environment = \(record.environment.rawValue),
                     original_transaction_id = \(record.originalTransactionID), product_id = \(record.productID),
                     storefronts = \(storefronts), days = \(record.days), reason = \(record.reason.rawValue),
                     state = \(record.state.rawValue), effective_date = NULL, succeeded_count = NULL,
-                    failed_count = NULL, complete_date = NULL, error = NULL, actor = \(record.actor),
+                    failed_count = NULL, complete_date = NULL, error = NULL, expires_before = NULL,
+                    actor = \(record.actor),
                     created_at = \(record.createdAt), updated_at = \(record.updatedAt),
                     next_poll_at = \(record.nextPollAt)
                 WHERE app_id = \(record.appID) AND request_identifier = \(record.requestIdentifier)
@@ -56,7 +54,8 @@ extension PostgresStore: RenewalExtensionStore {
                 UPDATE renewal_extensions SET state = \(record.state.rawValue),
                     effective_date = \(record.effectiveDate), succeeded_count = \(record.succeeded),
                     failed_count = \(record.failed), complete_date = \(record.completeDate), error = \(error),
-                    updated_at = \(record.updatedAt), next_poll_at = \(record.nextPollAt)
+                    updated_at = \(record.updatedAt), next_poll_at = \(record.nextPollAt),
+                    expires_before = \(record.expiresBefore)
                 WHERE app_id = \(record.appID) AND request_identifier = \(record.requestIdentifier)
                 """)
         }

@@ -546,3 +546,7 @@ ALTER TABLE apps ADD COLUMN store_user_ids BOOLEAN NOT NULL DEFAULT false;
 -- version: 30 Money review M10: each customer's changes are numbered under the snapshot's lock, so that a receiver can
 -- order customer.entitlements_changed events
 ALTER TABLE customer_snapshots ADD COLUMN sequence BIGINT NOT NULL DEFAULT 0;
+
+-- version: 31 Money review M6: the customer's renewal date Apple stated just before an extension was sent, against
+-- which an extension whose answer was lost is judged before it is ever sent again
+ALTER TABLE renewal_extensions ADD COLUMN expires_before BIGINT;

@@ -13,10 +13,7 @@ extension SQLiteStore: RenewalExtensionStore {
                 [.uuid(record.appID), .text(record.requestIdentifier)]
             ).first.map(StoredForm.renewalExtension)
             if let held {
-                let abandoned =
-                    held.state == .sending
-                    && record.createdAt.timeIntervalSince(held.updatedAt) > RenewalExtensionRecord.abandonedAfter
-                guard held.state.mayRetry || abandoned else { return held }
+                guard held.state.mayRetry else { return held }
                 _ = try await self.query(
                     "DELETE FROM renewal_extensions WHERE app_id = ? AND request_identifier = ?",
                     [.uuid(record.appID), .text(record.requestIdentifier)])
@@ -25,8 +22,8 @@ extension SQLiteStore: RenewalExtensionStore {
                 """
                 INSERT INTO renewal_extensions (app_id, request_identifier, environment, original_transaction_id,
                     product_id, storefronts, days, reason, state, effective_date, succeeded_count, failed_count,
-                    complete_date, error, actor, created_at, updated_at, next_poll_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    complete_date, error, actor, created_at, updated_at, next_poll_at, expires_before)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, Self.renewalExtensionBinds(record))
             return nil
         }
@@ -37,7 +34,7 @@ extension SQLiteStore: RenewalExtensionStore {
             try await self.query(
                 """
                 UPDATE renewal_extensions SET state = ?, effective_date = ?, succeeded_count = ?, failed_count = ?,
-                    complete_date = ?, error = ?, updated_at = ?, next_poll_at = ?
+                    complete_date = ?, error = ?, updated_at = ?, next_poll_at = ?, expires_before = ?
                 WHERE app_id = ? AND request_identifier = ?
                 """,
                 [
@@ -45,7 +42,8 @@ extension SQLiteStore: RenewalExtensionStore {
                     record.succeeded.map { .integer($0) } ?? .null, record.failed.map { .integer($0) } ?? .null,
                     record.completeDate.map { .integer(Int($0)) } ?? .null,
                     record.error.map { .text(String($0.prefix(500))) } ?? .null, .millis(record.updatedAt),
-                    .millis(record.nextPollAt), .uuid(record.appID), .text(record.requestIdentifier),
+                    .millis(record.nextPollAt), record.expiresBefore.map { .integer(Int($0)) } ?? .null,
+                    .uuid(record.appID), .text(record.requestIdentifier),
                 ])
         }
     }
@@ -89,6 +87,7 @@ extension SQLiteStore: RenewalExtensionStore {
             record.succeeded.map { .integer($0) } ?? .null, record.failed.map { .integer($0) } ?? .null,
             record.completeDate.map { .integer(Int($0)) } ?? .null, record.error.map { .text($0) } ?? .null,
             .text(record.actor), .millis(record.createdAt), .millis(record.updatedAt), .millis(record.nextPollAt),
+            record.expiresBefore.map { .integer(Int($0)) } ?? .null,
         ]
     }
 }

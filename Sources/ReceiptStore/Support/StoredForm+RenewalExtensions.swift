@@ -21,6 +21,7 @@ extension StoredForm {
             succeeded: try row.optionalInt("succeeded_count"), failed: try row.optionalInt("failed_count"),
             completeDate: try row.optionalInt("complete_date").map(Int64.init), error: try row.optionalText("error"),
             actor: try row.text("actor"), createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at"),
-            nextPollAt: try row.optionalDate("next_poll_at"))
+            nextPollAt: try row.optionalDate("next_poll_at"),
+            expiresBefore: try row.optionalInt("expires_before").map(Int64.init))
     }
 }
