@@ -23,5 +23,10 @@ if [ -d "$fixtures" ]; then
         base64 -d "$file" > "$corpus/$name.bin" 2>/dev/null || rm -f "$corpus/$name.bin"
     done
 fi
-echo "fuzzing for ${seconds}s from $(ls "$corpus" | wc -l) seeds"
+seeds=$(ls "$corpus" | wc -l)
+if [ "$seeds" -eq 0 ] && [ "${CI:-}" = true ]; then
+    echo "CI: the fuzz corpus is empty: no fixtures at $fixtures (set RECEIPTVERIFY_FIXTURES)" >&2
+    exit 1
+fi
+echo "fuzzing for ${seconds}s from $seeds seeds"
 "$binary" "$corpus" -max_total_time="$seconds" -max_len=16384 -rss_limit_mb=4096 -timeout=10 -print_final_stats=1

@@ -8,7 +8,8 @@
 # Usage: scripts/recipes.sh [BIN_DIR]    BIN_DIR holds the receiptverify binary (default: `swift build
 # --show-bin-path`; nothing is built). Environment: RECEIPTVERIFY_FIXTURES (Apple fixtures folder, default
 # ../shared/fixtures). With CI set and running as root, missing runtimes are installed from Debian packages;
-# otherwise a recipe whose runtime is missing is skipped. Exits non-zero if a recipe that ran failed.
+# otherwise a recipe whose runtime is missing is skipped. Exits non-zero if a recipe that ran failed, or, with
+# CI=true, if any recipe was skipped.
 set -euo pipefail
 
 log() { printf '==> %s\n' "$*"; }
@@ -471,4 +472,9 @@ echo "ran: $(join "${RAN[@]+"${RAN[@]}"}")"
 echo "skipped: $(join "${SKIPPED[@]+"${SKIPPED[@]}"}")"
 if [ ${#PARTIAL[@]} -gt 0 ]; then echo "checks skipped inside recipes (see above): $(join "${PARTIAL[@]}")"; fi
 echo "failed: $(join "${FAILED[@]+"${FAILED[@]}"}")"
+# Under CI every runtime is installed: a recipe skipped there is a part of the promise that did not run.
+if [ "${CI:-}" = true ] && [ ${#SKIPPED[@]} -gt 0 ]; then
+    echo "CI: recipes were skipped: $(join "${SKIPPED[@]}")" >&2
+    exit 1
+fi
 [ ${#FAILED[@]} -eq 0 ]
