@@ -257,6 +257,38 @@ import Testing
             let missing = try await service.post(
                 "/api/transactions/delivered", form: [("apikey", tenant.apiKey), ("token", tenant.token)])
             #expect(missing.httpStatus == 400)
+
+            // Money review M3: a renewal a notification recorded and the backend presented a minute later was
+            // offered; a purchase only a notification recorded was not. Switched to `once`, the first is never
+            // delivered again, nor is 1000000001 (offered, never confirmed); the second is delivered, once.
+            let renewal = try NotificationAPITests.notification(
+                service, "DID_RENEW", transactionID: "2000000000000301", original: "2000000000000301")
+            #expect(try await NotificationAPITests.send(service, tenant.token, renewal).httpStatus == 200)
+            let notified = try NotificationAPITests.notification(
+                service, "ONE_TIME_CHARGE", transactionID: "2000000000000302", original: "2000000000000302",
+                productType: "Consumable")
+            #expect(try await NotificationAPITests.send(service, tenant.token, notified).httpStatus == 200)
+            func signed(_ id: String, type: String = "Auto-Renewable Subscription") throws -> String {
+                var item = JWSBuilder()
+                item.transactionID = id
+                item.originalTransactionID = id
+                item.type = type
+                if type != "Auto-Renewable Subscription" { item.expiresDate = nil }
+                return try item.build(signedBy: service.jwsPKI)
+            }
+            let offered = try await Self.call(service, tenant, receipt: try signed("2000000000000301"), user: "alice")
+                .json()
+            #expect(Self.transactions(offered)["2000000000000301"]?["deliver"] == .bool(true), "\(offered)")
+            try service.cli.expectSuccess(["app", "update", tenant.token, "--delivery", "once"])
+            let settled = try await Self.call(service, tenant, receipt: receipt, user: "alice").json()
+            #expect(Self.states(settled) == ["seen/false", "seen/false"])
+            let renewed = try await Self.call(service, tenant, receipt: try signed("2000000000000301"), user: "alice")
+                .json()
+            #expect(Self.transactions(renewed)["2000000000000301"]?["deliver"] == .bool(false), "\(renewed)")
+            let due = try await Self.call(
+                service, tenant, receipt: try signed("2000000000000302", type: "Consumable"), user: "alice"
+            ).json()
+            #expect(Self.transactions(due)["2000000000000302"]?["deliver"] == .bool(true), "\(due)")
         }
     }
 

@@ -169,8 +169,8 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
             appID: appID, environment: environment, transactionIDs: transactionIDs, at: date,
             finishingWithApple: finishingWithApple)
     }
-    func settleUnconfirmedDeliveries(appID: UUID, at date: Date) async throws -> Int {
-        try await base.settleUnconfirmedDeliveries(appID: appID, at: date)
+    func updateApp(_ app: App, settlingOffersAt date: Date) async throws -> Bool {
+        try await base.updateApp(app, settlingOffersAt: date)
     }
     func claimAppleFinishes(dueBy now: Date, lease: Duration, limit: Int) async throws -> [AppleFinishTask] {
         try await base.claimAppleFinishes(dueBy: now, lease: lease, limit: limit)

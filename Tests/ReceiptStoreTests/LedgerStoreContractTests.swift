@@ -189,21 +189,64 @@ import Testing
         }
     }
 
-    /// Switching `confirm` to `once` settles what `confirm` offered: rows requests saw, not revoked, not delivered are
-    /// marked delivered; a row only a notification recorded stays to be delivered.
+    /// Money review M3: switching `confirm` to `once` settles exactly what `confirm` offered, in the switch's own
+    /// transaction: a row an answer said `deliver: true` for (also one a notification recorded and a request saw a
+    /// minute later), a Google purchase with its acknowledgement then due; never a row only a notification recorded,
+    /// a refund, or a row another user holds. A row a server still holding the app in `confirm` offered after the
+    /// switch is taken as delivered by the next `once` answer, never delivered again.
     @Test(arguments: StoreKind.available)
-    func settlingUnconfirmedDeliveriesLeavesNotificationRowsAndRefunds(kind: StoreKind) async throws {
+    func switchingToOnceSettlesExactlyWhatConfirmOffered(kind: StoreKind) async throws {
         try await Self.withApp(kind) { store, app in
-            var requested = Self.recording(app, [Self.purchase("1"), Self.purchase("9", revokedAt: 1_700_000_100_000)])
-            requested.deliversNew = false
-            _ = try await store.record(requested)
-            var notified = Self.recording(app, [Self.purchase("2")], request: "notification:u1")
-            notified.deliversNew = false
-            _ = try await store.record(notified)
-            #expect(try await store.settleUnconfirmedDeliveries(appID: app.id, at: Self.start) == 1)
-            let rows = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10))
-            #expect(rows.filter { $0.deliveredAt != nil }.map(\.transaction.transactionID) == ["1"])
-            #expect(try await store.settleUnconfirmedDeliveries(appID: app.id, at: Self.start) == 0)
+            func confirming(
+                _ transactions: [PurchaseTransaction], user: String?, at offset: TimeInterval, request: String,
+                store purchaseStore: Store = .appStore
+            ) -> LedgerRecording {
+                var recording = Self.recording(app, transactions, user: user, at: offset, request: request)
+                recording.store = purchaseStore
+                recording.deliversNew = false
+                recording.offers = user != nil || !request.contains(":")
+                return recording
+            }
+            var token = Self.purchase("g1")
+            token.purchaseToken = "tok-g1"
+            let offered = try await store.record(
+                confirming(
+                    [Self.purchase("1"), Self.purchase("9", revokedAt: 1_700_000_100_000)], user: "alice", at: 0,
+                    request: "r1"))
+            #expect(offered.map { $0.entry.offeredAt != nil } == [true, false])
+            _ = try await store.record(confirming([Self.purchase("2")], user: nil, at: 0, request: "notification:n1"))
+            let seen = try await store.record(confirming([Self.purchase("2")], user: "alice", at: 60, request: "r2"))
+            #expect(seen.first?.entry.offeredAt != nil, "offered by the answer a minute after the notification")
+            _ = try await store.record(confirming([Self.purchase("3")], user: nil, at: 0, request: "google:m1"))
+            let bobs = try await store.record(
+                confirming([Self.purchase("5", original: "1")], user: "bob", at: 1, request: "r3"))
+            #expect(bobs.first?.entry.offeredAt == nil, "alice's renewal is not offered to bob")
+            _ = try await store.record(
+                confirming([token], user: "alice", at: 2, request: "r4", store: .googlePlay))
+
+            var switched = app
+            switched.deliveryMode = .once
+            #expect(try await store.updateApp(switched, settlingOffersAt: Self.start.addingTimeInterval(100)))
+            let rows = try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 20))
+            #expect(
+                rows.filter { $0.deliveredAt != nil }.map(\.transaction.transactionID).sorted() == ["1", "2", "g1"])
+            #expect(rows.first { $0.transaction.transactionID == "g1" }?.googleAcknowledgement?.state == .pending)
+            // An unknown app is said so, and nothing is settled.
+            var unknown = switched
+            unknown.id = UUID()
+            #expect(try await store.updateApp(unknown, settlingOffersAt: Self.start) == false)
+
+            // A server still holding the app in `confirm` offers 6 after the switch; the next `once` answer takes
+            // it as delivered, silently. 3 (only a notification's) is delivered once; 5 reaches alice.
+            _ = try await store.record(confirming([Self.purchase("6")], user: "alice", at: 200, request: "r5"))
+            let once = try await store.record(
+                Self.recording(
+                    app, [Self.purchase("6"), Self.purchase("3"), Self.purchase("5", original: "1")], user: "alice",
+                    at: 300, request: "r6"))
+            let delivered = Dictionary(
+                uniqueKeysWithValues: once.map { ($0.entry.transaction.transactionID, $0.deliveredNow) })
+            #expect(delivered == ["6": false, "3": true, "5": true])
+            #expect(once.allSatisfy { $0.entry.deliveredAt != nil })
         }
     }
 

@@ -58,6 +58,7 @@ public final class Ledger: Sendable {
             appID: app.id, store: purchaseStore, environment: environment, transactions: transactions, user: claimant,
             movesClaims: app.claimsPolicy == .transfer, deliversNew: app.deliveryMode == .once, requestID: requestID,
             now: now)
+        draft.offers = app.deliveryMode == .confirm
         draft.refusesOtherUsers = app.claimsPolicy == .refuse
         draft.catalog = app.catalog
         draft.statuses = stated
@@ -244,8 +245,8 @@ final class LedgerView: Sendable {
                     // A claim to make (none yet) or to move is the store's to do.
                     guard let holder = entry.claimant, holder == user || !recording.movesClaims else { return nil }
                 }
-                // So is a delivery due now (``DeliveryMode/once``).
-                guard !recording.deliversNow(entry) else { return nil }
+                // So is a delivery due now (``DeliveryMode/once``), an offer to record (``DeliveryMode/confirm``).
+                guard !recording.writes(entry) else { return nil }
                 results.append(LedgerRecorded(entry: entry, isNew: false, transferredFrom: nil))
             }
             return results

@@ -31,6 +31,9 @@ public struct LedgerEntry: Sendable, Equatable {
     /// The signed date (milliseconds since 1970) of the statement that last set or cleared the revocation; an older
     /// statement changes it no more.
     public var revocationAsOf: Int64?
+    /// When an answer in `confirm` mode first said `deliver: true` for it (money review M3): what a switch to `once`
+    /// takes as delivered, and what a `once` answer never offers again.
+    public var offeredAt: Date?
 
     /// Creates an entry.
     public init(
@@ -72,6 +75,9 @@ public struct LedgerRecording: Sendable {
     /// Whether a new transaction that is not revoked and not another user's is delivered by this answer
     /// (``DeliveryMode/once``).
     public var deliversNew: Bool
+    /// Whether the answer says `deliver: true` for each transaction that may be delivered and is not yet
+    /// (``DeliveryMode/confirm``): each is recorded as offered, once (money review M3).
+    public var offers = false
     /// Whether a transaction already in the ledger and not yet delivered is delivered by this recording (when
     /// ``deliversNew``). A customer import delivers only what it inserts: a row the service recorded before (a
     /// purchase notified while the import ran) stays to be delivered by the backend's own answer (money review M4).
@@ -123,6 +129,7 @@ public struct LedgerRecording: Sendable {
         // found a refunded subscription's entitlement restored by its late SUBSCRIBED notification (seed 94).
         if transaction.revocationDate != nil { entry.revocationAsOf = transaction.signedDate }
         if deliversNew && mayDeliver(entry) { entry.deliveredAt = now }
+        if offers && mayDeliver(entry) { entry.offeredAt = now }
         if store == .googlePlay, transaction.purchaseToken != nil {
             // Google's own acknowledgement stands; else one is asked once the purchase is delivered.
             if transaction.isAcknowledged == true {
@@ -145,9 +152,28 @@ public struct LedgerRecording: Sendable {
     }
 
     /// Whether `entry`, not yet delivered, is delivered by this recording (``DeliveryMode/once``: the first answer
-    /// in which it may be delivered, as when a renewal first presented by another user reaches its claimant).
+    /// in which it may be delivered, as when a renewal first presented by another user reaches its claimant). One an
+    /// answer in `confirm` mode offered was the backend's to deliver then: it is not offered again.
     public func deliversNow(_ entry: LedgerEntry) -> Bool {
-        deliversNew && deliversExisting && entry.deliveredAt == nil && mayDeliver(entry)
+        deliversNew && deliversExisting && entry.deliveredAt == nil && entry.offeredAt == nil && mayDeliver(entry)
+    }
+
+    /// Whether `entry` is recorded as offered by this recording (``offers``): not offered, not delivered, deliverable.
+    public func offersNow(_ entry: LedgerEntry) -> Bool {
+        offers && entry.offeredAt == nil && entry.deliveredAt == nil && mayDeliver(entry)
+    }
+
+    /// Whether `entry`, offered by an answer in `confirm` mode and never confirmed, is taken as delivered by this
+    /// recording (``DeliveryMode/once``), without saying `deliver: true` again: an answer from a server that still held
+    /// the app in `confirm` mode after the switch, which the switch's settle could not see.
+    public func settlesNow(_ entry: LedgerEntry) -> Bool {
+        deliversNew && deliversExisting && entry.deliveredAt == nil && entry.offeredAt != nil && mayDeliver(entry)
+    }
+
+    /// Whether recording `entry` writes to the store (a delivery, an offer or a settle), which the in-memory view
+    /// cannot answer.
+    public func writes(_ entry: LedgerEntry) -> Bool {
+        deliversNow(entry) || offersNow(entry) || settlesNow(entry)
     }
 
     /// The input's original transaction ids, each once, in first-seen order.

@@ -133,6 +133,15 @@ public enum LedgerRecorder {
             {
                 entry.deliveredAt = recording.now
                 deliveredNow = true
+            } else if recording.settlesNow(entry),
+                try await writer.markDelivered(transaction.transactionID, at: recording.now)
+            {
+                // Offered by an answer in `confirm` mode (a server that held the app so after the switch): delivered
+                // then, so taken as delivered now, and not said again (money review M3).
+                entry.deliveredAt = recording.now
+            } else if recording.offersNow(entry) {
+                try await writer.markOffered(transaction.transactionID, at: recording.now)
+                entry.offeredAt = recording.now
             } else if recording.deliversNew, !entry.isRevoked, entry.firstRequestID == recording.requestID,
                 let delivered = entry.deliveredAt?.millisecondsSince1970,
                 delivered == entry.firstSeenAt.millisecondsSince1970,

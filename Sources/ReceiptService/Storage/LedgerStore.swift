@@ -23,10 +23,11 @@ public protocol LedgerStore: StoreLifecycle {
         appID: UUID, environment: StoreEnvironment?, transactionIDs: [String], at date: Date,
         finishingWithApple: Bool
     ) async throws -> [LedgerEntry]
-    /// Marks delivered at `date` every transaction of the app that an answer in `confirm` mode said to deliver and the
-    /// backend never confirmed: not delivered, not revoked, seen by a request (not only by a notification). Called when
-    /// the app switches to `once`, whose next answer would otherwise deliver them again; returns how many.
-    func settleUnconfirmedDeliveries(appID: UUID, at date: Date) async throws -> Int
+    /// Saves `app` (as ``TenancyStore/updateApp(_:)``: false for an unknown app) and, in the same transaction, marks
+    /// delivered at `date` every transaction of it that an answer in `confirm` mode offered and the backend never
+    /// confirmed (offered, not delivered, not revoked), a Google Play purchase's acknowledgement then due. Called when
+    /// the app switches to `once`, whose next answer would otherwise deliver them again (money review M3).
+    func updateApp(_ app: App, settlingOffersAt date: Date) async throws -> Bool
     /// One page of the app's ledger in its order (first seen, environment, transaction id).
     func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry]
     /// Gives the original transaction's claim (in every environment it was seen) to `user`, or releases it when

@@ -26,6 +26,9 @@ public protocol LedgerWriting {
     /// Marks the transaction delivered at `date` unless it already is, or was revoked meanwhile (by another server's
     /// commit since it was read); returns whether it did.
     func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool
+    /// Records that an answer in `confirm` mode offered the transaction at `date`, unless one did before or it is
+    /// delivered or revoked (money review M3).
+    func markOffered(_ transactionID: String, at date: Date) async throws
     /// Sets `last_seen_at`, and the revocation of `revocation` when given, stamped with its signed date (only where no
     /// statement signed later set or cleared the revocation); returns whether this call revoked a row that was not
     /// revoked, decided on the row as it is when written (two servers recording one refund: one says so, money review

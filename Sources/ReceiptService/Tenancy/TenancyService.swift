@@ -294,12 +294,9 @@ public struct TenancyService: Sendable {
         if !settings.sharesBundleIDs, !gained.isEmpty { try await checkBundleIDsAreFree(gained, of: app) }
         let gainedPackages = app.packageNames.filter { !before.packageNames.contains($0) }
         if !gainedPackages.isEmpty { try await checkPackageNamesAreFree(gainedPackages, of: app) }
-        let saved = try await save(app)
         // `confirm` answered `deliver: true` until the backend confirmed; `once` would answer it once more. What confirm
-        // mode offered is taken as delivered at the switch.
-        if before.deliveryMode == .confirm, saved.deliveryMode == .once {
-            _ = try await store.settleUnconfirmedDeliveries(appID: saved.id, at: now())
-        }
+        // mode offered is taken as delivered at the switch, in the switch's own transaction.
+        let saved = try await save(app, settlingOffers: before.deliveryMode == .confirm && app.deliveryMode == .once)
         // The names of the settings given, never their values (a secret may be among them).
         try await audit(
             app.accountID, "app.update",
@@ -523,10 +520,13 @@ public struct TenancyService: Sendable {
         }
     }
 
-    private func save(_ app: App) async throws -> App {
+    private func save(_ app: App, settlingOffers: Bool = false) async throws -> App {
         var app = app
         app.updatedAt = now()
-        guard try await store.updateApp(app) else {
+        let updated =
+            settlingOffers
+            ? try await store.updateApp(app, settlingOffersAt: app.updatedAt) : try await store.updateApp(app)
+        guard updated else {
             throw ServiceError(.unknownApp, "unknown app '\(app.token)'")
         }
         return app

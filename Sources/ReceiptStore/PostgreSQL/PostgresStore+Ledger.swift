@@ -128,18 +128,23 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
         }
     }
 
-    public func settleUnconfirmedDeliveries(appID: UUID, at date: Date) async throws -> Int {
+    public func updateApp(_ app: App, settlingOffersAt date: Date) async throws -> Bool {
         try await transaction { connection in
+            guard try await self.updateApp(app, on: connection) else { return false }
             let settled = try await self.rows(
                 """
-                UPDATE ledger_transactions SET delivered_at = \(date)
-                WHERE app_id = \(appID) AND delivered_at IS NULL AND revocation_date IS NULL
-                    AND (first_request_id NOT LIKE 'notification:%' OR last_seen_at > first_seen_at)
+                UPDATE ledger_transactions SET delivered_at = \(date),
+                    google_ack = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN 'pending'
+                        ELSE google_ack END,
+                    google_ack_due_at = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN \(date)
+                        ELSE google_ack_due_at END
+                WHERE app_id = \(app.id) AND offered_at IS NOT NULL AND delivered_at IS NULL
+                    AND revocation_date IS NULL
                 RETURNING transaction_id
                 """, on: connection
             ).count
             if settled > 0 { try await self.announceChange(on: connection) }
-            return settled
+            return true
         }
     }
 
@@ -351,6 +356,7 @@ struct PostgresLedgerWriter: LedgerWriting {
         let acks = entries.map { StoredForm.googleAck($0).state ?? noText }
         let revocationStamps = entries.map { $0.revocationAsOf ?? none }
         let delivered = entries.map { $0.deliveredAt != nil }
+        let offered = entries.map { $0.offeredAt != nil }
         let seen = entries.map { $0.firstSeenAt.millisecondsSince1970 }
         let requests = entries.map(\.firstRequestID)
         let rows = try await store.rows(
@@ -361,7 +367,7 @@ struct PostgresLedgerWriter: LedgerWriting {
                 last_seen_at, first_request_id, delivered_at, product_type, offer_type, offer_discount_type,
                 app_transaction_id, offer_period, billing_plan_type, commitment_period, commitment_periods,
                 commitment_expires_date, commitment_price, purchase_token, package_name, linked_purchase_token,
-                google_ack, google_ack_due_at, revocation_as_of)
+                google_ack, google_ack_due_at, revocation_as_of, offered_at)
             SELECT \(appID), \(purchaseStore), \(environment), t.id, t.original, t.product, NULLIF(t.purchased, \(none)),
                 NULLIF(t.originally, \(none)), NULLIF(t.expires, \(none)), t.quantity, NULLIF(t.line_item, \(noText)),
                 NULLIF(t.ownership, \(noText)), NULLIF(t.revoked, \(none)), NULLIF(t.reason, \(none)),
@@ -372,7 +378,7 @@ struct PostgresLedgerWriter: LedgerWriting {
                 NULLIF(t.commitment_periods, \(none)), NULLIF(t.commitment_expires, \(none)),
                 NULLIF(t.commitment_price, \(none)), NULLIF(t.token, \(noText)), NULLIF(t.package, \(noText)),
                 NULLIF(t.linked, \(noText)), NULLIF(t.ack, \(noText)), CASE WHEN t.ack = 'pending' THEN seen_at.at END,
-                NULLIF(t.revocation_as_of, \(none))
+                NULLIF(t.revocation_as_of, \(none)), CASE WHEN t.offered THEN seen_at.at END
             FROM UNNEST(\(ids)::text[], \(originals)::text[], \(products)::text[], \(purchased)::int8[],
                 \(originallyPurchased)::int8[], \(expires)::int8[], \(quantities)::int8[], \(lineItems)::text[],
                 \(ownership)::text[], \(revoked)::int8[], \(reasons)::int8[], \(types)::text[], \(percentages)::int8[],
@@ -380,11 +386,11 @@ struct PostgresLedgerWriter: LedgerWriting {
                 \(discounts)::text[], \(appTransactions)::text[], \(offerPeriods)::text[], \(plans)::text[],
                 \(commitmentPeriod)::int8[], \(commitmentPeriods)::int8[], \(commitmentExpires)::int8[],
                 \(commitmentPrice)::int8[], \(tokens)::text[], \(packages)::text[], \(linked)::text[],
-                \(acks)::text[], \(revocationStamps)::int8[])
+                \(acks)::text[], \(revocationStamps)::int8[], \(offered)::bool[])
                 WITH ORDINALITY AS t(id, original, product, purchased, originally, expires, quantity, line_item,
                     ownership, revoked, reason, type, percentage, delivered, seen, request, kind, offer, discount,
                     app_transaction, offer_period, plan, commitment_period, commitment_periods, commitment_expires,
-                    commitment_price, token, package, linked, ack, revocation_as_of, position),
+                    commitment_price, token, package, linked, ack, revocation_as_of, offered, position),
                 -- Exact milliseconds (a division by 1000.0 would round through a double).
                 LATERAL (SELECT TIMESTAMPTZ 'epoch' + t.seen * INTERVAL '1 millisecond' AS at) AS seen_at
             ORDER BY t.position
@@ -441,6 +447,16 @@ struct PostgresLedgerWriter: LedgerWriting {
             RETURNING transaction_id
             """, on: connection
         ).isEmpty)
+    }
+
+    func markOffered(_ transactionID: String, at date: Date) async throws {
+        try await store.rows(
+            """
+            UPDATE ledger_transactions SET offered_at = \(date)
+            WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
+                AND transaction_id = \(transactionID) AND offered_at IS NULL AND delivered_at IS NULL
+                AND revocation_date IS NULL
+            """, on: connection)
     }
 
     @discardableResult

@@ -196,33 +196,36 @@ extension PostgresStore {
     }
 
     public func updateApp(_ app: App) async throws -> Bool {
+        try await transaction { connection in try await self.updateApp(app, on: connection) }
+    }
+
+    /// Updates the app's row and bundle IDs on `connection`, inside the caller's transaction.
+    func updateApp(_ app: App, on connection: PostgresConnection) async throws -> Bool {
         let columns = StoredApp(app)
-        return try await transaction { connection in
-            let updated = try await self.rows(
-                """
-                UPDATE apps SET token = \(app.token), name = \(app.name), allowed_environments = \(columns.environments),
-                    verification_mode = \(app.verificationMode.rawValue), shared_secret = \(columns.sharedSecret),
-                    apple_issuer_id = \(columns.issuerID), apple_key_id = \(columns.keyID),
-                    apple_private_key = \(columns.privateKey), result_cipher = \(app.resultCipher.rawValue),
-                    result_key = \(columns.resultKey), allows_test_data = \(app.allowsTestData),
-                    enabled = \(app.isEnabled), claims_policy = \(app.claimsPolicy.rawValue),
-                    delivery_mode = \(app.deliveryMode.rawValue), product_catalog = \(columns.productCatalog),
-                    enrichment = \(app.enrichment.rawValue), id_lookups = \(app.idLookups.rawValue),
-                    requires_user = \(app.requiresUser), apple_app_id = \(app.appleAppID), locked = \(app.isLocked),
-                    test_anchors = \(columns.testAnchors), product_terms = \(columns.productTerms),
-                    refund_answers = \(app.refundAnswers.storedForm), package_names = \(columns.packageNames),
-                    google_client_email = \(app.googlePlayCredentials?.clientEmail),
-                    google_key_id = \(app.googlePlayCredentials?.keyID),
-                    google_token_uri = \(app.googlePlayCredentials?.tokenURI), google_private_key = \(columns.googleKey),
-                    google_pubsub = \(app.googlePubSub?.storedForm), google_license_key = \(app.googleLicenseKey),
-                    store_user_ids = \(app.storeUserIDs), updated_at = \(app.updatedAt)
-                WHERE id = \(app.id) RETURNING id
-                """, on: connection)
-            guard !updated.isEmpty else { return false }
-            try await self.rows("DELETE FROM app_bundle_ids WHERE app_id = \(app.id)", on: connection)
-            try await self.insertBundleIDs(of: app, on: connection)
-            return true
-        }
+        let updated = try await self.rows(
+            """
+            UPDATE apps SET token = \(app.token), name = \(app.name), allowed_environments = \(columns.environments),
+                verification_mode = \(app.verificationMode.rawValue), shared_secret = \(columns.sharedSecret),
+                apple_issuer_id = \(columns.issuerID), apple_key_id = \(columns.keyID),
+                apple_private_key = \(columns.privateKey), result_cipher = \(app.resultCipher.rawValue),
+                result_key = \(columns.resultKey), allows_test_data = \(app.allowsTestData),
+                enabled = \(app.isEnabled), claims_policy = \(app.claimsPolicy.rawValue),
+                delivery_mode = \(app.deliveryMode.rawValue), product_catalog = \(columns.productCatalog),
+                enrichment = \(app.enrichment.rawValue), id_lookups = \(app.idLookups.rawValue),
+                requires_user = \(app.requiresUser), apple_app_id = \(app.appleAppID), locked = \(app.isLocked),
+                test_anchors = \(columns.testAnchors), product_terms = \(columns.productTerms),
+                refund_answers = \(app.refundAnswers.storedForm), package_names = \(columns.packageNames),
+                google_client_email = \(app.googlePlayCredentials?.clientEmail),
+                google_key_id = \(app.googlePlayCredentials?.keyID),
+                google_token_uri = \(app.googlePlayCredentials?.tokenURI), google_private_key = \(columns.googleKey),
+                google_pubsub = \(app.googlePubSub?.storedForm), google_license_key = \(app.googleLicenseKey),
+                store_user_ids = \(app.storeUserIDs), updated_at = \(app.updatedAt)
+            WHERE id = \(app.id) RETURNING id
+            """, on: connection)
+        guard !updated.isEmpty else { return false }
+        try await self.rows("DELETE FROM app_bundle_ids WHERE app_id = \(app.id)", on: connection)
+        try await self.insertBundleIDs(of: app, on: connection)
+        return true
     }
 
     public func deleteApp(id: UUID) async throws -> Bool {

@@ -550,3 +550,12 @@ ALTER TABLE customer_snapshots ADD COLUMN sequence BIGINT NOT NULL DEFAULT 0;
 -- version: 31 Money review M6: the customer's renewal date Apple stated just before an extension was sent, against
 -- which an extension whose answer was lost is judged before it is ever sent again
 ALTER TABLE renewal_extensions ADD COLUMN expires_before BIGINT;
+
+-- version: 32 Money review M3: when an answer in `confirm` mode first said `deliver: true` for a row; a switch to `once`
+-- settles exactly those rows. Rows of apps in `confirm` mode now are taken as offered where a request saw them (the
+-- rule the switch used before)
+ALTER TABLE ledger_transactions ADD COLUMN offered_at TIMESTAMPTZ;
+UPDATE ledger_transactions SET offered_at = last_seen_at
+WHERE delivered_at IS NULL AND revocation_date IS NULL
+    AND (first_request_id NOT LIKE 'notification:%' OR last_seen_at > first_seen_at)
+    AND app_id IN (SELECT id FROM apps WHERE delivery_mode = 'confirm');

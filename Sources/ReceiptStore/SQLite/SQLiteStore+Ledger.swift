@@ -101,19 +101,22 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
         return entries
     }
 
-    public func settleUnconfirmedDeliveries(appID: UUID, at date: Date) async throws -> Int {
-        let settled = try await run {
-            try await self.query(
+    public func updateApp(_ app: App, settlingOffersAt date: Date) async throws -> Bool {
+        let settled = try await transaction { () -> Int? in
+            guard try await self.updateAppRows(app) else { return nil }
+            return try await self.query(
                 """
-                UPDATE ledger_transactions SET delivered_at = ?
-                WHERE app_id = ? AND delivered_at IS NULL AND revocation_date IS NULL
-                    AND (first_request_id NOT LIKE 'notification:%' OR last_seen_at > first_seen_at)
+                UPDATE ledger_transactions SET delivered_at = ?,
+                    google_ack = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN 'pending' ELSE google_ack END,
+                    google_ack_due_at = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN ? ELSE google_ack_due_at END
+                WHERE app_id = ? AND offered_at IS NOT NULL AND delivered_at IS NULL AND revocation_date IS NULL
                 RETURNING transaction_id
-                """, [.millis(date), .uuid(appID)]
+                """, [.millis(date), .millis(date), .uuid(app.id)]
             ).count
         }
+        guard let settled else { return false }
         if settled > 0 { announceLedgerChange() }
-        return settled
+        return true
     }
 
     public func ledgerEntries(_ query: LedgerQuery) async throws -> [LedgerEntry] {
@@ -356,7 +359,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
                     last_seen_at, first_request_id, delivered_at, product_type, offer_type, offer_discount_type,
                     app_transaction_id, offer_period, billing_plan_type, commitment_period, commitment_periods,
                     commitment_expires_date, commitment_price, purchase_token, package_name, linked_purchase_token,
-                    google_ack, google_ack_due_at, revocation_as_of)
+                    google_ack, google_ack_due_at, revocation_as_of, offered_at)
                 VALUES \(Array(repeating: Self.rowPlaceholders, count: chunk.count).joined(separator: ", "))
                 ON CONFLICT DO NOTHING RETURNING transaction_id
                 """, chunk.flatMap(values))
@@ -365,9 +368,9 @@ struct SQLiteLedgerWriter: LedgerWriting {
         return inserted
     }
 
-    private static let rowPlaceholders = "(" + Array(repeating: "?", count: 36).joined(separator: ", ") + ")"
+    private static let rowPlaceholders = "(" + Array(repeating: "?", count: 37).joined(separator: ", ") + ")"
 
-    /// The 36 values of an entry's row, in the insert's column order.
+    /// The 37 values of an entry's row, in the insert's column order.
     private func values(_ entry: LedgerEntry) -> [SQLiteData] {
         let transaction = entry.transaction
         let optional: (Int64?) -> SQLiteData = { $0.map { .integer(Int($0)) } ?? .null }
@@ -392,7 +395,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
             transaction.purchaseToken.map { .text($0) } ?? .null, transaction.packageName.map { .text($0) } ?? .null,
             transaction.linkedPurchaseToken.map { .text($0) } ?? .null,
             acknowledgement.state.map { .text($0) } ?? .null, .millis(acknowledgement.due),
-            optional(entry.revocationAsOf),
+            optional(entry.revocationAsOf), .millis(entry.offeredAt),
         ]
     }
 
@@ -443,6 +446,15 @@ struct SQLiteLedgerWriter: LedgerWriting {
             RETURNING transaction_id
             """, [.millis(date), .millis(date)] + key + [.text(transactionID)]
         ).isEmpty)
+    }
+
+    func markOffered(_ transactionID: String, at date: Date) async throws {
+        _ = try await store.query(
+            """
+            UPDATE ledger_transactions SET offered_at = ?
+            WHERE app_id = ? AND store = ? AND environment = ? AND transaction_id = ? AND offered_at IS NULL
+                AND delivered_at IS NULL AND revocation_date IS NULL
+            """, [.millis(date)] + key + [.text(transactionID)])
     }
 
     @discardableResult

@@ -183,25 +183,28 @@ extension SQLiteStore {
     }
 
     public func updateApp(_ app: App) async throws -> Bool {
-        try await transaction {
-            let rows = try await self.query(
-                """
-                UPDATE apps SET name = ?, allowed_environments = ?, verification_mode = ?, shared_secret = ?,
-                    apple_issuer_id = ?, apple_key_id = ?, apple_private_key = ?, result_cipher = ?, result_key = ?,
-                    allows_test_data = ?, enabled = ?, claims_policy = ?, delivery_mode = ?, product_catalog = ?,
-                    enrichment = ?, id_lookups = ?, requires_user = ?, apple_app_id = ?, locked = ?, test_anchors = ?,
-                    product_terms = ?, refund_answers = ?, package_names = ?, google_client_email = ?,
-                    google_key_id = ?, google_token_uri = ?, google_private_key = ?, google_pubsub = ?, google_license_key = ?,
-                    store_user_ids = ?, token = ?,
-                    updated_at = ?
-                WHERE id = ? RETURNING id
-                """,
-                Self.appColumns(app) + [.text(app.token), .millis(app.updatedAt), .uuid(app.id)])
-            guard !rows.isEmpty else { return false }
-            _ = try await self.query("DELETE FROM app_bundle_ids WHERE app_id = ?", [.uuid(app.id)])
-            try await self.insertBundleIDs(of: app)
-            return true
-        }
+        try await transaction { try await self.updateAppRows(app) }
+    }
+
+    /// Updates the app's row and bundle IDs, inside the caller's transaction.
+    func updateAppRows(_ app: App) async throws -> Bool {
+        let rows = try await self.query(
+            """
+            UPDATE apps SET name = ?, allowed_environments = ?, verification_mode = ?, shared_secret = ?,
+                apple_issuer_id = ?, apple_key_id = ?, apple_private_key = ?, result_cipher = ?, result_key = ?,
+                allows_test_data = ?, enabled = ?, claims_policy = ?, delivery_mode = ?, product_catalog = ?,
+                enrichment = ?, id_lookups = ?, requires_user = ?, apple_app_id = ?, locked = ?, test_anchors = ?,
+                product_terms = ?, refund_answers = ?, package_names = ?, google_client_email = ?,
+                google_key_id = ?, google_token_uri = ?, google_private_key = ?, google_pubsub = ?, google_license_key = ?,
+                store_user_ids = ?, token = ?,
+                updated_at = ?
+            WHERE id = ? RETURNING id
+            """,
+            Self.appColumns(app) + [.text(app.token), .millis(app.updatedAt), .uuid(app.id)])
+        guard !rows.isEmpty else { return false }
+        _ = try await self.query("DELETE FROM app_bundle_ids WHERE app_id = ?", [.uuid(app.id)])
+        try await self.insertBundleIDs(of: app)
+        return true
     }
 
     public func deleteApp(id: UUID) async throws -> Bool {

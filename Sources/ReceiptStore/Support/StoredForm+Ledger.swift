@@ -45,6 +45,7 @@ extension StoredForm {
                     lastError: try row.optionalText("apple_finish_error"),
                     finishedAt: try row.optionalDate("apple_finished_at"))
             }, revocationAsOf: try row.optionalInt("revocation_as_of").map(Int64.init))
+        entry.offeredAt = try row.optionalDate("offered_at")
         entry.googleAcknowledgement = try row.optionalText("google_ack").map { state in
             AppleFinishStatus(
                 state: state == "acknowledged" ? .finished : try enumValue(state),

@@ -180,6 +180,15 @@ final class MemoryLedger: Sendable {
             }
         }
 
+        func markOffered(_ transactionID: String, at date: Date) async throws {
+            change("markOffered") { ledger in
+                guard let row = ledger.rows[transactionID], row.offeredAt == nil, row.deliveredAt == nil,
+                    !row.isRevoked
+                else { return }
+                ledger.rows[transactionID]?.offeredAt = date
+            }
+        }
+
         @discardableResult
         func touch(_ transactionID: String, at date: Date, revocation: PurchaseTransaction?) async throws -> Bool {
             change("touch") { ledger in
