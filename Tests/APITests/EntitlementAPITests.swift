@@ -194,6 +194,15 @@ import Testing
             ).json()
             #expect(sandbox["customer"]?["entitlements"] == .array([]))
             #expect(sandbox["customer"]?["environment"] == .string("Sandbox"))
+            // Money review M17: a customer with test facts only is shown them without `environment`, and each
+            // entitlement says where it was bought; asked for Production, the view is empty.
+            let unasked = try await Self.customer(service, tenant, [("app_user_id", "member")]).json()
+            let granted = try #require(unasked["customer"]?["entitlements"]?.arrayValue)
+            #expect(!granted.isEmpty && granted.allSatisfy { $0["environment"] == .string("Xcode") }, "\(unasked)")
+            let production = try await Self.customer(
+                service, tenant, [("app_user_id", "member"), ("environment", "Production")]
+            ).json()
+            #expect(production["customer"]?["entitlements"] == .array([]))
 
             // Inside the ciphertext of /apiencrypted.
             let sealed = try await service.post(
