@@ -383,13 +383,23 @@ import Testing
             #expect(try await post(genuine, from: "17.0.0.5") == 200)
             // Strangers at many addresses together spend the app's budget (ten addresses' worth): sent together, so
             // that a slow machine's pace cannot stay under the refill. Each address posts once, within its own
-            // budget: a 429 among them is the app's.
-            let burst = try await withThrowingTaskGroup(of: Int.self) { group in
-                for index in 0..<60 { group.addTask { try await post(forged, from: "198.51.100.\(index)") } }
-                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            // budget: a 429 among them is the app's. Apple's next post, from an address of its own, finds the app's
+            // budget spent; the budget refills a unit every 50 ms, so on a loaded machine the burst is sent again
+            // (at most three times) until Apple's post follows it within that time.
+            var bursts: [[Int]] = []
+            var apple: [Int] = []
+            for round in 0..<3 where !apple.contains(429) {
+                bursts.append(
+                    try await withThrowingTaskGroup(of: Int.self) { group in
+                        for index in 0..<60 {
+                            group.addTask { try await post(forged, from: "198.51.\(100 + round).\(index)") }
+                        }
+                        return try await group.reduce(into: [Int]()) { $0.append($1) }
+                    })
+                apple.append(try await post(genuine, from: "17.0.0.6"))
             }
-            #expect(burst.filter { $0 == 429 }.count >= 20, "\(burst)")
-            #expect(try await post(genuine, from: "17.0.0.6") == 429)
+            #expect(bursts.allSatisfy { $0.filter { $0 == 429 }.count >= 20 }, "\(bursts)")
+            #expect(apple.contains(429), "\(apple)")
             // The budget refills: Apple's retry is taken.
             try await Task.sleep(for: .seconds(2))
             #expect(try await post(genuine, from: "17.0.0.6") == 200)
@@ -645,7 +655,9 @@ import Testing
         let text = try String(
             contentsOf: fixtures.appendingPathComponent("jws/apple_notification_did_renew_2022.jws"), encoding: .utf8
         ).trimmingCharacters(in: .whitespacesAndNewlines)
-        try await withLiveService(kind) { service in
+        // Notifications kept for ever: signed in 2022, it is otherwise older than the retention, and a duplicate that
+        // changes nothing (security review S14).
+        try await withLiveService(kind, serveArguments: ["--retention-notifications-days", "0"]) { service in
             let tenant = try service.tenant(
                 appArguments: ["--bundle-id", "com.audaos.audarecorder", "--environment", "sandbox"])
             let answer = try await Self.send(service, tenant.token, text)
