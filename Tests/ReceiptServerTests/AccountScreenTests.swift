@@ -574,8 +574,11 @@ import _CryptoExtras
             let test = "\(page)/\(endpoint.id.uuidString.lowercased())/test"
             let html = Self.body(try await browser.get(page))
             let csrf = try #require(Browser.csrf(in: html))
-            for _ in 0..<CustomerService.integrationActionsPerHour {
-                #expect(try await browser.post(test, [("csrf", csrf)]).status == .ok)
+            for index in 0..<CustomerService.integrationActionsPerHour {
+                let answer = try await browser.post(test, [("csrf", csrf)])
+                #expect(
+                    answer.status == .ok,
+                    "test event \(index): \(answer.status) \(String(buffer: answer.body).prefix(300))")
             }
             // The next one in the hour is refused, and makes no event.
             #expect(try await browser.post(test, [("csrf", csrf)]).status == .tooManyRequests)
