@@ -87,6 +87,11 @@ class AppleAPIChecks:
         c.check(f"POST {APPLE} extend_renewal_date, Apple's answer lost (500)", self.post(APPLE, lost), 500,
                 extra=lambda a, b: [] if (b.get("extension") or {}).get("state") == "unknown"
                 and "retryable" not in b else [f"answer {b!r}"])
+        # Apple down before anything is sent (its renewal date, read first, cannot be): never sent, retryable.
+        unsent = {**lost, "original_transaction_id": FakeAppStoreServer.UNREACHABLE, "nonce": "n-unsent"}
+        c.check(f"POST {APPLE} extend_renewal_date, never sent (500, retryable)", self.post(APPLE, unsent), 500,
+                extra=lambda a, b: [] if (b.get("extension") or {}).get("state") == "failed"
+                and b.get("retryable") is True else [f"answer {b!r}"])
         ineligible = {**lost, "original_transaction_id": FakeAppStoreServer.INELIGIBLE, "nonce": "n-refused"}
         c.check(f"POST {APPLE} extend_renewal_date, ineligible (403)", self.post(APPLE, ineligible), 403,
                 extra=lambda a, b: [] if (b.get("extension") or {}).get("state") == "refused" else [f"answer {b!r}"])

@@ -338,6 +338,8 @@ class FakeAppStoreServer:
     REFUSED_CREDENTIALS = "1401000000"
     DOWN = "1503000000"
     INELIGIBLE = "1000000001"
+    # A subscription whose statuses Apple cannot answer (503, as any id the fake does not know).
+    UNREACHABLE = "1503000002"
 
     def __init__(self, port: int, fixtures: Path, issuer_id: str, key_id: str, public_key_pem: bytes | None,
                  other_bundle_ids: set[str]):
