@@ -155,7 +155,7 @@ public struct LedgerRecording: Sendable {
     /// in which it may be delivered, as when a renewal first presented by another user reaches its claimant). One an
     /// answer in `confirm` mode offered was the backend's to deliver then: it is not offered again.
     public func deliversNow(_ entry: LedgerEntry) -> Bool {
-        deliversNew && deliversExisting && entry.deliveredAt == nil && entry.offeredAt == nil && mayDeliver(entry)
+        marksDelivered(entry) && entry.offeredAt == nil
     }
 
     /// Whether `entry` is recorded as offered by this recording (``offers``): not offered, not delivered, deliverable.
@@ -167,7 +167,13 @@ public struct LedgerRecording: Sendable {
     /// recording (``DeliveryMode/once``), without saying `deliver: true` again: an answer from a server that still held
     /// the app in `confirm` mode after the switch, which the switch's settle could not see.
     public func settlesNow(_ entry: LedgerEntry) -> Bool {
-        deliversNew && deliversExisting && entry.deliveredAt == nil && entry.offeredAt != nil && mayDeliver(entry)
+        marksDelivered(entry) && entry.offeredAt != nil
+    }
+
+    /// Whether `entry`, not yet delivered, is marked delivered by this recording (``DeliveryMode/once``), said
+    /// (``deliversNow(_:)``) or not (``settlesNow(_:)``).
+    private func marksDelivered(_ entry: LedgerEntry) -> Bool {
+        deliversNew && deliversExisting && entry.deliveredAt == nil && mayDeliver(entry)
     }
 
     /// Whether recording `entry` writes to the store (a delivery, an offer or a settle), which the in-memory view

@@ -128,17 +128,14 @@ public enum LedgerRecorder {
             // Not delivered yet and deliverable now (a renewal first presented by another user, now by its claimant):
             // the conditional update lets exactly one recording deliver it.
             var deliveredNow = false
-            if recording.deliversNow(entry),
+            let delivers = recording.deliversNow(entry)
+            if delivers || recording.settlesNow(entry),
                 try await writer.markDelivered(transaction.transactionID, at: recording.now)
             {
                 entry.deliveredAt = recording.now
-                deliveredNow = true
-            } else if recording.settlesNow(entry),
-                try await writer.markDelivered(transaction.transactionID, at: recording.now)
-            {
-                // Offered by an answer in `confirm` mode (a server that held the app so after the switch): delivered
-                // then, so taken as delivered now, and not said again (money review M3).
-                entry.deliveredAt = recording.now
+                // One an answer in `confirm` mode offered (a server that held the app so after the switch) was
+                // delivered then: taken as delivered now, and not said again (money review M3).
+                deliveredNow = delivers
             } else if recording.offersNow(entry) {
                 try await writer.markOffered(transaction.transactionID, at: recording.now)
                 entry.offeredAt = recording.now
