@@ -40,6 +40,24 @@ import Testing
         return try #require(UUID(uuidString: try outcome.json(CLITests.AccountJSON.self).id))
     }
 
+    /// This month in UTC as `yyyy-MM`, with the last day of the month before, this month's last day and the first
+    /// day of the next, as `yyyy-MM-dd`.
+    static func thisMonth(_ now: Date = Date()) -> (String, String, String, String) {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let start = calendar.date(from: calendar.dateComponents([.year, .month], from: now))!
+        let next = calendar.date(byAdding: .month, value: 1, to: start)!
+        func day(_ date: Date) -> String {
+            let parts = calendar.dateComponents([.year, .month, .day], from: date)
+            return String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)
+        }
+        let oneDay: TimeInterval = 86_400
+        return (
+            String(day(start).prefix(7)), day(start.addingTimeInterval(-oneDay)), day(next.addingTimeInterval(-oneDay)),
+            day(next)
+        )
+    }
+
     @Test(arguments: StoreKind.available)
     func monthlyReportMatchesHandComputedTotals(kind: StoreKind) async throws {
         try await withCLI(kind) { cli in
@@ -49,29 +67,32 @@ import Testing
             _ = try Self.account(cli, "pro-idle@example.com", plan: "pro")
             let enterprise = try Self.account(cli, "ent@example.com", plan: "enterprise")
             let app = UUID()
+            // The month the accounts were made in (an account is billed from the month it was created), the last day
+            // before it and the first day after it.
+            let (month, lastDayBefore, lastDay, firstDayAfter) = Self.thisMonth()
             func key(_ account: UUID, _ day: String, _ outcome: UsageOutcome = .valid) -> UsageKey {
                 UsageKey(accountID: account, appID: app, endpoint: .api, outcome: outcome, day: UsageDay(day)!)
             }
             var logger = Logger(label: "test")
             logger.logLevel = .critical
             let counts = [
-                key(freeBusy, "2026-11-01"): 790, key(freeBusy, "2026-11-30", .rejected): 10,
-                key(freeBusy, "2026-10-31"): 5_000, key(freeBusy, "2026-12-01"): 5_000,
-                key(proOver, "2026-11-02"): 100_000, key(proOver, "2026-11-03", .appleCode): 1_234,
-                key(enterprise, "2026-11-15"): 2_000_000,
+                key(freeBusy, "\(month)-01"): 790, key(freeBusy, lastDay, .rejected): 10,
+                key(freeBusy, lastDayBefore): 5_000, key(freeBusy, firstDayAfter): 5_000,
+                key(proOver, "\(month)-02"): 100_000, key(proOver, "\(month)-03", .appleCode): 1_234,
+                key(enterprise, "\(month)-15"): 2_000_000,
             ]
             try await StoreLocation(cli.database).withStore(logger: logger) { store in try await store.addUsage(counts)
             }
 
             // By hand: free 800 of 1,000 → 0; pro 101,234 → 1,234 over at 50¢/1,000 = 61.7¢ → 62¢, 4,900 + 62;
             // idle pro pays its base; enterprise is unlimited at 49,900; the idle free account is not billed.
-            let csv = try cli.run(["billing", "report", "--month", "2026-11", "--format", "csv"])
+            let csv = try cli.run(["billing", "report", "--month", month, "--format", "csv"])
             #expect(csv.status == 0, "\(csv.stderr)")
             let expectedCSV = [
                 "month,account_id,email,plan,included_quota,billable_calls,overage_calls,base_price_cents,overage_price_cents,total_cents",
-                "2026-11,\(enterprise.uuidString.lowercased()),ent@example.com,enterprise,unlimited,2000000,0,49900,0,49900",
-                "2026-11,\(freeBusy.uuidString.lowercased()),free-busy@example.com,free,1000,800,0,0,0,0",
-                "2026-11,\(proOver.uuidString.lowercased()),pro-over@example.com,pro,100000,101234,1234,4900,62,4962",
+                "\(month),\(enterprise.uuidString.lowercased()),ent@example.com,enterprise,unlimited,2000000,0,49900,0,49900",
+                "\(month),\(freeBusy.uuidString.lowercased()),free-busy@example.com,free,1000,800,0,0,0,0",
+                "\(month),\(proOver.uuidString.lowercased()),pro-over@example.com,pro,100000,101234,1234,4900,62,4962",
             ]
             let csvLines = csv.stdout.components(separatedBy: "\r\n")
             #expect(Array(csvLines.prefix(3)) == Array(expectedCSV.prefix(3)))
@@ -79,9 +100,9 @@ import Testing
             #expect(csvLines[4] == expectedCSV[3])
             #expect(csvLines.last == "")
 
-            let json = try cli.run(["billing", "report", "--month", "2026-11", "--format", "json"])
+            let json = try cli.run(["billing", "report", "--month", month, "--format", "json"])
             let report = try json.json(Report.self)
-            #expect(report.month == "2026-11")
+            #expect(report.month == month)
             #expect(
                 report.lines == [
                     Line(
@@ -98,23 +119,24 @@ import Testing
                         overageCalls: 1_234, basePriceCents: 4_900, overagePriceCents: 62, totalCents: 4_962),
                 ])
 
-            // A month with no usage still bills the paying accounts.
-            let empty = try cli.run(["billing", "report", "--month", "2027-03", "--json"]).json(Report.self)
+            // A month with no usage (the one after next) still bills the paying accounts.
+            let unused = try #require(UsageMonth(String(firstDayAfter.prefix(7)))?.next.description)
+            let empty = try cli.run(["billing", "report", "--month", unused, "--json"]).json(Report.self)
             #expect(empty.lines.map(\.email) == ["ent@example.com", "pro-idle@example.com", "pro-over@example.com"])
 
             // A plan edited with `plan set` prices the next report.
             #expect(try cli.run(["plan", "set", "pro", "--overage-cents", "100", "--price-cents", "5000"]).status == 0)
-            let repriced = try cli.run(["billing", "report", "--month", "2026-11", "--json"]).json(Report.self)
+            let repriced = try cli.run(["billing", "report", "--month", month, "--json"]).json(Report.self)
             #expect(repriced.lines.last?.totalCents == 5_000 + 123)
 
-            let usage = try cli.run(["usage", "--account", "pro-over@example.com", "--month", "2026-11", "--json"])
+            let usage = try cli.run(["usage", "--account", "pro-over@example.com", "--month", month, "--json"])
             #expect(usage.status == 0, "\(usage.stderr)")
             let usageJSON = try #require(
                 try JSONSerialization.jsonObject(with: Data(usage.stdout.utf8)) as? [String: Any])
             #expect(usageJSON["total"] as? Int == 101_234)
             #expect((usageJSON["rows"] as? [Any])?.count == 2)
-            let table = try cli.run(["usage", "--month", "2026-11"])
-            #expect(table.stdout.contains("total 2026-11: 2102034 billable calls"))
+            let table = try cli.run(["usage", "--month", month])
+            #expect(table.stdout.contains("total \(month): 2102034 billable calls"))
 
             for bad in [["billing", "report", "--month", "2026-13"], ["usage", "--month", "11/2026"]] {
                 let outcome = try cli.run(bad)

@@ -22,8 +22,9 @@ import Testing
             once.deliveryMode = .once
             once.claimsPolicy = .flag
             let app = once
-            // A ledger per deadline, from shorter than a commit takes to far longer.
-            let ledgers = (0..<14).map { step in
+            // A ledger per deadline, from shorter than a commit takes to far longer (the last, 1.6 s, outlasts the
+            // parallel run's load on two shared cores: with 0.4 s last, one client of 48 once had all its attempts time out).
+            let ledgers = (0..<16).map { step in
                 Ledger(store: store, deadline: StoreDeadline(.microseconds(50 << step)))
             }
             let clients = 48
