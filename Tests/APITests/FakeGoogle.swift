@@ -288,7 +288,10 @@ final class FakeGoogle: Sendable {
             let index = token.flatMap { Int($0.dropFirst("token=page-".count)) } ?? 0
             guard index < pages.count else { return Self.googleError(400, "Invalid page token.") }
             let next = index + 1 < pages.count ? #","tokenPagination":{"nextPageToken":"page-\#(index + 1)"}"# : ""
-            let body = #"{"voidedPurchases":[\#(pages[index].joined(separator: ","))]\#(next)}"#
+            // As Google: quantity-based partial refunds only when asked for (`includeQuantityBasedPartialRefund`).
+            let partial = query.split(separator: "&").contains("includeQuantityBasedPartialRefund=true")
+            let listed = pages[index].filter { partial || !$0.contains(#""voidedQuantity""#) }
+            let body = #"{"voidedPurchases":[\#(listed.joined(separator: ","))]\#(next)}"#
             return Response(
                 status: .ok, headers: [.contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(string: body)))

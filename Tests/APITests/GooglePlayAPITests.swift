@@ -331,12 +331,83 @@ import _CryptoExtras
             }
             #expect(fake.voidedQueries.contains { $0.contains("token=page-1") })
             #expect(fake.voidedQueries.contains { $0.contains("startTime=\(voidedAt)") && !$0.contains("token=") })
-            // The customer's purchase is refunded, and the ledger kept no row of the purchase it never saw.
+            // The ledger kept no row of the purchase it never saw, but kept its void (money review M8): presented
+            // later, while Google's purchase still reads purchased, it is recorded refunded and never delivered.
             let unknown = try await service.post(
                 "/api/transactions",
                 form: [("apikey", tenant.apiKey), ("token", tenant.token), ("original_transaction_id", "GPA.99")]
             ).json()
             #expect(unknown["transactions"]?.arrayValue?.isEmpty == true)
+            fake.setProduct(Self.package, "coins_100", token: "never-seen", Self.product(orderID: "GPA.99"))
+            let (_, late) = try await Self.verify(
+                service, tenant,
+                [("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "never-seen")])
+            let item = late["transactions"]?.arrayValue?.first
+            #expect(item?["deliver"] == .bool(false), "\(late)")
+            let stored = try await service.post(
+                "/api/transactions",
+                form: [("apikey", tenant.apiKey), ("token", tenant.token), ("original_transaction_id", "GPA.99")]
+            ).json()
+            let born = stored["transactions"]?.arrayValue?.first
+            #expect(born?["refunded_at"] != nil && born?["delivered_at"] == nil, "\(stored)")
+            #expect(born?["refund_type"] == JSONValue.string("VOIDED"), "\(stored)")
+            #expect(born?["reason"] == JSONValue.integer(1), "\(stored)")
+        }
+    }
+
+    /// Money review M8: quantity-based partial refunds, which Google lists only when asked for, revoke their share of
+    /// a multi-quantity purchase, and a second part the rest (each refund told as `transaction.revoked`).
+    @Test(arguments: StoreKind.available)
+    func partialRefundsRevokeTheirShare(kind: StoreKind) async throws {
+        try await FakeWebhookReceiver.run { receiver, receiverURL in
+            try await Self.withGoogle(kind, serveArguments: ["--google-voided-poll-seconds", "1"]) {
+                service, fake, account in
+                let tenant = try Self.tenant(service, account, ["--product", "coins_100=consumable"])
+                let hook = try NotificationAPITests.addEndpoint(service, tenant.token, url: receiverURL + "/hook")
+                receiver.expect(secret: hook.secret, on: "/hook")
+                let packs = Self.product(orderID: "GPA.40").replacingOccurrences(
+                    of: #""quantity":1"#, with: #""quantity":10"#)
+                fake.setProduct(Self.package, "coins_100", token: "tok-packs", packs)
+                let (_, answer) = try await Self.verify(
+                    service, tenant,
+                    [("package_name", Self.package), ("product_id", "coins_100"), ("purchase_token", "tok-packs")])
+                #expect(answer["transactions"]?.arrayValue?.first?["deliver"] == .bool(true), "\(answer)")
+                let first = Int64(Date().timeIntervalSince1970 * 1_000) - 3_600_000
+                func void(_ quantity: Int, at time: Int64) -> String {
+                    #"{"kind":"androidpublisher#voidedPurchase","purchaseToken":"tok-packs","orderId":"GPA.40","purchaseTimeMillis":"1790000000123","voidedTimeMillis":"\#(time)","voidedSource":0,"voidedReason":0,"voidedQuantity":\#(quantity)}"#
+                }
+                func row(until done: (JSONObject) -> Bool) async throws -> JSONObject? {
+                    let end = ContinuousClock.now + .seconds(20)
+                    while ContinuousClock.now < end {
+                        let rows = try await service.post(
+                            "/api/transactions",
+                            form: [
+                                ("apikey", tenant.apiKey), ("token", tenant.token),
+                                ("original_transaction_id", "GPA.40"),
+                            ]
+                        ).json()
+                        if case .object(let row)? = rows["transactions"]?.arrayValue?.first, done(row) { return row }
+                        try await Task.sleep(for: .milliseconds(200))
+                    }
+                    return nil
+                }
+                fake.setVoided(Self.package, pages: [[void(4, at: first)]])
+                let part = try #require(
+                    try await row { $0["refunded_at"] != nil }, "4 of 10 refunded was not revoked in 20 s")
+                #expect(part["refund_type"] == .string("VOIDED_QUANTITY"), "\(part)")
+                #expect(part["refund_percentage"] == .integer(40), "\(part)")
+                #expect(fake.voidedQueries.allSatisfy { $0.contains("includeQuantityBasedPartialRefund=true") })
+                // The rest refunded: the two parts add up to the whole purchase.
+                fake.setVoided(Self.package, pages: [[void(4, at: first), void(6, at: first + 60_000)]])
+                let whole = try #require(
+                    try await row { $0["refund_type"] == .string("VOIDED") }, "the rest was not revoked in 20 s")
+                #expect(whole["refund_percentage"] == nil, "\(whole)")
+                #expect(
+                    try await receiver.wait { $0.filter { $0.type == "transaction.revoked" }.count >= 2 },
+                    "\(receiver.accepted(on: "/hook").map(\.type))")
+                let revoked = receiver.accepted(on: "/hook").filter { $0.type == "transaction.revoked" }
+                #expect(revoked.count == 2)
+            }
         }
     }
 

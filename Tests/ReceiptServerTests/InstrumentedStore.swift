@@ -194,6 +194,14 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
     func saveVoidedCursor(_ cursor: VoidedCursor, nextRunAt: Date, at now: Date) async throws {
         try await base.saveVoidedCursor(cursor, nextRunAt: nextRunAt, at: now)
     }
+
+    func keepVoidedPurchase(appID: UUID, orderID: String, void: PurchaseVoid, at now: Date) async throws -> Bool {
+        try await base.keepVoidedPurchase(appID: appID, orderID: orderID, void: void, at: now)
+    }
+
+    func voidedOrders(appID: UUID, keptSince date: Date, limit: Int) async throws -> [String] {
+        try await base.voidedOrders(appID: appID, keptSince: date, limit: limit)
+    }
     func isGoogleNotificationRecorded(appID: UUID, messageID: String) async throws -> Bool {
         try await base.isGoogleNotificationRecorded(appID: appID, messageID: messageID)
     }

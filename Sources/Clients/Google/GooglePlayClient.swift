@@ -82,7 +82,8 @@ public final class GooglePlayClient: GooglePlayLooking {
     public func voidedPurchases(
         packageName: String, startTime: Int64?, pageToken: String?, account: GoogleServiceAccount
     ) async throws -> (purchases: [JSONObject], nextPageToken: String?) {
-        var query = ["type=1", "maxResults=1000"]
+        // Quantity-based partial refunds are listed only when asked for (money review M8).
+        var query = ["type=1", "maxResults=1000", "includeQuantityBasedPartialRefund=true"]
         if let startTime { query.append("startTime=\(startTime)") }
         if let pageToken { query.append("token=\(Self.segment(pageToken))") }
         let page = try await send(

@@ -11,7 +11,9 @@ import ServiceLifecycle
 ///
 /// Every ``interval`` it adds a cursor for each new app and package, claims the due cursors under a lease (one server at
 /// a time reads one), and reads from where the cursor stopped, page by page: a page read is a page kept, so a server
-/// that stops goes on where it was. A purchase voided before the ledger saw it is left alone (nothing was delivered).
+/// that stops goes on where it was. Each voided purchase is kept: one the ledger does not hold yet is recorded revoked
+/// when it first is, never delivered (money review M8), and the voids of the last day are applied again each run (for
+/// an order recorded by another server while its void was kept).
 /// `receiptverify_google_voided_total{result}` counts the voided purchases read (`revoked`, `known`, `unknown`).
 struct GoogleVoidedReconciler: Service {
     let store: any DataStore
@@ -21,6 +23,8 @@ struct GoogleVoidedReconciler: Service {
     var interval: Duration = .seconds(3_600)
     /// Pages read per cursor and run (the rest on the next run).
     var pagesPerRun = 20
+    /// Voided orders of the last day applied again per cursor and run.
+    static let reappliedPerRun = 1_000
     let deadline: StoreDeadline
     let metrics: any MetricsFactory
     let logger: Logger
@@ -110,6 +114,21 @@ struct GoogleVoidedReconciler: Service {
             }
             try await store.saveVoidedCursor(
                 cursor, nextRunAt: cursor.pageToken == nil ? next : Date(), at: Date())
+            // A void kept while another server recorded its order for the first time, each transaction before the
+            // other's commit, revoked nothing: the voids of the last day are applied again.
+            let recent = try await deadline.run("the voided purchases of the last day") { [store] in
+                try await store.voidedOrders(
+                    appID: app.id, keptSince: now.addingTimeInterval(-86_400), limit: Self.reappliedPerRun)
+            }
+            for orderID in recent
+            where try await GoogleVoiding.apply(orderID, app: app, store: store, deadline: deadline, now: now)
+                == "revoked"
+            {
+                Counter(
+                    label: "receiptverify_google_voided_total", dimensions: [("result", "revoked")], factory: metrics
+                )
+                .increment()
+            }
         } catch {
             logger.warning(
                 "voided purchases could not be read",

@@ -181,9 +181,14 @@ public struct GoogleNotificationIntake: Sendable {
         for _ in 0..<Self.voidedPages {
             let page = try await googlePlay.voidedPurchases(
                 packageName: notification.packageName, startTime: start, pageToken: pageToken, account: account)
-            if let voided = page.purchases.first(where: { $0["orderId"]?.stringValue == orderID }) {
-                let result = try await GoogleVoiding.revoke(
-                    voided, app: app, store: store, deadline: deadline, now: now)
+            // Every void of the order on the page (a purchase refunded in parts is listed once per part).
+            let voids = page.purchases.filter { $0["orderId"]?.stringValue == orderID }
+            if !voids.isEmpty {
+                var result = "unknown"
+                for voided in voids {
+                    result = try await GoogleVoiding.revoke(
+                        voided, app: app, store: store, deadline: deadline, now: now)
+                }
                 return result == "unknown" ? "voided_unknown" : "revoked"
             }
             guard let next = page.nextPageToken else { break }

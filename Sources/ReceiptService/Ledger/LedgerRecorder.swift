@@ -9,9 +9,10 @@ public enum LedgerRecorder {
     /// and cannot deadlock. (A group, ``recordGroup(_:with:)``, sorts its claims and inserts too, but its members'
     /// later updates go member by member: two servers' groups may deadlock, which PostgreSQL breaks by failing one,
     /// whose members are then recorded one by one.) `changed` tells whether an existing row's claim or revocation changed (to be announced).
-    public static func record(_ recording: LedgerRecording, with writer: some LedgerWriting) async throws -> Outcome {
+    public static func record(_ input: LedgerRecording, with writer: some LedgerWriting) async throws -> Outcome {
         // Inside the store's transaction: a recording whose caller gave up before it began is not written.
-        guard recording.commitClaim?.begin() ?? true else { throw CancellationError() }
+        guard input.commitClaim?.begin() ?? true else { throw CancellationError() }
+        guard let recording = try await voided([input], with: writer).first else { return ([], false) }
         let originals = recording.originalTransactionIDs.sorted()
         // A refused request leaves no trace: nothing claimed for its user, nothing recorded, nothing delivered. The
         // claims are read before any write (and checked again after claiming, for a claim made in between, which on
@@ -108,7 +109,12 @@ public enum LedgerRecorder {
             // item after `REFUND_REVERSED`) changes nothing; one of unknown date only where none was ever stamped.
             let isCurrent =
                 entry.revocationAsOf.map { asOf in transaction.signedDate.map { $0 >= asOf } ?? false } ?? true
-            let stated = isCurrent && entry.transaction.revocationDate == nil && transaction.revocationDate != nil
+            // Not revoked yet, or revoked for a smaller part than now stated (a purchase's second partial refund).
+            let stated =
+                isCurrent && transaction.revocationDate != nil
+                && (entry.transaction.revocationDate == nil
+                    || (transaction.revocationPercentage ?? 100_000)
+                        > (entry.transaction.revocationPercentage ?? 100_000))
             if stated {
                 entry.transaction.takeRevocation(of: transaction)
                 entry.revocationAsOf = transaction.signedDate
@@ -162,9 +168,10 @@ public enum LedgerRecorder {
     /// unclaimed original transaction, the first carrying a new transaction finds it new and the later ones seen.
     /// For recordings that neither move claims nor refuse (those go through ``record(_:with:)``), of one app and
     /// environment (the writer's).
-    public static func recordGroup(_ group: [LedgerRecording], with writer: some LedgerWriting) async throws
+    public static func recordGroup(_ members: [LedgerRecording], with writer: some LedgerWriting) async throws
         -> [Outcome]
     {
+        let group = try await voided(members, with: writer)
         guard let first = group.first else { return [] }
         var originals = Set<String>()
         var claims: [(original: String, user: String)] = []
@@ -209,6 +216,22 @@ public enum LedgerRecorder {
             outcomes.append((recording.transactions.compactMap { recorded[$0.transactionID] }, changed))
         }
         return outcomes
+    }
+
+    /// `recordings` with the voids the store listed of their transactions (``LedgerWriting/voids(of:)``): a purchase
+    /// voided before the ledger first recorded it is recorded revoked, and never delivered (money review M8).
+    static func voided(_ recordings: [LedgerRecording], with writer: some LedgerWriting) async throws
+        -> [LedgerRecording]
+    {
+        let voids = try await writer.voids(of: recordings.flatMap { $0.transactions.map(\.transactionID) })
+        guard !voids.isEmpty else { return recordings }
+        return recordings.map { recording in
+            var recording = recording
+            recording.transactions = recording.transactions.map { transaction in
+                voids[transaction.transactionID]?.revoking(transaction) ?? transaction
+            }
+            return recording
+        }
     }
 
     /// Why a `refuse` recording is undone.

@@ -9,6 +9,11 @@ public protocol GoogleVoidedStore: StoreLifecycle {
     func claimVoidedCursors(dueBy now: Date, lease: Duration, limit: Int) async throws -> [VoidedCursor]
     /// Keeps where a read stopped and when the next one is due.
     func saveVoidedCursor(_ cursor: VoidedCursor, nextRunAt: Date, at now: Date) async throws
+    /// Keeps one voided purchase as Google listed it (once per order and voided time, whether or not the ledger holds
+    /// the order: money review M8); returns whether it was new.
+    func keepVoidedPurchase(appID: UUID, orderID: String, void: PurchaseVoid, at now: Date) async throws -> Bool
+    /// The orders (distinct, at most `limit`) of the app's voided purchases kept since `date`.
+    func voidedOrders(appID: UUID, keptSince date: Date, limit: Int) async throws -> [String]
 }
 
 /// One app's and package's reading of voided purchases.

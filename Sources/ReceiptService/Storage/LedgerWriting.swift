@@ -58,13 +58,69 @@ public protocol LedgerWriting {
     ) async throws -> Int64
     /// Leaves these users due no more (their app's catalog grants no entitlement now).
     func clearCustomerDue(of users: [String]) async throws
+    /// What the store said was voided of these transactions before or after the ledger recorded them (Google Play's
+    /// voided purchases, kept as read: money review M8), by transaction id; none for a store that states its
+    /// refunds on the transaction itself.
+    func voids(of transactionIDs: [String]) async throws -> [String: PurchaseVoid]
 }
 
 extension LedgerWriting {
+    /// None: a writer of a store whose refunds are stated on the transaction.
+    public func voids(of transactionIDs: [String]) async throws -> [String: PurchaseVoid] { [:] }
+
     /// The claimants of `originals` after claiming each that had none for `user` (`user` nil: read only).
     public func claimants(of originals: [String], claimingFor user: String?, at date: Date) async throws -> [String:
         String]
     {
         try await claims(user.map { user in originals.map { ($0, user) } } ?? [], reading: originals, at: date)
+    }
+}
+
+/// A purchase the store voided (refunded, charged back, cancelled) as the store's list of voided purchases states it,
+/// whether or not the ledger held the purchase then (money review M8): a row recorded after the void is born revoked,
+/// and quantity-based partial refunds of one purchase add up.
+public struct PurchaseVoid: Sendable, Equatable {
+    /// The latest void's time (milliseconds since 1970).
+    public var voidedAt: Int64
+    /// The latest void's reason, as the store numbers it.
+    public var reason: Int?
+    /// The quantity voided in all (each partial refund once); nil: the whole purchase.
+    public var quantity: Int?
+
+    /// Creates a void.
+    public init(voidedAt: Int64, reason: Int?, quantity: Int?) {
+        self.voidedAt = voidedAt
+        self.reason = reason
+        self.quantity = quantity
+    }
+
+    /// The voids of one purchase taken together: the latest's time and reason, the quantities summed (the whole
+    /// purchase when any void was of the whole); nil when there is none.
+    public static func combined(_ voids: [PurchaseVoid]) -> PurchaseVoid? {
+        guard let latest = voids.max(by: { $0.voidedAt < $1.voidedAt }) else { return nil }
+        let whole = voids.contains { $0.quantity == nil }
+        return PurchaseVoid(
+            voidedAt: latest.voidedAt, reason: latest.reason,
+            quantity: whole ? nil : voids.reduce(0) { $0 + ($1.quantity ?? 0) })
+    }
+
+    /// `transaction` revoked by this void: wholly (`VOIDED`), or for a part of its quantity (`VOIDED_QUANTITY`, with
+    /// `revocationPercentage` in thousandths of a percent, as Apple's prorated refunds); nil when the transaction
+    /// already states as much.
+    public func revoking(_ transaction: PurchaseTransaction) -> PurchaseTransaction? {
+        let percentage = quantity.flatMap { voided -> Int? in
+            guard voided < transaction.quantity else { return nil }
+            return Int(Int64(max(voided, 0)) * 100_000 / Int64(max(transaction.quantity, 1)))
+        }
+        if transaction.revocationDate != nil {
+            guard let held = transaction.revocationPercentage, (percentage ?? 100_000) > held else { return nil }
+        }
+        var revoked = transaction
+        revoked.revocationDate = voidedAt
+        revoked.revocationReason = reason
+        revoked.revocationType = percentage == nil ? "VOIDED" : "VOIDED_QUANTITY"
+        revoked.revocationPercentage = percentage
+        revoked.signedDate = voidedAt
+        return revoked
     }
 }

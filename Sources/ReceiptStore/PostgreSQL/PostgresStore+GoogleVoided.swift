@@ -47,4 +47,30 @@ extension PostgresStore: GoogleVoidedStore {
                 """)
         }
     }
+
+    public func keepVoidedPurchase(appID: UUID, orderID: String, void: PurchaseVoid, at now: Date) async throws
+        -> Bool
+    {
+        try await run {
+            !(try await rows(
+                """
+                INSERT INTO google_voided_purchases
+                    (app_id, order_id, voided_time, voided_reason, voided_quantity, recorded_at)
+                VALUES (\(appID), \(orderID), \(void.voidedAt), \(void.reason), \(void.quantity), \(now))
+                ON CONFLICT DO NOTHING RETURNING order_id
+                """
+            ).isEmpty)
+        }
+    }
+
+    public func voidedOrders(appID: UUID, keptSince date: Date, limit: Int) async throws -> [String] {
+        try await run {
+            try await rows(
+                """
+                SELECT DISTINCT order_id FROM google_voided_purchases
+                WHERE app_id = \(appID) AND recorded_at >= \(date) ORDER BY order_id LIMIT \(limit)
+                """
+            ).map { try $0.text("order_id") }
+        }
+    }
 }

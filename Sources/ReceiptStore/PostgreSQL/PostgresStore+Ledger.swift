@@ -419,6 +419,16 @@ struct PostgresLedgerWriter: LedgerWriting {
         }
     }
 
+    func voids(of transactionIDs: [String]) async throws -> [String: PurchaseVoid] {
+        guard purchaseStore == Store.googlePlay.rawValue, !transactionIDs.isEmpty else { return [:] }
+        return try StoredForm.voids(
+            try await store.rows(
+                """
+                SELECT order_id, voided_time, voided_reason, voided_quantity FROM google_voided_purchases
+                WHERE app_id = \(appID) AND order_id = ANY(\(transactionIDs))
+                """, on: connection))
+    }
+
     func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry] {
         guard !transactionIDs.isEmpty else { return [:] }
         var entries: [String: LedgerEntry] = [:]
@@ -470,9 +480,10 @@ struct PostgresLedgerWriter: LedgerWriting {
                 """, on: connection)
             return false
         }
-        // First only where the row is not revoked: under a concurrent writer's lock, PostgreSQL checks the condition
-        // again on the row as that writer left it, so one of two servers revokes (money review M12). Else the stamp.
-        for condition in ["revocation_date IS NULL", "TRUE"] {
+        // First only where the row is not revoked, or for a smaller part (a second partial refund): under a concurrent
+        // writer's lock, PostgreSQL checks the condition again on the row as that writer left it, so one of two
+        // servers revokes (money review M12). Else the stamp.
+        for condition in [StoredForm.revokesMore(revocation), "TRUE"] {
             let written = try await store.rows(
                 """
                 UPDATE ledger_transactions SET last_seen_at = \(date), revocation_date = \(revocation.revocationDate),

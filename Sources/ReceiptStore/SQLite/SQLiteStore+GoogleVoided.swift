@@ -49,4 +49,33 @@ extension SQLiteStore: GoogleVoidedStore {
                 ])
         }
     }
+
+    public func keepVoidedPurchase(appID: UUID, orderID: String, void: PurchaseVoid, at now: Date) async throws
+        -> Bool
+    {
+        try await transaction {
+            !(try await self.query(
+                """
+                INSERT INTO google_voided_purchases
+                    (app_id, order_id, voided_time, voided_reason, voided_quantity, recorded_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT DO NOTHING RETURNING order_id
+                """,
+                [
+                    .uuid(appID), .text(orderID), .integer(Int(void.voidedAt)),
+                    void.reason.map { .integer($0) } ?? .null,
+                    void.quantity.map { .integer($0) } ?? .null, .millis(now),
+                ]
+            ).isEmpty)
+        }
+    }
+
+    public func voidedOrders(appID: UUID, keptSince date: Date, limit: Int) async throws -> [String] {
+        try await query(
+            """
+            SELECT DISTINCT order_id FROM google_voided_purchases
+            WHERE app_id = ? AND recorded_at >= ? ORDER BY order_id LIMIT ?
+            """, [.uuid(appID), .millis(date), .integer(limit)]
+        ).map { try $0.text("order_id") }
+    }
 }

@@ -419,6 +419,19 @@ struct SQLiteLedgerWriter: LedgerWriting {
         }
     }
 
+    func voids(of transactionIDs: [String]) async throws -> [String: PurchaseVoid] {
+        guard purchaseStore == .googlePlay else { return [:] }
+        var rows: [SQLiteRow] = []
+        for chunk in transactionIDs.chunked(StoredForm.ledgerChunk) {
+            rows += try await store.query(
+                """
+                SELECT order_id, voided_time, voided_reason, voided_quantity FROM google_voided_purchases
+                WHERE app_id = ? AND order_id IN (\(SQLiteStore.placeholders(chunk.count)))
+                """, [.uuid(appID)] + chunk.map { .text($0) })
+        }
+        return try StoredForm.voids(rows)
+    }
+
     func entries(transactionIDs: [String]) async throws -> [String: LedgerEntry] {
         var entries: [String: LedgerEntry] = [:]
         for chunk in transactionIDs.chunked(StoredForm.ledgerChunk) {
@@ -468,8 +481,9 @@ struct SQLiteLedgerWriter: LedgerWriting {
                 [.millis(date)] + key + [.text(transactionID)])
             return false
         }
-        // First only where the row is not revoked (whether this call revokes it), else the stamp alone.
-        for condition in ["revocation_date IS NULL", "1"] {
+        // First only where the row is not revoked, or for a smaller part (whether this call revokes it), else the
+        // stamp alone.
+        for condition in [StoredForm.revokesMore(revocation), "1"] {
             let written = try await store.query(
                 """
                 UPDATE ledger_transactions SET last_seen_at = ?, revocation_date = ?, revocation_reason = ?,

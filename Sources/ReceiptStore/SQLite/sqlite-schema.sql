@@ -679,3 +679,17 @@ UPDATE ledger_transactions SET offered_at = last_seen_at
 WHERE delivered_at IS NULL AND revocation_date IS NULL
     AND (first_request_id NOT LIKE 'notification:%' OR last_seen_at > first_seen_at)
     AND app_id IN (SELECT id FROM apps WHERE delivery_mode = 'confirm');
+
+-- version: 33 Money review M8: Google Play's voided purchases, kept as read (once each, by order and voided time), so
+-- that an order the ledger records after its void is recorded revoked, and quantity-based partial refunds add up
+-- voided_quantity: the quantity a partial refund voided (NULL: the whole order); recorded_at: when it was read.
+CREATE TABLE google_voided_purchases (
+    app_id TEXT NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    order_id TEXT NOT NULL,
+    voided_time INTEGER NOT NULL,
+    voided_reason INTEGER,
+    voided_quantity INTEGER,
+    recorded_at INTEGER NOT NULL,
+    PRIMARY KEY (app_id, order_id, voided_time)
+);
+CREATE INDEX google_voided_purchases_recorded_idx ON google_voided_purchases (app_id, recorded_at);

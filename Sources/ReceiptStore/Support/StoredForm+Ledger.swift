@@ -3,6 +3,12 @@ import ReceiptCore
 import ReceiptService
 
 extension StoredForm {
+    /// The condition (the same text in both dialects) under which `revocation` revokes a row more than it is: not
+    /// revoked, or revoked for a smaller part than `revocation`'s percentage (a whole revocation is 100 %).
+    static func revokesMore(_ revocation: PurchaseTransaction) -> String {
+        "(revocation_date IS NULL OR COALESCE(revocation_percentage, 100000) < \(revocation.revocationPercentage ?? 100_000))"
+    }
+
     /// A ledger row from `ledger_transactions`' columns and `claimant`, the claim's user joined by the same query.
     static func ledgerEntry(_ row: some StoredRow) throws -> LedgerEntry {
         var transaction = PurchaseTransaction(
@@ -75,6 +81,19 @@ extension StoredForm {
         VoidedCursor(
             appID: try row.uuid("app_id"), packageName: try row.text("package_name"),
             startTime: try row.optionalInt("start_time").map(Int64.init), pageToken: try row.optionalText("page_token"))
+    }
+
+    /// The voids of `google_voided_purchases` rows (`order_id`, `voided_time`, `voided_reason`, `voided_quantity`),
+    /// combined by order (``PurchaseVoid/combined(_:)``).
+    static func voids(_ rows: [some StoredRow]) throws -> [String: PurchaseVoid] {
+        var voids: [String: [PurchaseVoid]] = [:]
+        for row in rows {
+            voids[try row.text("order_id"), default: []].append(
+                PurchaseVoid(
+                    voidedAt: Int64(try row.int("voided_time")), reason: try row.optionalInt("voided_reason"),
+                    quantity: try row.optionalInt("voided_quantity")))
+        }
+        return voids.compactMapValues(PurchaseVoid.combined)
     }
 
     /// A claimed acknowledgement from its ledger row.
