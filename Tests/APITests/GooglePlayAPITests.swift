@@ -282,6 +282,51 @@ import _CryptoExtras
         }
     }
 
+    /// Money review M16: a chain of replacements A→B→C whose middle purchase never reached the ledger (no
+    /// notifications set up, B never presented) is read back from Google: presenting C ends A, and the customer holds
+    /// the entitlement from C alone.
+    @Test(arguments: StoreKind.available)
+    func aChainOfUpgradesIsFollowedThroughAPurchaseNeverPresented(kind: StoreKind) async throws {
+        try await Self.withGoogle(kind) { service, fake, account in
+            let tenant = try Self.tenant(
+                service, account,
+                ["--product", "premium_monthly=auto_renewable:pro", "--product", "premium_yearly=auto_renewable:pro"])
+            func linked(_ orderID: String, to token: String) -> String {
+                Self.subscription(orderID: orderID).replacingOccurrences(
+                    of: #""regionCode":"FR","#, with: #""regionCode":"FR","linkedPurchaseToken":"\#(token)","#)
+            }
+            fake.setSubscription(Self.package, token: "sub-a", Self.subscription(orderID: "GPA.30"))
+            fake.setSubscription(Self.package, token: "sub-b", linked("GPA.31", to: "sub-a"))
+            fake.setSubscription(
+                Self.package, token: "sub-c",
+                linked("GPA.32", to: "sub-b").replacingOccurrences(of: "premium_monthly", with: "premium_yearly"))
+            func verify(_ token: String, _ product: String) async throws -> JSONObject {
+                let (_, answer) = try await Self.verify(
+                    service, tenant,
+                    [
+                        ("package_name", Self.package), ("product_id", product), ("purchase_token", token),
+                        ("app_user_id", "user-2"),
+                    ])
+                #expect(answer["status"] == .integer(0), "\(answer)")
+                return answer
+            }
+            _ = try await verify("sub-a", "premium_monthly")
+            let answer = try await verify("sub-c", "premium_yearly")
+            let customer = try #require(answer["customer"])
+            let statuses = Dictionary(
+                uniqueKeysWithValues: (customer["subscriptions"]?.arrayValue ?? []).compactMap { item in
+                    item["original_transaction_id"]?.stringValue.map { ($0, item["status"]?.stringValue ?? "") }
+                })
+            #expect(statuses["GPA.30"] == "expired", "\(statuses)")
+            #expect(statuses["GPA.32"] == "active", "\(statuses)")
+            #expect(statuses["GPA.31"] == nil, "B was never presented: \(statuses)")
+            let pro = (customer["entitlements"]?.arrayValue ?? []).filter {
+                $0["name"]?.stringValue == "pro" && $0["active"] == .bool(true)
+            }
+            #expect(pro.map { $0["original_transaction_id"]?.stringValue } == ["GPA.32"], "\(pro)")
+        }
+    }
+
     /// A refund or chargeback read from Google's voided purchases revokes the ledger's row as Apple's refunds do, the
     /// list read page by page from a cursor; a purchase the ledger never saw is left alone, and the next read starts at
     /// the newest voided time seen.

@@ -59,6 +59,10 @@ public struct PurchaseTransaction: Sendable, Equatable {
     public var packageName: String?
     /// Google Play: the token of the purchase this one replaced (an upgrade, downgrade or re-subscription).
     public var linkedPurchaseToken: String?
+    /// Google Play: the tokens before ``linkedPurchaseToken`` in its chain, each the one its successor replaced, read
+    /// from Google where the ledger does not hold the linked purchase (A→B→C with B never presented: money review
+    /// M16). Not stored: the ledger ends the subscriptions of these tokens as it ends the linked one's.
+    public var earlierLinkedPurchaseTokens: [String] = []
     /// Google Play: whether Google says the purchase is acknowledged (not stored: the ledger keeps its own state).
     public var isAcknowledged: Bool?
     /// When the statement of this transaction was signed, in milliseconds since 1970: a JWS's `signedDate`, a

@@ -57,6 +57,10 @@ public struct VerificationOutcome: Sendable {
     public var store: Store = .appStore
     /// Subscriptions' statuses the store stated beside the purchases (Google Play's), written with the recording.
     public var statedStatuses: [SubscriptionStatus] = []
+    /// Reads from the store the token of the purchase that the purchase of a token replaced (Google Play's
+    /// `linkedPurchaseToken` of the linked purchase), nil when it states none or cannot be read: the ledger follows
+    /// a chain of replacements through purchases it never recorded (money review M16).
+    public var earlierLinkedPurchaseToken: (@Sendable (String) async -> String?)?
     /// The receipt's environment, when a 403 is for an environment the app does not allow (the verifyReceipt
     /// drop-in answers 21007 or 21008 then).
     public var disallowedEnvironment: StoreEnvironment?

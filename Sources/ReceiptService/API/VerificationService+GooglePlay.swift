@@ -156,6 +156,15 @@ extension VerificationService {
             // As of Google's answer, which may be a kept one: never dated after a fresher answer read since.
             purchase.status(appID: app.id, asOf: answer.fetchedAt.millisecondsSince1970, now: now)
         ].compactMap { $0 }
+        if kind == .subscription, purchase.transactions.contains(where: { $0.linkedPurchaseToken != nil }) {
+            let package = named.package
+            outcome.earlierLinkedPurchaseToken = { token in
+                // Best effort: a link that cannot be read ends the chain where the ledger's knowledge ends.
+                let earlier = try? await googlePlay.subscriptionPurchase(
+                    packageName: package, token: token, account: account)
+                return earlier?.resource["linkedPurchaseToken"]?.stringValue
+            }
+        }
         return outcome
     }
 

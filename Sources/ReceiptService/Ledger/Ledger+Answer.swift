@@ -12,6 +12,41 @@ extension Ledger {
         purchases.count == 1 ? purchases[0].appAccountToken : nil
     }
 
+    /// How many purchases back a chain of Google Play replacements is followed through purchases the ledger never
+    /// recorded: each is one read of Google's, at most this many per answer.
+    static let linkedHops = 4
+
+    /// `purchases` with the earlier tokens of each linked chain the ledger does not hold (money review M16): A→B→C
+    /// presented as C, with B never recorded, ends A as B would have. The chain is read back from Google (`read`)
+    /// until a token the ledger holds (whose recording ended the ones before it), the chain's start, or
+    /// ``linkedHops``.
+    func followingLinks(
+        _ purchases: [PurchaseTransaction], app: App, read: @Sendable (String) async -> String?
+    ) async throws -> [PurchaseTransaction] {
+        var chains: [String: [String]] = [:]
+        var purchases = purchases
+        for index in purchases.indices {
+            guard let linked = purchases[index].linkedPurchaseToken else { continue }
+            if let chain = chains[linked] {
+                purchases[index].earlierLinkedPurchaseTokens = chain
+                continue
+            }
+            var seen = Set([linked] + [purchases[index].purchaseToken].compactMap { $0 })
+            var token = linked
+            var chain: [String] = []
+            while chain.count < Self.linkedHops,
+                try await entries(LedgerQuery(appID: app.id, purchaseToken: token, limit: 1)).isEmpty,
+                let earlier = await read(token), seen.insert(earlier).inserted
+            {
+                chain.append(earlier)
+                token = earlier
+            }
+            chains[linked] = chain
+            purchases[index].earlierLinkedPurchaseTokens = chain
+        }
+        return purchases
+    }
+
     /// Completes a verified answer with what to deliver (docs/api.md, "Transactions: what to deliver"): records its
     /// purchases in the app's ledger and adds the `transactions` array and the subscriptions' statuses, or turns the
     /// answer into a 403 when a purchase belongs to another user and the app refuses such requests. An answer that is
@@ -41,6 +76,9 @@ extension Ledger {
             return
         }
         outcome.user = user
+        if let read = outcome.earlierLinkedPurchaseToken {
+            outcome.purchases = try await followingLinks(outcome.purchases, app: caller.app, read: read)
+        }
         let now = Date()
         let stated =
             outcome.statedStatuses

@@ -222,6 +222,8 @@ public struct LedgerQuery: Sendable, Equatable {
     public var user: String?
     /// Only this original transaction's.
     public var originalTransactionID: String?
+    /// Only the purchase of this token (Google Play).
+    public var purchaseToken: String?
     /// Only those first seen at or after this time.
     public var since: Date?
     /// Only those first seen before this time.
@@ -233,12 +235,13 @@ public struct LedgerQuery: Sendable, Equatable {
 
     /// Creates a query.
     public init(
-        appID: UUID, user: String? = nil, originalTransactionID: String? = nil, since: Date? = nil,
-        until: Date? = nil, after: LedgerPosition? = nil, limit: Int
+        appID: UUID, user: String? = nil, originalTransactionID: String? = nil, purchaseToken: String? = nil,
+        since: Date? = nil, until: Date? = nil, after: LedgerPosition? = nil, limit: Int
     ) {
         self.appID = appID
         self.user = user
         self.originalTransactionID = originalTransactionID
+        self.purchaseToken = purchaseToken
         self.since = since
         self.until = until
         self.after = after

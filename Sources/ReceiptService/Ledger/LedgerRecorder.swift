@@ -280,7 +280,12 @@ extension LedgerRecorder {
         var stated = recordings.flatMap { recording in recording.statuses.map { (recording, $0) } }
         for recording in recordings {
             let own = Set(recording.transactions.compactMap(\.purchaseToken))
-            let linked = Set(recording.transactions.compactMap(\.linkedPurchaseToken)).subtracting(own)
+            // The linked token and, where the ledger did not hold it, the chain before it (money review M16).
+            let linked = Set(
+                recording.transactions.flatMap {
+                    [$0.linkedPurchaseToken].compactMap { $0 } + $0.earlierLinkedPurchaseTokens
+                }
+            ).subtracting(own)
             guard !linked.isEmpty else { continue }
             let ownOriginals = Set(recording.originalTransactionIDs)
             let now = recording.now.millisecondsSince1970

@@ -161,6 +161,7 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
                     AND (\(query.user)::text IS NULL OR c.app_user_id = \(query.user))
                     AND (\(query.originalTransactionID)::text IS NULL
                         OR t.original_transaction_id = \(query.originalTransactionID))
+                    AND (\(query.purchaseToken)::text IS NULL OR t.purchase_token = \(query.purchaseToken))
                     AND (\(query.since)::timestamptz IS NULL OR t.first_seen_at >= \(query.since))
                     AND (\(query.until)::timestamptz IS NULL OR t.first_seen_at < \(query.until))
                     AND (\(afterMilliseconds)::int8 IS NULL

@@ -136,6 +136,10 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
             conditions.append("t.original_transaction_id = ?")
             binds.append(.text(original))
         }
+        if let token = query.purchaseToken {
+            conditions.append("t.purchase_token = ?")
+            binds.append(.text(token))
+        }
         if let since = query.since {
             conditions.append("t.first_seen_at >= ?")
             binds.append(.millis(since))
@@ -149,7 +153,9 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
             binds += [.integer(Int(after.firstSeen)), .text(after.environment), .text(after.transactionID)]
         }
         let sql = """
-            \(ledgerSelect(byUser: query.user != nil, byOriginal: query.originalTransactionID != nil))
+            \(ledgerSelect(
+                byUser: query.user != nil, byOriginal: query.originalTransactionID != nil,
+                byToken: query.purchaseToken != nil))
             WHERE \(conditions.joined(separator: " AND "))
             ORDER BY t.first_seen_at, t.environment, t.transaction_id LIMIT ?
             """
@@ -161,8 +167,9 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
     /// `ledger_transactions_order_idx` through the whole app's ledger, filtering (measured: 190 ms a look-up on a
     /// million rows, scripts/export-bench.sh). So a user's rows start from their claims (`ledger_claims_user_idx`,
     /// then each original transaction's rows), and an original transaction's (the narrower, leading when both are
-    /// given) from `ledger_transactions_original_idx`; the few rows found are sorted.
-    static func ledgerSelect(byUser: Bool, byOriginal: Bool) -> String {
+    /// given) from `ledger_transactions_original_idx`, a purchase token's from `ledger_transactions_token_idx`; the few
+    /// rows found are sorted.
+    static func ledgerSelect(byUser: Bool, byOriginal: Bool, byToken: Bool = false) -> String {
         let join = """
             ON c.app_id = t.app_id AND c.store = t.store AND c.environment = t.environment
                 AND c.original_transaction_id = t.original_transaction_id
@@ -171,6 +178,12 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
         if byOriginal {
             return """
                 \(select) FROM ledger_transactions t INDEXED BY ledger_transactions_original_idx
+                LEFT JOIN ledger_claims c \(join)
+                """
+        }
+        if byToken {
+            return """
+                \(select) FROM ledger_transactions t INDEXED BY ledger_transactions_token_idx
                 LEFT JOIN ledger_claims c \(join)
                 """
         }
