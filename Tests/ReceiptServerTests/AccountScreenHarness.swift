@@ -24,6 +24,13 @@ struct AccountScreen: Sendable {
     let http: HTTPClient
 
     static let clientID = "rv-test-client"
+
+    /// The server's errors on standard error: a page that answers 503 or 500 in a test says why in the test's output.
+    static let serverLogger: Logger = {
+        var logger = Logger(label: "account-screen", factory: { LineLogHandler(label: $0) })
+        logger.logLevel = .error
+        return logger
+    }()
     static let clientSecret = "rv-test-secret"
 
     static func run(
@@ -48,7 +55,8 @@ struct AccountScreen: Sendable {
             configuration.databaseTimeout = .seconds(30)
             let app = try buildApplication(
                 configuration: configuration, tenancy: tenancy,
-                verification: VerificationService(verifier: nil, apple: nil), openID: openID, logger: logger)
+                verification: VerificationService(verifier: nil, apple: nil), openID: openID,
+                logger: Self.serverLogger)
             var httpConfiguration = HTTPClient.Configuration()
             httpConfiguration.redirectConfiguration = .disallow
             let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
