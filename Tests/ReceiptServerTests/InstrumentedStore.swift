@@ -195,7 +195,7 @@ final class InstrumentedStore: TenancyStore, UsageStore, LedgerStore, SessionSto
         try await base.saveVoidedCursor(cursor, nextRunAt: nextRunAt, at: now)
     }
 
-    func keepVoidedPurchase(appID: UUID, orderID: String, void: PurchaseVoid, at now: Date) async throws -> Bool {
+    func keepVoidedPurchase(appID: UUID, orderID: String, void: PurchaseVoid, at now: Date) async throws {
         try await base.keepVoidedPurchase(appID: appID, orderID: orderID, void: void, at: now)
     }
 

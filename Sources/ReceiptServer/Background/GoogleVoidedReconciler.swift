@@ -12,8 +12,8 @@ import ServiceLifecycle
 /// Every ``interval`` it adds a cursor for each new app and package, claims the due cursors under a lease (one server at
 /// a time reads one), and reads from where the cursor stopped, page by page: a page read is a page kept, so a server
 /// that stops goes on where it was. Each voided purchase is kept: one the ledger does not hold yet is recorded revoked
-/// when it first is, never delivered (money review M8), and the voids of the last day are applied again each run (for
-/// an order recorded by another server while its void was kept).
+/// when it first is, never delivered (money review M8), and the voids of the last day are applied again once per app and
+/// run (for an order recorded by another server while its void was kept).
 /// `receiptverify_google_voided_total{result}` counts the voided purchases read (`revoked`, `known`, `unknown`).
 struct GoogleVoidedReconciler: Service {
     let store: any DataStore
@@ -23,7 +23,7 @@ struct GoogleVoidedReconciler: Service {
     var interval: Duration = .seconds(3_600)
     /// Pages read per cursor and run (the rest on the next run).
     var pagesPerRun = 20
-    /// Voided orders of the last day applied again per cursor and run.
+    /// Voided orders of the last day applied again per app and run.
     static let reappliedPerRun = 1_000
     let deadline: StoreDeadline
     let metrics: any MetricsFactory
@@ -57,7 +57,42 @@ struct GoogleVoidedReconciler: Service {
         }
         var read = 0
         for cursor in cursors { read += await reconcile(cursor, now: now) }
+        // Voids are kept per app, whatever package listed them: applied again once for each app read.
+        var reapplied = Set<UUID>()
+        for cursor in cursors where reapplied.insert(cursor.appID).inserted {
+            await reapplyRecentVoids(cursor.appID, now: now)
+        }
         return read
+    }
+
+    /// Applies the app's voids kept in the last day again: a void kept while another server recorded its order for
+    /// the first time, each transaction before the other's commit, revoked nothing.
+    private func reapplyRecentVoids(_ appID: UUID, now: Date) async {
+        do {
+            guard
+                let app = try await deadline.run(
+                    "the app of voided purchases", { [store] in try await store.app(id: appID) })
+            else { return }
+            let recent = try await deadline.run("the voided purchases of the last day") { [store] in
+                try await store.voidedOrders(
+                    appID: app.id, keptSince: now.addingTimeInterval(-86_400), limit: Self.reappliedPerRun)
+            }
+            for orderID in recent
+            where try await GoogleVoiding.apply(orderID, app: app, store: store, deadline: deadline, now: now)
+                == "revoked"
+            {
+                count("revoked")
+            }
+        } catch {
+            logger.warning(
+                "voided purchases could not be applied again", metadata: ["app.id": "\(appID)", "error": "\(error)"])
+        }
+    }
+
+    /// Counts one voided purchase read or applied, by what it found.
+    private func count(_ result: String) {
+        Counter(label: "receiptverify_google_voided_total", dimensions: [("result", result)], factory: metrics)
+            .increment()
     }
 
     private func reconcile(_ claimed: VoidedCursor, now: Date) async -> Int {
@@ -93,15 +128,14 @@ struct GoogleVoidedReconciler: Service {
                     account: account)
                 for voided in page.purchases {
                     read += 1
-                    let result = try await GoogleVoiding.revoke(
-                        voided, app: app, store: store, deadline: deadline, now: now)
-                    if let time = try? GooglePlayPurchase.millis(voided["voidedTimeMillis"], "voidedTimeMillis") {
-                        newest = max(newest, time)
+                    guard let (orderID, void) = GoogleVoiding.void(of: voided) else {
+                        count("unknown")
+                        continue
                     }
-                    Counter(
-                        label: "receiptverify_google_voided_total", dimensions: [("result", result)], factory: metrics
-                    )
-                    .increment()
+                    newest = max(newest, void.voidedAt)
+                    count(
+                        try await GoogleVoiding.revoke(
+                            orderID, void, app: app, store: store, deadline: deadline, now: now))
                 }
                 cursor.pageToken = page.nextPageToken
                 if page.nextPageToken == nil {
@@ -114,21 +148,6 @@ struct GoogleVoidedReconciler: Service {
             }
             try await store.saveVoidedCursor(
                 cursor, nextRunAt: cursor.pageToken == nil ? next : Date(), at: Date())
-            // A void kept while another server recorded its order for the first time, each transaction before the
-            // other's commit, revoked nothing: the voids of the last day are applied again.
-            let recent = try await deadline.run("the voided purchases of the last day") { [store] in
-                try await store.voidedOrders(
-                    appID: app.id, keptSince: now.addingTimeInterval(-86_400), limit: Self.reappliedPerRun)
-            }
-            for orderID in recent
-            where try await GoogleVoiding.apply(orderID, app: app, store: store, deadline: deadline, now: now)
-                == "revoked"
-            {
-                Counter(
-                    label: "receiptverify_google_voided_total", dimensions: [("result", "revoked")], factory: metrics
-                )
-                .increment()
-            }
         } catch {
             logger.warning(
                 "voided purchases could not be read",

@@ -57,7 +57,7 @@ public struct DailyExports: Sendable {
         try manager.createDirectory(at: folder, withIntermediateDirectories: true)
         // A name of its own per writer: two servers never write into one part file.
         let part = folder.appendingPathComponent(".\(request.kind.rawValue).\(UUID().uuidString).part")
-        try await AtomicFile.write(path: file.path, partPath: part.path) { output in
+        _ = try await AtomicFile.write(path: file.path, partPath: part.path) { output in
             try await exporter.run(request, app: app, now: now) { try output.write($0) }
         }
         return file.path

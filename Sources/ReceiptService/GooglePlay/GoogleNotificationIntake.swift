@@ -182,12 +182,12 @@ public struct GoogleNotificationIntake: Sendable {
             let page = try await googlePlay.voidedPurchases(
                 packageName: notification.packageName, startTime: start, pageToken: pageToken, account: account)
             // Every void of the order on the page (a purchase refunded in parts is listed once per part).
-            let voids = page.purchases.filter { $0["orderId"]?.stringValue == orderID }
+            let voids = page.purchases.compactMap(GoogleVoiding.void(of:)).filter { $0.orderID == orderID }
             if !voids.isEmpty {
                 var result = "unknown"
-                for voided in voids {
+                for (orderID, void) in voids {
                     result = try await GoogleVoiding.revoke(
-                        voided, app: app, store: store, deadline: deadline, now: now)
+                        orderID, void, app: app, store: store, deadline: deadline, now: now)
                 }
                 return result == "unknown" ? "voided_unknown" : "revoked"
             }

@@ -26,13 +26,13 @@ public enum GoogleVoiding {
         )
     }
 
-    /// Keeps one voided purchase and revokes the ledger's row of its order; returns what it found: `revoked`,
-    /// `known` (revoked as much before) or `unknown` (not in the ledger yet: recorded revoked when it is).
+    /// Keeps one voided purchase of `orderID` (as ``void(of:)`` read it) and revokes the ledger's row of the order;
+    /// returns what it found: `revoked`, `known` (revoked as much before) or `unknown` (not in the ledger yet: recorded
+    /// revoked when it is).
     public static func revoke(
-        _ voided: JSONObject, app: App, store: any DataStore, deadline: StoreDeadline, now: Date
+        _ orderID: String, _ void: PurchaseVoid, app: App, store: any DataStore, deadline: StoreDeadline, now: Date
     ) async throws -> String {
-        guard let (orderID, void) = void(of: voided) else { return "unknown" }
-        _ = try await deadline.run("keeping a voided purchase") { [store] in
+        try await deadline.run("keeping a voided purchase") { [store] in
             try await store.keepVoidedPurchase(appID: app.id, orderID: orderID, void: void, at: now)
         }
         return try await apply(orderID, app: app, store: store, deadline: deadline, now: now)

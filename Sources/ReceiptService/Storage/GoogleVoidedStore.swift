@@ -10,8 +10,8 @@ public protocol GoogleVoidedStore: StoreLifecycle {
     /// Keeps where a read stopped and when the next one is due.
     func saveVoidedCursor(_ cursor: VoidedCursor, nextRunAt: Date, at now: Date) async throws
     /// Keeps one voided purchase as Google listed it (once per order and voided time, whether or not the ledger holds
-    /// the order: money review M8); returns whether it was new.
-    func keepVoidedPurchase(appID: UUID, orderID: String, void: PurchaseVoid, at now: Date) async throws -> Bool
+    /// the order: money review M8); a void kept already is left as it was.
+    func keepVoidedPurchase(appID: UUID, orderID: String, void: PurchaseVoid, at now: Date) async throws
     /// The orders (distinct, at most `limit`) of the app's voided purchases kept since `date`.
     func voidedOrders(appID: UUID, keptSince date: Date, limit: Int) async throws -> [String]
 }

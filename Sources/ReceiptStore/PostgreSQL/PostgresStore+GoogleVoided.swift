@@ -48,18 +48,15 @@ extension PostgresStore: GoogleVoidedStore {
         }
     }
 
-    public func keepVoidedPurchase(appID: UUID, orderID: String, void: PurchaseVoid, at now: Date) async throws
-        -> Bool
-    {
-        try await run {
-            !(try await rows(
+    public func keepVoidedPurchase(appID: UUID, orderID: String, void: PurchaseVoid, at now: Date) async throws {
+        _ = try await run {
+            try await rows(
                 """
                 INSERT INTO google_voided_purchases
                     (app_id, order_id, voided_time, voided_reason, voided_quantity, recorded_at)
                 VALUES (\(appID), \(orderID), \(void.voidedAt), \(void.reason), \(void.quantity), \(now))
-                ON CONFLICT DO NOTHING RETURNING order_id
-                """
-            ).isEmpty)
+                ON CONFLICT DO NOTHING
+                """)
         }
     }
 

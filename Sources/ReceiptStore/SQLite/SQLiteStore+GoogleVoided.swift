@@ -50,23 +50,20 @@ extension SQLiteStore: GoogleVoidedStore {
         }
     }
 
-    public func keepVoidedPurchase(appID: UUID, orderID: String, void: PurchaseVoid, at now: Date) async throws
-        -> Bool
-    {
-        try await transaction {
-            !(try await self.query(
+    public func keepVoidedPurchase(appID: UUID, orderID: String, void: PurchaseVoid, at now: Date) async throws {
+        _ = try await transaction {
+            try await self.query(
                 """
                 INSERT INTO google_voided_purchases
                     (app_id, order_id, voided_time, voided_reason, voided_quantity, recorded_at)
                 VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT DO NOTHING RETURNING order_id
+                ON CONFLICT DO NOTHING
                 """,
                 [
                     .uuid(appID), .text(orderID), .integer(Int(void.voidedAt)),
                     void.reason.map { .integer($0) } ?? .null,
                     void.quantity.map { .integer($0) } ?? .null, .millis(now),
-                ]
-            ).isEmpty)
+                ])
         }
     }
 
