@@ -275,7 +275,8 @@ let package = Package(
         .testTarget(
             name: "SimulationTests",
             dependencies: [
-                "MoneyModel", "ReceiptServer", "ReceiptService", "ReceiptCore", "ReceiptTestKit", "TestSupport",
+                "MoneyModel", "ReceiptServer", "ReceiptService", "ReceiptCore", "ReceiptStore", "ReceiptTestKit",
+                "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

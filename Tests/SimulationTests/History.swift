@@ -77,7 +77,26 @@ struct History: Sendable, CustomStringConvertible {
     let start: Date
     let users: [User]
     let purchases: [Purchase]
-    var steps: [Step]
+    /// The messages, in the order they are played.
+    private(set) var steps: [Step]
+    /// Which of the two servers each step goes to (``steps``' indices).
+    private(set) var servers: [Int]
+
+    /// The history without step `index`.
+    func removing(_ index: Int) -> History {
+        var shorter = self
+        shorter.steps.remove(at: index)
+        shorter.servers.remove(at: index)
+        return shorter
+    }
+
+    /// The history up to step `index`, included.
+    func through(_ index: Int) -> History {
+        var shorter = self
+        shorter.steps = Array(steps.prefix(index + 1))
+        shorter.servers = Array(servers.prefix(index + 1))
+        return shorter
+    }
 
     var description: String {
         var lines = ["seed \(seed): \(users.count) users, \(purchases.count) transactions, \(steps.count) steps"]
@@ -90,7 +109,7 @@ struct History: Sendable, CustomStringConvertible {
                     + "by \(purchase.buyer) at \(Self.offset(purchase.purchasedAt, from: start))"
                     + (purchase.expiresAt.map { " until \(Self.offset($0, from: start))" } ?? "") + refund)
         }
-        for (index, step) in steps.enumerated() { lines.append("  \(index): \(step)") }
+        for (index, step) in steps.enumerated() { lines.append("  \(index): \(step) (server \(servers[index]))") }
         return lines.joined(separator: "\n")
     }
 
@@ -210,6 +229,10 @@ struct History: Sendable, CustomStringConvertible {
         }
         steps.shuffle(using: &random)
         self.steps = steps
+        // The server of each step, from a generator of its own: the histories of seeds found before two servers
+        // played them are unchanged.
+        var routing = SplitMix64(seed: seed ^ 0x7365_7276_6572_7321)
+        servers = steps.map { _ in Int.random(in: 0...1, using: &routing) }
     }
 }
 

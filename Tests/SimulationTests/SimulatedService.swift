@@ -8,18 +8,21 @@ import NIOCore
 import ReceiptCore
 import ReceiptServer
 import ReceiptService
+import ReceiptStore
 import ReceiptTestKit
 import TestSupport
 
-/// The real service in process, over a real store, as the simulator drives it: the application `serve` builds (the
-/// routes, the middleware, the ledger, the customer views), one account, and a fresh app for every history, so that
-/// histories played one after another on one database never see each other's transactions.
+/// The real service in process, over a real store, as the simulator drives it: two servers as `serve` builds them (the
+/// routes, the middleware, the ledger, the customer views, each with its own caches and its own connection to one
+/// database, as two processes behind a balancer), one account, and a fresh app for every history, so that histories
+/// played one after another on one database never see each other's transactions.
 struct SimulatedService: Sendable {
     /// The PKI that signs StoreKit 2 items and notifications; the apps trust its root as test data.
     static let pki = try! TestPKI(TestPKI.Options(keyType: .p256, name: "Simulator"))
 
     let tenancy: TenancyService
-    let client: any TestClientProtocol
+    /// The two servers; a history says which one each step goes to.
+    let clients: [any TestClientProtocol]
     /// The simulator's accounts: how many apps were made, and each account's API key.
     let accounts = Accounts()
 
@@ -48,26 +51,43 @@ struct SimulatedService: Sendable {
     static func with<T: Sendable>(_ kind: StoreKind, _ body: @Sendable (SimulatedService) async throws -> T)
         async throws -> T
     {
-        try await withTestStore(kind) { store, _ in
-            var logger = Logger(label: "simulator")
-            logger.logLevel = .critical
-            let tenancy = TenancyService(store: store, masterKey: MasterKey.generate())
+        try await withTestStore(kind) { store, location in
+            let logger = {
+                var logger = Logger(label: "simulator")
+                logger.logLevel = .critical
+                return logger
+            }()
+            let masterKey = MasterKey.generate()
+            let tenancy = TenancyService(store: store, masterKey: masterKey)
             _ = try await tenancy.setPlan(
                 name: "simulation", monthlyQuota: .some(nil), rateLimitPerSecond: 1_000_000,
                 includesEncryptedEndpoint: true, monthlyPriceCents: nil, overagePricePer1000Cents: nil,
                 limits: [.apps: 100_000])
-            let anchors = try TrustAnchors(encoded: [pki.rootDER])
-            // Production defaults (the authentication cache included), but a deadline fit for a shared machine.
-            var configuration = ServerConfiguration()
-            configuration.databaseTimeout = .seconds(15)
-            let application = try buildApplication(
-                configuration: configuration, tenancy: tenancy,
-                verification: VerificationService(verifier: ReceiptVerifier(anchors: anchors), apple: nil),
-                logger: logger)
-            return try await application.test(.router) { client in
-                try await body(SimulatedService(tenancy: tenancy, client: client))
+            // The second server: its own connection to the same database, its own caches.
+            return try await location.withStore(logger: logger) { secondStore in
+                let first = try server(TenancyService(store: store, masterKey: masterKey), logger: logger)
+                let second = try server(TenancyService(store: secondStore, masterKey: masterKey), logger: logger)
+                return try await first.test(.router) { firstClient in
+                    try await second.test(.router) { secondClient in
+                        try await body(SimulatedService(tenancy: tenancy, clients: [firstClient, secondClient]))
+                    }
+                }
             }
         }
+    }
+
+    /// One server as `serve` builds it: production defaults (the authentication cache included), but a deadline fit
+    /// for a shared machine.
+    private static func server(_ tenancy: TenancyService, logger: Logger) throws -> Application<
+        RouterResponder<ServerContext>
+    > {
+        var configuration = ServerConfiguration()
+        configuration.databaseTimeout = .seconds(15)
+        return try buildApplication(
+            configuration: configuration, tenancy: tenancy,
+            verification: VerificationService(
+                verifier: ReceiptVerifier(anchors: try TrustAnchors(encoded: [pki.rootDER])), apple: nil),
+            logger: logger)
     }
 
     /// A new app selling the history's catalog, delivering once, flagging purchases of other users.
@@ -99,12 +119,13 @@ struct SimulatedService: Sendable {
         let json: JSONObject
     }
 
-    func post(_ uri: String, form fields: [(String, String)]) async throws -> Answer {
+    /// Posts a form to server `server`.
+    func post(_ uri: String, form fields: [(String, String)], server: Int) async throws -> Answer {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         let text = fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed)!)" }
             .joined(separator: "&")
-        return try await client.execute(
+        return try await clients[server].execute(
             uri: uri, method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
             body: ByteBuffer(string: text)
         ) { response in
@@ -115,10 +136,11 @@ struct SimulatedService: Sendable {
         }
     }
 
-    func postNotification(token: String, signedPayload: String) async throws -> HTTPResponse.Status {
+    /// Posts an App Store Server Notification to server `server`.
+    func postNotification(token: String, signedPayload: String, server: Int) async throws -> HTTPResponse.Status {
         var body = JSONObject(capacity: 1)
         body.append("signedPayload", .string(signedPayload))
-        return try await client.execute(
+        return try await clients[server].execute(
             uri: "/notifications/\(token)", method: .post, headers: [.contentType: "application/json"],
             body: ByteBuffer(string: JSONValue.object(body).encodedString)
         ) { $0.status }

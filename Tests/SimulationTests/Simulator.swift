@@ -8,8 +8,8 @@ import ReceiptService
 /// 1. every answer's `deliver` for the presented transaction is what the model says: `true` the first time a
 ///    transaction the service does not know to be refunded is presented, `false` ever after, and an entry says
 ///    `claimed_by_other_user` exactly when another user holds the purchase;
-/// 2. every user's customer view (`POST /api/customers`) holds exactly the entitlements the model grants now, with
-///    the same end;
+/// 2. every user's customer view (`POST /api/customers`), read from each of the two servers whichever recorded the
+///    change, holds exactly the entitlements the model grants now, with the same end;
 /// and every request is answered as the protocol says (200 and `status: 0` for a presentation, 200 for a
 /// notification).
 struct Simulator: Sendable {
@@ -31,7 +31,10 @@ struct Simulator: Sendable {
         let products = model.products
         for (index, step) in history.steps.enumerated() {
             let answered: (String, JSONValue?)?
-            switch try await perform(step, of: history, tenant: tenant, model: &model, products: products) {
+            let server = history.servers[index]
+            switch try await perform(
+                step, of: history, on: server, tenant: tenant, model: &model, products: products)
+            {
             case .failed(let message): return Failure(step: index, message: message)
             case .answered(let user, let view): answered = (user, view)
             case .done: answered = nil
@@ -43,6 +46,7 @@ struct Simulator: Sendable {
                 users.remove(user)
                 if let message = compare(view, of: user, with: model) { return Failure(step: index, message: message) }
             }
+            // Each view is read from both servers: a change one server recorded is seen by the other at once.
             for user in users.sorted() {
                 if let message = try await checkCustomer(user, tenant: tenant, model: model) {
                     return Failure(step: index, message: message)
@@ -69,8 +73,8 @@ struct Simulator: Sendable {
 
     /// Sends `step`; returns what broke, if anything, or the view its answer carries.
     private func perform(
-        _ step: History.Step, of history: History, tenant: SimulatedService.Tenant, model: inout MoneyModel,
-        products: [String: Product]
+        _ step: History.Step, of history: History, on server: Int, tenant: SimulatedService.Tenant,
+        model: inout MoneyModel, products: [String: Product]
     ) async throws -> Performed {
         switch step {
         case .present(let id, let userID, let signed):
@@ -85,8 +89,8 @@ struct Simulator: Sendable {
                 purchase, of: history.user(purchase.buyer), products: products, signedAt: signedAt)
             var fields = [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", jws)]
             if let userID { fields.append(("app_user_id", userID)) }
-            let answer = try await service.post("/api", form: fields)
-            if traces { print("\(step) -> \(JSONValue.object(answer.json).encodedString)") }
+            let answer = try await service.post("/api", form: fields, server: server)
+            if traces { print("\(step) on server \(server) -> \(JSONValue.object(answer.json).encodedString)") }
             let expected = model.presented(id, user: userID, signedAt: signedAt)
             guard answer.status == .ok, answer.json["status"] == .integer(0) else {
                 return .failed("\(step): answered \(answer.status.code) \(JSONValue.object(answer.json).encodedString)")
@@ -133,10 +137,10 @@ struct Simulator: Sendable {
             } else {
                 (type, subtype) = ("DID_RENEW", nil)
             }
+            let signedPayload = try SimulatedService.notification(
+                type: type, subtype: subtype, uuid: uuid, transaction: transaction, signedAt: signedAt)
             let status = try await service.postNotification(
-                token: tenant.token,
-                signedPayload: try SimulatedService.notification(
-                    type: type, subtype: subtype, uuid: uuid, transaction: transaction, signedAt: signedAt))
+                token: tenant.token, signedPayload: signedPayload, server: server)
             guard status == .ok else { return .failed("\(step): the notification was answered \(status.code)") }
             // A notification signed before the notification retention (90 days, less a day for the clocks) is a
             // duplicate that changes nothing (docs/notifications.md; security review S14): the service is not told.
@@ -152,16 +156,24 @@ struct Simulator: Sendable {
     private func checkCustomer(_ user: String, tenant: SimulatedService.Tenant, model: MoneyModel) async throws
         -> String?
     {
-        let answer = try await service.post(
-            "/api/customers",
-            form: [
-                ("apikey", tenant.apiKey), ("token", tenant.token), ("app_user_id", user), ("environment", "Xcode"),
-            ])
-        guard answer.status == .ok else {
-            return "customer \(user): answered \(answer.status.code) \(JSONValue.object(answer.json).encodedString)"
+        for server in service.clients.indices {
+            let answer = try await service.post(
+                "/api/customers",
+                form: [
+                    ("apikey", tenant.apiKey), ("token", tenant.token), ("app_user_id", user), ("environment", "Xcode"),
+                ], server: server)
+            guard answer.status == .ok else {
+                return "customer \(user) on server \(server): answered \(answer.status.code) "
+                    + JSONValue.object(answer.json).encodedString
+            }
+            if traces {
+                print("customer \(user) on server \(server) -> \(JSONValue.object(answer.json).encodedString)")
+            }
+            if let message = compare(answer.json["customer"], of: user, with: model) {
+                return "on server \(server): \(message)"
+            }
         }
-        if traces { print("customer \(user) -> \(JSONValue.object(answer.json).encodedString)") }
-        return compare(answer.json["customer"], of: user, with: model)
+        return nil
     }
 
     /// Compares `view` (a `customer` object) with the model's entitlements of `user` now.
@@ -188,19 +200,16 @@ struct Simulator: Sendable {
     /// removal does.
     func shrink(_ history: History) async throws -> (History, Failure)? {
         guard var failure = try await play(history) else { return nil }
-        var current = history
         // Steps after the failing one never ran.
-        current.steps = Array(current.steps.prefix(failure.step + 1))
+        var current = history.through(failure.step)
         var removedOne = true
         while removedOne {
             removedOne = false
             var index = current.steps.count - 1
             while index >= 0 {
-                var candidate = current
-                candidate.steps.remove(at: index)
+                let candidate = current.removing(index)
                 if let found = try await play(candidate) {
-                    current = candidate
-                    current.steps = Array(current.steps.prefix(found.step + 1))
+                    current = candidate.through(found.step)
                     failure = found
                     removedOne = true
                     index = min(index, current.steps.count)
