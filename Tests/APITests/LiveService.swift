@@ -269,7 +269,7 @@ struct ServeProcess: Sendable {
             ] + (anchors.map { ["--trust-anchors", $0.path] } ?? []) + arguments, output: output,
             descriptorLimit: descriptorLimit)
         do {
-            return ServeProcess(process: server, port: try await listeningPort(in: log, of: server), log: log)
+            return ServeProcess(process: server, port: try await CLI.listeningPort(in: log, of: server), log: log)
         } catch {
             if server.isRunning { server.terminate() }
             throw error
@@ -299,19 +299,4 @@ struct ServeProcess: Sendable {
         kill(pid, SIGKILL)
         return -1
     }
-}
-
-/// Waits for Hummingbird's "listening on 127.0.0.1:PORT" line.
-private func listeningPort(in log: URL, of server: Process) async throws -> Int {
-    let marker = "listening on 127.0.0.1:"
-    for _ in 0..<600 {
-        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-        if let range = text.range(of: marker) {
-            let digits = text[range.upperBound...].prefix { $0.isNumber }
-            if let port = Int(digits) { return port }
-        }
-        guard server.isRunning else { throw SetupError("serve exited: \(text)") }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    throw SetupError("serve did not start listening")
 }

@@ -307,22 +307,14 @@ import Testing
     @Test(arguments: StoreKind.available)
     func serveAnswersHealthAndStopsGracefully(kind: StoreKind) async throws {
         try await withCLI(kind) { cli in
-            let port = Int.random(in: 20_000...60_000)
-            let log = try FileHandle(
-                forWritingTo: {
-                    let url = cli.directory.appendingPathComponent("serve.log")
-                    FileManager.default.createFile(atPath: url.path, contents: nil)
-                    return url
-                }())
-            let server = try cli.start(["serve", "--port", "\(port)"], output: log)
+            // Port 0: the system picks a free port (a random one was once taken, and the server could not start).
+            let logURL = cli.directory.appendingPathComponent("serve.log")
+            FileManager.default.createFile(atPath: logURL.path, contents: nil)
+            let server = try cli.start(["serve", "--port", "0"], output: try FileHandle(forWritingTo: logURL))
             defer { if server.isRunning { server.terminate() } }
+            let port = try await CLI.listeningPort(in: logURL, of: server)
 
-            var health: (Int, String)?
-            for _ in 0..<100 where health == nil {
-                health = try? await get("http://127.0.0.1:\(port)/healthz")
-                if health == nil { try await Task.sleep(for: .milliseconds(200)) }
-            }
-            let (status, body) = try #require(health, "server did not answer /healthz")
+            let (status, body) = try await get("http://127.0.0.1:\(port)/healthz")
             #expect(status == 200)
             #expect(body == #"{"status":"ok"}"#)
             #expect(try await get("http://127.0.0.1:\(port)/readyz").0 == 200)

@@ -63,6 +63,22 @@ public struct CLI: Sendable {
         return process
     }
 
+    /// Waits (at most 30 s) for the "listening on 127.0.0.1:PORT" line a `serve --port 0` writes to `log`; returns the
+    /// port. Throws, with the log, if the server exits first.
+    public static func listeningPort(in log: URL, of server: Process) async throws -> Int {
+        let marker = "listening on 127.0.0.1:"
+        for _ in 0..<600 {
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            if let range = text.range(of: marker) {
+                let digits = text[range.upperBound...].prefix { $0.isNumber }
+                if let port = Int(digits) { return port }
+            }
+            guard server.isRunning else { throw TestSetupError("serve exited: \(text)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TestSetupError("serve did not start listening: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+    }
+
     /// Runs one command to completion.
     @discardableResult
     public func callAsFunction(_ arguments: String...) throws -> Outcome { try run(arguments) }
