@@ -136,6 +136,13 @@ public final class SQLiteStore: TenancyStore, UsageStore {
         }
     }
 
+    /// Runs `body` in one transaction (`BEGIN IMMEDIATE`: the database's write lock), committed if it returns and
+    /// rolled back if it throws.
+    ///
+    /// A cancelled task's statements never reach the connection (NIO's thread pool drops the work of a cancelled
+    /// task), so the rollback runs in a task of its own: issued from the cancelled caller, it was dropped too, and left
+    /// the connection inside the transaction, holding the write lock, every later `BEGIN` failing (found by the money
+    /// simulator's stalling server, whose deadline cancels work in the middle of a transaction).
     func transaction<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
         try await run {
             _ = try await self.connection.query("BEGIN IMMEDIATE")
@@ -144,7 +151,8 @@ public final class SQLiteStore: TenancyStore, UsageStore {
                 _ = try await self.connection.query("COMMIT")
                 return result
             } catch {
-                _ = try? await self.connection.query("ROLLBACK")
+                let connection = self.connection
+                _ = await Task { try? await connection.query("ROLLBACK") }.value
                 throw error
             }
         }
