@@ -81,12 +81,16 @@ struct History: Sendable, CustomStringConvertible {
     private(set) var steps: [Step]
     /// Which of the two servers each step goes to (``steps``' indices).
     private(set) var servers: [Int]
+    /// Which presentations go first to the server whose database stalls (``steps``' indices): answered 503, the
+    /// client sends the request again to the step's server.
+    private(set) var stalls: [Bool]
 
     /// The history without step `index`.
     func removing(_ index: Int) -> History {
         var shorter = self
         shorter.steps.remove(at: index)
         shorter.servers.remove(at: index)
+        shorter.stalls.remove(at: index)
         return shorter
     }
 
@@ -95,6 +99,7 @@ struct History: Sendable, CustomStringConvertible {
         var shorter = self
         shorter.steps = Array(steps.prefix(index + 1))
         shorter.servers = Array(servers.prefix(index + 1))
+        shorter.stalls = Array(stalls.prefix(index + 1))
         return shorter
     }
 
@@ -109,7 +114,10 @@ struct History: Sendable, CustomStringConvertible {
                     + "by \(purchase.buyer) at \(Self.offset(purchase.purchasedAt, from: start))"
                     + (purchase.expiresAt.map { " until \(Self.offset($0, from: start))" } ?? "") + refund)
         }
-        for (index, step) in steps.enumerated() { lines.append("  \(index): \(step) (server \(servers[index]))") }
+        for (index, step) in steps.enumerated() {
+            lines.append(
+                "  \(index): \(step) (\(stalls[index] ? "stalling server, then " : "")server \(servers[index]))")
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -233,6 +241,13 @@ struct History: Sendable, CustomStringConvertible {
         // played them are unchanged.
         var routing = SplitMix64(seed: seed ^ 0x7365_7276_6572_7321)
         servers = steps.map { _ in Int.random(in: 0...1, using: &routing) }
+        // The stalls, from a generator of their own too: one presentation in five meets the stalling database first.
+        var stalling = SplitMix64(seed: seed ^ 0x7374_616c_6c73_2121)
+        stalls = steps.map { step in
+            let stalls = Double.random(in: 0..<1, using: &stalling) < 0.2
+            if case .present = step { return stalls }
+            return false
+        }
     }
 }
 

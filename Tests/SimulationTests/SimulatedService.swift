@@ -15,7 +15,8 @@ import TestSupport
 /// The real service in process, over a real store, as the simulator drives it: two servers as `serve` builds them (the
 /// routes, the middleware, the ledger, the customer views, each with its own caches and its own connection to one
 /// database, as two processes behind a balancer), one account, and a fresh app for every history, so that histories
-/// played one after another on one database never see each other's transactions.
+/// played one after another on one database never see each other's transactions. A third server, whose database
+/// deadline is a few milliseconds, plays a database that stalls: what it answers 503 the client sends again to another.
 struct SimulatedService: Sendable {
     /// The PKI that signs StoreKit 2 items and notifications; the apps trust its root as test data.
     static let pki = try! TestPKI(TestPKI.Options(keyType: .p256, name: "Simulator"))
@@ -23,6 +24,18 @@ struct SimulatedService: Sendable {
     let tenancy: TenancyService
     /// The two servers; a history says which one each step goes to.
     let clients: [any TestClientProtocol]
+    /// The server whose database stalls (``stallingDeadline(_:)``), over the second server's connection.
+    let stallingClient: any TestClientProtocol
+    /// The index that names the stalling server in ``post(_:form:server:)``.
+    static let stalling = -1
+    /// The stalling server's database deadline on `kind` (`SIMULATION_STALL_MS` to try another): short enough that a
+    /// request often runs out of it, at any point of its reads and its group commit, and is answered 503. Measured
+    /// on two shared cores: 3 ms on SQLite and 10 ms on PostgreSQL answer a third to a half of the presentations
+    /// 503; 1 ms answers all of them (their first read), 30 ms none.
+    static func stallingDeadline(_ kind: StoreKind) -> Duration {
+        .milliseconds(
+            ProcessInfo.processInfo.environment["SIMULATION_STALL_MS"].flatMap(Int.init) ?? (kind == .sqlite ? 3 : 10))
+    }
     /// The simulator's accounts: how many apps were made, and each account's API key.
     let accounts = Accounts()
 
@@ -67,9 +80,17 @@ struct SimulatedService: Sendable {
             return try await location.withStore(logger: logger) { secondStore in
                 let first = try server(TenancyService(store: store, masterKey: masterKey), logger: logger)
                 let second = try server(TenancyService(store: secondStore, masterKey: masterKey), logger: logger)
+                let stalling = try server(
+                    TenancyService(store: secondStore, masterKey: masterKey), deadline: stallingDeadline(kind),
+                    logger: logger)
                 return try await first.test(.router) { firstClient in
                     try await second.test(.router) { secondClient in
-                        try await body(SimulatedService(tenancy: tenancy, clients: [firstClient, secondClient]))
+                        try await stalling.test(.router) { stallingClient in
+                            try await body(
+                                SimulatedService(
+                                    tenancy: tenancy, clients: [firstClient, secondClient],
+                                    stallingClient: stallingClient))
+                        }
                     }
                 }
             }
@@ -77,12 +98,12 @@ struct SimulatedService: Sendable {
     }
 
     /// One server as `serve` builds it: production defaults (the authentication cache included), but a deadline fit
-    /// for a shared machine.
-    private static func server(_ tenancy: TenancyService, logger: Logger) throws -> Application<
-        RouterResponder<ServerContext>
-    > {
+    /// for a shared machine (or `deadline`).
+    private static func server(_ tenancy: TenancyService, deadline: Duration = .seconds(15), logger: Logger) throws
+        -> Application<RouterResponder<ServerContext>>
+    {
         var configuration = ServerConfiguration()
-        configuration.databaseTimeout = .seconds(15)
+        configuration.databaseTimeout = deadline
         return try buildApplication(
             configuration: configuration, tenancy: tenancy,
             verification: VerificationService(
@@ -119,13 +140,13 @@ struct SimulatedService: Sendable {
         let json: JSONObject
     }
 
-    /// Posts a form to server `server`.
+    /// Posts a form to server `server` (``stalling``: to the stalling server).
     func post(_ uri: String, form fields: [(String, String)], server: Int) async throws -> Answer {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         let text = fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed)!)" }
             .joined(separator: "&")
-        return try await clients[server].execute(
+        return try await (server == Self.stalling ? stallingClient : clients[server]).execute(
             uri: uri, method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
             body: ByteBuffer(string: text)
         ) { response in

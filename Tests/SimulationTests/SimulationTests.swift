@@ -58,32 +58,10 @@ import Testing
     /// stops the run and is shrunk.
     func run(_ seeds: [UInt64], on kind: StoreKind, printing: Bool) async throws {
         let started = ContinuousClock.now
-        let concurrency = Self.environment["SIMULATION_CONCURRENCY"].flatMap(Int.init).map { max(1, $0) } ?? 4
-        let (played, failure) = try await SimulatedService.with(kind) { service in
+        let (played, failure, stalls) = try await SimulatedService.with(kind) { service in
             let simulator = Simulator(service: service)
-            return try await withThrowingTaskGroup(of: (History, Simulator.Failure?).self) { group in
-                var pending = seeds[...]
-                var played = 0
-                func startNext() {
-                    guard let seed = pending.popFirst() else { return }
-                    group.addTask {
-                        let history = History(seed: seed, start: Date())
-                        if printing { print(history) }
-                        return (history, try await simulator.play(history))
-                    }
-                }
-                for _ in 0..<concurrency { startNext() }
-                while let (history, failure) = try await group.next() {
-                    played += 1
-                    if let failure {
-                        group.cancelAll()
-                        let (shortest, shortestFailure) = try await simulator.shrink(history) ?? (history, failure)
-                        return (played, Optional((history.seed, failure, shortest, shortestFailure)))
-                    }
-                    startNext()
-                }
-                return (played, nil)
-            }
+            let (played, failure) = try await play(seeds, with: simulator, printing: printing)
+            return (played, failure, (await simulator.stalls.presented, await simulator.stalls.unavailable))
         }
         let elapsed = ContinuousClock.now - started
         if let (seed, failure, shortest, shortestFailure) = failure {
@@ -96,6 +74,37 @@ import Testing
         }
         print(
             "simulation: \(played) histories on \(kind) in \(elapsed)"
-                + (failure == nil ? ", every invariant held" : ", one failed"))
+                + (failure == nil ? ", every invariant held" : ", one failed")
+                + "; the stalling database answered \(stalls.1) of \(stalls.0) presentations 503")
+    }
+
+    /// Plays `seeds`, `concurrency` at a time; the number played, and the first failure shrunk.
+    private func play(_ seeds: [UInt64], with simulator: Simulator, printing: Bool) async throws -> (
+        Int, (UInt64, Simulator.Failure, History, Simulator.Failure)?
+    ) {
+        let concurrency = Self.environment["SIMULATION_CONCURRENCY"].flatMap(Int.init).map { max(1, $0) } ?? 4
+        return try await withThrowingTaskGroup(of: (History, Simulator.Failure?).self) { group in
+            var pending = seeds[...]
+            var played = 0
+            func startNext() {
+                guard let seed = pending.popFirst() else { return }
+                group.addTask {
+                    let history = History(seed: seed, start: Date())
+                    if printing { print(history) }
+                    return (history, try await simulator.play(history))
+                }
+            }
+            for _ in 0..<concurrency { startNext() }
+            while let (history, failure) = try await group.next() {
+                played += 1
+                if let failure {
+                    group.cancelAll()
+                    let (shortest, shortestFailure) = try await simulator.shrink(history) ?? (history, failure)
+                    return (played, Optional((history.seed, failure, shortest, shortestFailure)))
+                }
+                startNext()
+            }
+            return (played, nil)
+        }
     }
 }
