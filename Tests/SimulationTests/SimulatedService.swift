@@ -123,7 +123,13 @@ struct SimulatedService: Sendable {
         settings.sharesBundleIDs = true
         settings.claimsPolicy = "flag"
         let (account, key) = try await accounts.next(in: tenancy)
-        return Tenant(token: try await tenancy.addApp(account: account, settings: settings).token, apiKey: key)
+        let token = try await tenancy.addApp(account: account, settings: settings).token
+        // An endpoint takes every event, so the events of `/api` calls are kept too; nothing delivers them (no
+        // background service runs): the simulator reads them from the outbox (invariant 3).
+        _ = try await tenancy.addWebhookEndpoint(
+            token: token, url: "https://receiver.example.com/hooks", environments: Set(StoreEnvironment.allCases),
+            eventTypes: ["*"], forwardsSignedPayload: false)
+        return Tenant(token: token, apiKey: key)
     }
 
     /// An app of the simulator's, and the key of its account.

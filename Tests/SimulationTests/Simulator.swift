@@ -10,6 +10,8 @@ import ReceiptService
 ///    `claimed_by_other_user` exactly when another user holds the purchase;
 /// 2. every user's customer view (`POST /api/customers`), read from each of the two servers whichever recorded the
 ///    change, holds exactly the entitlements the model grants now, with the same end;
+/// 3. a receiver that applies the app's `customer.entitlements_changed` events as docs/webhooks.md ("Order") says,
+///    each delivered once or twice in any order, ends holding for each user what the model grants (checked at the end);
 /// and every request is answered as the protocol says (200 and `status: 0` for a presentation, 200 for a
 /// notification). A presentation the stalling server answers 503 (retryable) is sent again to the step's server, as a
 /// client retries; the model hears of it only from the answer that is not a 503, which must say `deliver: true` if
@@ -69,10 +71,47 @@ struct Simulator: Sendable {
                 }
             }
         }
-        // At the end, every user's.
+        // At the end, every user's, and what a webhook receiver was told.
         for user in history.users {
             if let message = try await checkCustomer(user.id, tenant: tenant, model: model) {
                 return Failure(step: history.steps.count, message: message)
+            }
+        }
+        if let message = try await checkReceiver(of: history, tenant: tenant, model: model) {
+            return Failure(step: history.steps.count, message: message)
+        }
+        return nil
+    }
+
+    /// Invariant 3: the app's `customer.entitlements_changed` events, each delivered once or (a redelivery) twice, in
+    /// an order drawn from the seed, applied by a receiver as docs/webhooks.md says ("apply an event only when its
+    /// `sequence` is higher than the last you applied for that user"), leave every user with the model's
+    /// entitlements. Deliveries run in parallel with retries in production: any order can arrive.
+    private func checkReceiver(of history: History, tenant: SimulatedService.Tenant, model: MoneyModel) async throws
+        -> String?
+    {
+        var events = try await service.tenancy.webhookEvents(
+            token: tenant.token, state: nil, since: nil, eventIDs: nil, limit: 10_000
+        ).map(\.event).filter { $0.type == "customer.entitlements_changed" }
+        var random = SplitMix64(seed: history.seed ^ 0x7265_6365_6976_6572)
+        events += events.filter { _ in Double.random(in: 0..<1, using: &random) < 0.3 }
+        events.shuffle(using: &random)
+        var applied: [String: (sequence: Int64, after: JSONValue)] = [:]
+        for event in events {
+            guard let user = event.data["app_user_id"]?.stringValue,
+                case .integer(let sequence) = event.data["sequence"], let after = event.data["after"]
+            else {
+                return "a customer.entitlements_changed event without app_user_id, sequence or after: "
+                    + JSONValue.object(event.data).encodedString
+            }
+            if sequence > applied[user]?.sequence ?? Int64.min { applied[user] = (sequence, after) }
+        }
+        for user in history.users {
+            var view = JSONObject(capacity: 1)
+            view.append("entitlements", applied[user.id]?.after ?? .array([]))
+            if let message = compare(.object(view), of: user.id, with: model) {
+                return "the webhook receiver's \(message) (after \(events.count) deliveries, the last applied "
+                    + "sequence \(applied[user.id].map { String($0.sequence) } ?? "none"))"
             }
         }
         return nil
