@@ -10,8 +10,9 @@ import ReceiptService
 ///    `claimed_by_other_user` exactly when another user holds the purchase;
 /// 2. every user's customer view (`POST /api/customers`), read from each of the two servers whichever recorded the
 ///    change, holds exactly the entitlements the model grants now, with the same end;
-/// 3. a receiver that applies the app's `customer.entitlements_changed` events as docs/webhooks.md ("Order") says,
-///    each delivered once or twice in any order, ends holding for each user what the model grants (checked at the end);
+/// 3. a receiver that applies the app's `customer.entitlements_changed` and transaction events as docs/webhooks.md
+///    ("Order") says, each delivered once or twice in any order, ends holding for each user what the model grants and
+///    for each transaction the refund the service holds (checked at the end);
 /// and every request is answered as the protocol says (200 and `status: 0` for a presentation, 200 for a
 /// notification). A presentation the stalling server answers 503 (retryable) is sent again to the step's server, as a
 /// client retries; the model hears of it only from the answer that is not a 503, which must say `deliver: true` if
@@ -83,21 +84,41 @@ struct Simulator: Sendable {
         return nil
     }
 
-    /// Invariant 3: the app's `customer.entitlements_changed` events, each delivered once or (a redelivery) twice, in
-    /// an order drawn from the seed, applied by a receiver as docs/webhooks.md says ("apply an event only when its
-    /// `sequence` is higher than the last you applied for that user"), leave every user with the model's
-    /// entitlements. Deliveries run in parallel with retries in production: any order can arrive.
+    /// Invariant 3: the app's events, each delivered once or (a redelivery) twice, in an order drawn from the seed,
+    /// applied by a receiver as docs/webhooks.md says ("Order"), leave every user with the model's entitlements and
+    /// every transaction refunded exactly when the service holds its refund. Deliveries run in parallel with retries
+    /// in production: any order can arrive.
+    /// - `customer.entitlements_changed`: applied only when its `sequence` is higher than the last applied for the
+    ///   user; its `after` is then the user's entitlements.
+    /// - `transaction.created`, `transaction.revoked`, `transaction.revocation_reversed`: applied only when its
+    ///   `revocation_as_of` is higher than the last applied for the transaction (a row never revoked has none, and
+    ///   is applied only when nothing was); the row's `refunded_at` then says whether it is refunded.
     private func checkReceiver(of history: History, tenant: SimulatedService.Tenant, model: MoneyModel) async throws
         -> String?
     {
         var events = try await service.tenancy.webhookEvents(
             token: tenant.token, state: nil, since: nil, eventIDs: nil, limit: 10_000
-        ).map(\.event).filter { $0.type == "customer.entitlements_changed" }
+        ).map(\.event)
         var random = SplitMix64(seed: history.seed ^ 0x7265_6365_6976_6572)
         events += events.filter { _ in Double.random(in: 0..<1, using: &random) < 0.3 }
         events.shuffle(using: &random)
         var applied: [String: (sequence: Int64, after: JSONValue)] = [:]
-        for event in events {
+        var rows: [String: (asOf: Int64, refunded: Bool)] = [:]
+        for event in events where event.type.hasPrefix("transaction.") {
+            guard let id = event.data["transaction_id"]?.stringValue else {
+                return "a \(event.type) event without transaction_id: " + JSONValue.object(event.data).encodedString
+            }
+            let asOf: Int64 = if case .integer(let asOf) = event.data["revocation_as_of"] { asOf } else { -1 }
+            if let last = rows[id], asOf <= last.asOf { continue }
+            rows[id] = (asOf, event.data["refunded_at"].map { $0 != .null } ?? false)
+        }
+        let refunded = Set(rows.filter(\.value.refunded).keys)
+        let held = Set(model.knowledge.revoked.keys)
+        guard refunded == held else {
+            return "the webhook receiver holds refunded \(refunded.sorted()), the service holds refunds of "
+                + "\(held.sorted()) (after \(events.count) deliveries)"
+        }
+        for event in events where event.type == "customer.entitlements_changed" {
             guard let user = event.data["app_user_id"]?.stringValue,
                 case .integer(let sequence) = event.data["sequence"], let after = event.data["after"]
             else {
