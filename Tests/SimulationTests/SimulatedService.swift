@@ -30,8 +30,8 @@ struct SimulatedService: Sendable {
     static let stalling = -1
     /// The stalling server's database deadline on `kind` (`SIMULATION_STALL_MS` to try another): short enough that a
     /// request often runs out of it, at any point of its reads and its group commit, and is answered 503. Measured
-    /// on two shared cores: 3 ms on SQLite and 10 ms on PostgreSQL answer a third to a half of the presentations
-    /// 503; 1 ms answers all of them (their first read), 30 ms none.
+    /// on two shared cores: 3 ms on SQLite and 10 ms on PostgreSQL answer a third to four fifths of the
+    /// presentations 503 (more under load); 1 ms answers all of them (their first read), 30 ms none.
     static func stallingDeadline(_ kind: StoreKind) -> Duration {
         .milliseconds(
             ProcessInfo.processInfo.environment["SIMULATION_STALL_MS"].flatMap(Int.init) ?? (kind == .sqlite ? 3 : 10))
