@@ -33,3 +33,21 @@ import Testing
         #expect(!claim.begin(), "the store must not write what its caller gave up")
     }
 }
+
+extension StoreDeadlineClaimTests {
+    /// The deadline's timer abandons the claim, and the store, finding it abandoned, leaves the work out and answers
+    /// at once (a group commit answers such a member with no transactions), before the timer decides the race: the
+    /// caller must get the timer's 503, never the empty outcome (found by the simulator under load). The work here
+    /// abandons the claim itself, standing for a timer that has abandoned it and not yet answered.
+    @Test func workWhoseClaimWasAbandonedIsAnsweredUnavailableWhateverItReturned() async throws {
+        let claim = CommitClaim()
+        let deadline = StoreDeadline(.seconds(30))
+        await #expect(throws: ServiceError(.unavailable)) {
+            _ = try await deadline.run("the ledger", claim: claim) {
+                #expect(claim.abandon())
+                #expect(!claim.begin())
+                return [Int]()
+            }
+        }
+    }
+}

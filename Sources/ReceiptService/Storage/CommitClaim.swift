@@ -27,6 +27,9 @@ public final class CommitClaim: Sendable {
         }
     }
 
+    /// Whether the caller gave the write up (``abandon()``): the store then left it out, whatever it answered.
+    public var isAbandoned: Bool { state.withLock { $0 == .abandoned } }
+
     /// The caller gives the write up; false when the store already began to commit it (the caller must wait for
     /// the outcome).
     public func abandon() -> Bool {
