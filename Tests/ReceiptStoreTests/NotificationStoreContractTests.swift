@@ -557,6 +557,38 @@ import Testing
     }
 
     @Test(
+        "with more endpoints due than the claim takes, each of those whose oldest is oldest gives its oldest",
+        arguments: StoreKind.available)
+    func aClaimTakesTheFirstTurnsOfTheEndpointsWaitingLongest(kind: StoreKind) async throws {
+        try await LedgerStoreContractTests.withApp(kind) { store, first in
+            var apps = [first]
+            for index in 1..<6 {
+                let app = TenancyStoreContractTests.app(
+                    accountID: first.accountID, bundleIDs: ["com.example.endpoint\(index)"])
+                try await store.insertApp(app)
+                apps.append(app)
+            }
+            // Six endpoints, each with a backlog of three; the fourth app's began first, then the second's, ...
+            let order = [3, 1, 5, 0, 4, 2]
+            var oldest: [UUID: UUID] = [:]
+            for (rank, index) in order.enumerated() {
+                let app = apps[index]
+                try await store.addWebhookEndpoint(Self.endpoint(app))
+                let events = (0..<3).map { Self.event(app, at: Double(rank) + Double($0) * 10) }
+                oldest[app.id] = events[0].id
+                try await store.recordEvents(events)
+            }
+            let claimed = try await Self.claim(store, Self.start.addingTimeInterval(100), limit: 4)
+            #expect(
+                Set(claimed.map(\.event.id)) == Set(order.prefix(4).map { oldest[apps[$0].id]! }),
+                "one turn each for the four endpoints whose oldest delivery waited longest")
+            // The next claim gives the two left their first turn before any second turn.
+            let next = try await Self.claim(store, Self.start.addingTimeInterval(100), limit: 2)
+            #expect(Set(next.map(\.event.id)) == Set(order.suffix(2).map { oldest[apps[$0].id]! }))
+        }
+    }
+
+    @Test(
         "a redelivery starts a fresh budget and never sends a delivery in flight twice", arguments: StoreKind.available)
     func aRedeliveryStartsAFreshBudgetAndLeavesFlightsAlone(kind: StoreKind) async throws {
         try await LedgerStoreContractTests.withApp(kind) { store, app in

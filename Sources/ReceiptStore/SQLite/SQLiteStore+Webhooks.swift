@@ -69,27 +69,30 @@ extension SQLiteStore: WebhookStore {
         return try await transaction {
             // Each endpoint's oldest due first (its own index), in turns across endpoints; an endpoint holds at most
             // `perEndpoint` deliveries in flight (leased and not yet recorded: a small index of their own), and a
-            // paused one none. One short query per endpoint with due deliveries, never a scan of the whole backlog.
+            // paused one none. The first turn of every endpoint comes before any second turn, so when more than
+            // `limit` endpoints have due deliveries, the claim is the first turn of the `limit` whose oldest is the
+            // oldest: one statement picks them (an index probe per endpoint), and only those are read, never a
+            // statement per endpoint with due work, nor a scan of the whole backlog (with thousands of endpoints
+            // failing, a statement each held the write lock for seconds).
             let endpoints = try await self.query(
                 """
-                SELECT w.id FROM webhook_endpoints w JOIN apps a ON a.id = w.app_id
-                JOIN accounts c ON c.id = a.account_id
-                WHERE a.enabled AND c.enabled AND w.enabled AND (w.paused_until IS NULL OR w.paused_until <= ?)
-                    AND EXISTS (
-                        SELECT 1 FROM webhook_deliveries d
-                        WHERE d.endpoint_id = w.id AND d.state = 'pending' AND d.next_attempt_at <= ?)
-                """, [.millis(now), .millis(now)])
+                SELECT id, flying FROM (
+                    SELECT w.id AS id,
+                        (SELECT min(d.next_attempt_at) FROM webhook_deliveries d
+                            WHERE d.endpoint_id = w.id AND d.state = 'pending') AS oldest,
+                        (SELECT count(*) FROM webhook_deliveries f
+                            WHERE f.endpoint_id = w.id AND f.leased_until IS NOT NULL AND f.leased_until > ?
+                                AND f.state = 'pending') AS flying
+                    FROM webhook_endpoints w JOIN apps a ON a.id = w.app_id
+                    JOIN accounts c ON c.id = a.account_id
+                    WHERE a.enabled AND c.enabled AND w.enabled AND (w.paused_until IS NULL OR w.paused_until <= ?))
+                WHERE oldest <= ? AND flying < ?
+                ORDER BY oldest LIMIT ?
+                """, [.millis(now), .millis(now), .millis(now), .integer(perEndpoint), .integer(limit)])
             var turns: [(turn: Int, due: Date, event: SQLiteData, endpoint: SQLiteData)] = []
             for endpoint in endpoints {
                 let id = try endpoint.require("id")
-                let flying =
-                    try await self.query(
-                        """
-                        SELECT count(*) AS flying FROM webhook_deliveries
-                        WHERE endpoint_id = ? AND leased_until IS NOT NULL AND leased_until > ? AND state = 'pending'
-                        """, [id, .millis(now)]
-                    ).first.map { try $0.int("flying") } ?? 0
-                guard flying < perEndpoint else { continue }
+                let flying = try endpoint.int("flying")
                 let due = try await self.query(
                     """
                     SELECT event_id, endpoint_id, next_attempt_at FROM webhook_deliveries
