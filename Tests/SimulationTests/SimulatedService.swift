@@ -124,8 +124,9 @@ struct SimulatedService: Sendable {
         settings.claimsPolicy = "flag"
         let (account, key) = try await accounts.next(in: tenancy)
         let token = try await tenancy.addApp(account: account, settings: settings).token
-        // An endpoint takes every event, so the events of `/api` calls are kept too; nothing delivers them (no
-        // background service runs): the simulator reads them from the outbox (invariant 3).
+        // An endpoint takes every event, so the events of `/api` calls are kept too; the simulator reads them from
+        // the outbox (invariant 3). Each server's deliverer runs, but the host does not resolve: every attempt fails
+        // and is retried, as a crowd of failing endpoints would keep the delivery claims busy.
         _ = try await tenancy.addWebhookEndpoint(
             token: token, url: "https://receiver.example.com/hooks", environments: Set(StoreEnvironment.allCases),
             eventTypes: ["*"], forwardsSignedPayload: false)
