@@ -229,6 +229,22 @@ let package = Package(
             path: "Tests/FakeOpenID",
             swiftSettings: strictness
         ),
+        // The fakes of outside parties, speaking their real protocols over HTTP on loopback, served to every suite
+        // that needs one (issue 51 §3: one fake per party): Google (OAuth grants, the Play Developer API, Pub/Sub's
+        // OIDC keys).
+        .target(
+            name: "Fakes",
+            dependencies: [
+                "ReceiptCore", "ReceiptService",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/Fakes",
+            swiftSettings: strictness
+        ),
         .testTarget(
             name: "ReceiptStoreTests",
             dependencies: [
@@ -257,7 +273,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "ReceiptCore", "ReceiptTestKit", "TestSupport", "Clients", "ReceiptService",
+                "ReceiptCore", "ReceiptTestKit", "TestSupport", "Clients", "ReceiptService", "Fakes",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -276,7 +292,7 @@ let package = Package(
             name: "SimulationTests",
             dependencies: [
                 "MoneyModel", "ReceiptServer", "ReceiptService", "ReceiptCore", "ReceiptStore", "ReceiptTestKit",
-                "TestSupport",
+                "TestSupport", "Fakes", "Clients",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,4 +1,5 @@
 import Crypto
+import Fakes
 import Foundation
 import Hummingbird
 import NIOCore

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Clients
+import Fakes
 import Foundation
 import Logging
 import ReceiptService

@@ -1,7 +1,8 @@
+import Fakes
 import Foundation
 import ReceiptCore
-import TestSupport
 import Testing
+import TestSupport
 
 /// Google Play's Real-time Developer Notifications through the real server, on both stores: a fake Google publishes
 /// its OIDC keys and answers the purchases, and each push carries a token signed as Pub/Sub signs them. Every

@@ -1,10 +1,11 @@
 import Crypto
+import Fakes
 import Foundation
 import NIOHTTP1
 import ReceiptCore
 import ReceiptService
-import TestSupport
 import Testing
+import TestSupport
 import _CryptoExtras
 
 /// Google Play purchases through `/api` on a live server, both stores, against a fake Google speaking the real

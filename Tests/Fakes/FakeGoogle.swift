@@ -13,9 +13,11 @@ import _CryptoExtras
 /// hour issued now), answering with scripted replies or a fresh access token; and the Google Play Developer API's
 /// purchase resources (androidpublisher v3, in Google's documented shapes), answered only for a token it granted to
 /// an account granted the package, as Play Console does.
-final class FakeGoogle: Sendable {
+public final class FakeGoogle: Sendable {
+    public init() {}
+
     /// One scripted reply of the token endpoint.
-    enum Reply: Sendable {
+    public enum Reply: Sendable {
         /// 200 with a new token living this many seconds.
         case token(expiresIn: Int)
         /// This status with Google's error body (`{"error": …}`).
@@ -23,13 +25,13 @@ final class FakeGoogle: Sendable {
     }
 
     /// A service account Google knows: its identity and key.
-    struct Account: Sendable {
-        let email: String
-        let keyID: String
-        let key: _RSA.Signing.PrivateKey
+    public struct Account: Sendable {
+        public let email: String
+        public let keyID: String
+        public let key: _RSA.Signing.PrivateKey
 
         /// The JSON key file Google issues for it.
-        var keyFile: String {
+        public var keyFile: String {
             var object = JSONObject()
             object.append("type", .string("service_account"))
             object.append("project_id", .string("receiptverify-test"))
@@ -43,14 +45,14 @@ final class FakeGoogle: Sendable {
         }
 
         /// The opened credentials the server holds for it.
-        var credentials: GoogleServiceAccount {
+        public var credentials: GoogleServiceAccount {
             GoogleServiceAccount(
                 clientEmail: email, keyID: keyID, tokenURI: "https://oauth2.googleapis.com/token",
                 privateKeyPEM: key.pkcs8PEMRepresentation)
         }
 
         /// A new account with a fresh 2048-bit key.
-        static func make(_ name: String = "verifier") throws -> Account {
+        public static func make(_ name: String = "verifier") throws -> Account {
             Account(
                 email: "\(name)@receiptverify-test.iam.gserviceaccount.com",
                 keyID: Hex.encode(SecureRandom.bytes(20)), key: try _RSA.Signing.PrivateKey(keySize: .bits2048))
@@ -85,58 +87,66 @@ final class FakeGoogle: Sendable {
     }
 
     /// Google's OIDC signing key, whose tokens authenticate Pub/Sub's pushes; published at `/oauth2/v3/certs`.
-    let signingKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
-    let signingKeyID = Hex.encode(SecureRandom.bytes(20))
+    public let signingKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+    public let signingKeyID = Hex.encode(SecureRandom.bytes(20))
     /// A key Google does not publish (a forger's).
-    let strangerKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+    public let strangerKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
 
     private let state = Mutex(State())
 
     /// Lets `account` be granted tokens.
-    func add(_ account: Account) { state.withLock { $0.accounts[account.email] = account } }
+    public func add(_ account: Account) { state.withLock { $0.accounts[account.email] = account } }
     /// Queues token replies; with none queued a valid grant gets a token of an hour.
-    func script(_ replies: Reply...) { state.withLock { $0.replies.append(contentsOf: replies) } }
+    public func script(_ replies: Reply...) { state.withLock { $0.replies.append(contentsOf: replies) } }
     /// Grant requests received.
-    var grants: Int { state.withLock { $0.grants } }
+    public var grants: Int { state.withLock { $0.grants } }
     /// Why each refused assertion was refused.
-    var refusedAssertions: [String] { state.withLock { $0.refusedAssertions } }
+    public var refusedAssertions: [String] { state.withLock { $0.refusedAssertions } }
     /// Whether `token` is one this fake granted.
-    func issued(_ token: String) -> Bool { state.withLock { $0.issued[token] != nil } }
+    public func issued(_ token: String) -> Bool { state.withLock { $0.issued[token] != nil } }
     /// Lets `account` read `package`'s purchases.
-    func grant(_ account: Account, package: String) {
+    public func grant(_ account: Account, package: String) {
         state.withLock { $0.grantedPackages[account.email, default: []].insert(package) }
     }
     /// Sets the `ProductPurchase` of `product` bought with `token` in `package`.
-    func setProduct(_ package: String, _ product: String, token: String, _ json: String) {
+    public func setProduct(_ package: String, _ product: String, token: String, _ json: String) {
         state.withLock { $0.resources["\(package)/products/\(product)/\(token)"] = json }
     }
     /// Sets the `SubscriptionPurchaseV2` bought with `token` in `package`.
-    func setSubscription(_ package: String, token: String, _ json: String) {
+    public func setSubscription(_ package: String, token: String, _ json: String) {
         state.withLock { $0.resources["\(package)/subscriptionsv2/\(token)"] = json }
     }
     /// Answers the next resource requests with these statuses (Google's error body), in order.
-    func fail(_ statuses: Int...) { state.withLock { $0.failures.append(contentsOf: statuses) } }
+    public func fail(_ statuses: Int...) { state.withLock { $0.failures.append(contentsOf: statuses) } }
     /// Answers the next acknowledgements with these statuses, in order.
-    func failAcknowledgements(_ statuses: Int...) {
+    public func failAcknowledgements(_ statuses: Int...) {
         state.withLock { $0.acknowledgementFailures.append(contentsOf: statuses) }
     }
     /// The purchases acknowledged, in order (`PACKAGE/products/PRODUCT/TOKEN` or `PACKAGE/subscriptions/…`).
-    var acknowledged: [String] { state.withLock { $0.acknowledged } }
+    public var acknowledged: [String] { state.withLock { $0.acknowledged } }
     /// Sets `package`'s voided purchases, page by page.
-    func setVoided(_ package: String, pages: [[String]]) { state.withLock { $0.voided[package] = pages } }
+    public func setVoided(_ package: String, pages: [[String]]) { state.withLock { $0.voided[package] = pages } }
+    /// Adds one voided purchase (a `VoidedPurchase` JSON object) to `package`'s list, on its last page.
+    public func addVoided(_ package: String, _ voided: String) {
+        state.withLock { state in
+            var pages = state.voided[package] ?? [[]]
+            pages[pages.count - 1].append(voided)
+            state.voided[package] = pages
+        }
+    }
     /// The voided-purchase list requests' query strings, in order.
-    var voidedQueries: [String] { state.withLock { $0.voidedQueries } }
+    public var voidedQueries: [String] { state.withLock { $0.voidedQueries } }
     /// The resource paths asked for, in order.
-    var resourceRequests: [String] { state.withLock { $0.resourceRequests } }
+    public var resourceRequests: [String] { state.withLock { $0.resourceRequests } }
 
     /// The one-time purchases consumed, in order (`PACKAGE/products/PRODUCT/TOKEN`).
-    var consumed: [String] { state.withLock { $0.consumed } }
+    public var consumed: [String] { state.withLock { $0.consumed } }
     /// Requests of the JWKS so far.
-    var keysFetched: Int { state.withLock { $0.keysFetched } }
+    public var keysFetched: Int { state.withLock { $0.keysFetched } }
 
     /// The OIDC token Pub/Sub sends with a push of a subscription authenticating as `email` with `audience`, signed by
     /// Google's key (or `key`), with `claims` changed (a nil value removes the claim).
-    func pushToken(
+    public func pushToken(
         audience: String, email: String, key: _RSA.Signing.PrivateKey? = nil, keyID: String? = nil,
         claims changes: [String: JSONValue?] = [:]
     ) -> String {
@@ -156,7 +166,7 @@ final class FakeGoogle: Sendable {
     }
 
     /// A Pub/Sub push body carrying `notification` (a `DeveloperNotification`'s JSON) as message `messageID`.
-    static func pushBody(messageID: String, notification: String) -> String {
+    public static func pushBody(messageID: String, notification: String) -> String {
         let data = Data(notification.utf8).base64EncodedString()
         return """
             {"message":{"attributes":{},"data":"\(data)","messageId":"\(messageID)","message_id":"\(messageID)",\
@@ -166,7 +176,7 @@ final class FakeGoogle: Sendable {
     }
 
     /// The routes: `POST /token`, the purchase resources under `/androidpublisher/v3`, and the JWKS.
-    func router() -> Router<BasicRequestContext> {
+    public func router() -> Router<BasicRequestContext> {
         let router = Router()
         router.post("/token") { request, _ in await self.grant(request) }
         router.get("/oauth2/v3/certs") { _, _ in

@@ -4,7 +4,7 @@ import NIOCore
 
 /// Runs `router` as an HTTP server on a free loopback port for the duration of `body`, which gets its base URL
 /// (`http://127.0.0.1:PORT`); the fakes of outside parties (Apple's servers) run this way.
-func withLoopbackServer<T: Sendable>(
+public func withLoopbackServer<T: Sendable>(
     _ router: Router<BasicRequestContext>, label: String, _ body: @Sendable (String) async throws -> T
 ) async throws -> T {
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
@@ -30,6 +30,6 @@ func withLoopbackServer<T: Sendable>(
 }
 
 /// A fake that did not start listening.
-struct LoopbackServerError: Error {
-    let label: String
+public struct LoopbackServerError: Error {
+    public let label: String
 }
