@@ -88,8 +88,18 @@ public struct MoneyModel: Sendable {
     /// makes.
     public mutating func presented(_ transactionID: String, user: String?, signedAt: Date) -> Expectation {
         guard let purchase = purchases[transactionID] else { return Expectation(deliver: false, claimedByOther: false) }
-        notified(
-            transactionID, stating: Self.isRefunded(purchase, at: signedAt) ? .refunded : .none, signedAt: signedAt)
+        return presented(
+            transactionID, user: user, stating: Self.isRefunded(purchase, at: signedAt) ? .refunded : .none,
+            signedAt: signedAt)
+    }
+
+    /// A client presents `transactionID` for `user`, and the store's answer states `statement` of its refund as of
+    /// `signedAt` (Google's purchase resources state none: its refunds are told by voided purchases alone).
+    public mutating func presented(_ transactionID: String, user: String?, stating statement: Statement, signedAt: Date)
+        -> Expectation
+    {
+        guard let purchase = purchases[transactionID] else { return Expectation(deliver: false, claimedByOther: false) }
+        notified(transactionID, stating: statement, signedAt: signedAt)
         if let user, knowledge.claims[purchase.originalTransactionID] == nil {
             knowledge.claims[purchase.originalTransactionID] = user
         }
@@ -118,13 +128,15 @@ public struct MoneyModel: Sendable {
         }
     }
 
-    /// The entitlements active for `user` at `now`, from what the service knows of the originals `user` holds:
-    /// a non-consumable while not refunded; a subscription while its latest known period has not ended and was not
-    /// refunded (a refund of an older period ends nothing); consumables grant nothing.
-    public func entitlements(of user: String, at now: Date) -> [Entitlement] {
+    /// The entitlements active for `user` at `now` on `store`, from what the service knows of the originals `user`
+    /// holds: a non-consumable while not refunded; a subscription while its latest known period has not ended and was
+    /// not refunded (a refund of an older period ends nothing); consumables grant nothing.
+    public func entitlements(of user: String, at now: Date, on store: Store = .appStore) -> [Entitlement] {
         var byName: [String: Entitlement] = [:]
         let held = Set(knowledge.claims.filter { $0.value == user }.map(\.key))
-        let known = knowledge.known.compactMap { purchases[$0] }.filter { held.contains($0.originalTransactionID) }
+        let known = knowledge.known.compactMap { purchases[$0] }.filter {
+            held.contains($0.originalTransactionID) && $0.store == store
+        }
         for (_, periods) in Dictionary(grouping: known, by: \.originalTransactionID) {
             guard let product = products[periods[0].productID] else { continue }
             var granted: Date??
@@ -188,8 +200,18 @@ public struct Product: Sendable, Equatable {
     }
 }
 
+extension MoneyModel {
+    /// A store a purchase is made on.
+    public enum Store: String, Sendable, Equatable, CaseIterable {
+        case appStore
+        case googlePlay
+    }
+}
+
 /// One store transaction: a purchase, or one period of a subscription.
 public struct Purchase: Sendable, Equatable {
+    /// Where it was bought.
+    public let store: MoneyModel.Store
     public let transactionID: String
     public let originalTransactionID: String
     public let productID: String
@@ -204,9 +226,10 @@ public struct Purchase: Sendable, Equatable {
     public var reversedAt: Date?
 
     public init(
-        transactionID: String, originalTransactionID: String, productID: String, buyer: String, purchasedAt: Date,
-        expiresAt: Date?, refundedAt: Date? = nil
+        store: MoneyModel.Store = .appStore, transactionID: String, originalTransactionID: String, productID: String,
+        buyer: String, purchasedAt: Date, expiresAt: Date?, refundedAt: Date? = nil
     ) {
+        self.store = store
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
         self.productID = productID

@@ -18,6 +18,15 @@ struct History: Sendable, CustomStringConvertible {
         case notifyRefund(String, uuid: String)
         /// Apple notifies the refund's reversal (`REFUND_REVERSED`).
         case notifyReversal(String, uuid: String)
+        /// The client presents the Google Play purchase of the transaction (its package, product and purchase token)
+        /// for `user`; Google's API states the purchase as it is now, and no refund.
+        case presentGoogle(String, user: String?)
+        /// Pub/Sub pushes Google's notification of the purchase (`ONE_TIME_PRODUCT_PURCHASED`,
+        /// `SUBSCRIPTION_PURCHASED`); `messageID` is the same for Pub/Sub's redeliveries.
+        case notifyGooglePurchase(String, messageID: String)
+        /// Pub/Sub pushes Google's `voidedPurchaseNotification` of the order (a refund), listed by then in Google's
+        /// voided purchases.
+        case notifyGoogleVoided(String, messageID: String)
 
         /// When a presented JWS was signed.
         enum Signed: String, Sendable, Equatable {
@@ -33,14 +42,26 @@ struct History: Sendable, CustomStringConvertible {
         var transactionID: String {
             switch self {
             case .present(let id, _, _), .notifyPurchase(let id, _), .notifyRefund(let id, _),
-                .notifyReversal(let id, _):
+                .notifyReversal(let id, _), .presentGoogle(let id, _), .notifyGooglePurchase(let id, _),
+                .notifyGoogleVoided(let id, _):
                 id
             }
         }
 
         /// The user a request names, if any.
         var user: String? {
-            if case .present(_, let user, _) = self { user } else { nil }
+            switch self {
+            case .present(_, let user, _), .presentGoogle(_, let user): user
+            default: nil
+            }
+        }
+
+        /// Whether the step presents a purchase (a client's request to `/api`).
+        var isPresentation: Bool {
+            switch self {
+            case .present, .presentGoogle: true
+            default: false
+            }
         }
 
         /// Who paid for the step's transaction.
@@ -53,15 +74,29 @@ struct History: Sendable, CustomStringConvertible {
             case .notifyPurchase(let id, let uuid): "notify purchase \(id) [\(uuid.prefix(8))]"
             case .notifyRefund(let id, let uuid): "notify refund \(id) [\(uuid.prefix(8))]"
             case .notifyReversal(let id, let uuid): "notify reversal \(id) [\(uuid.prefix(8))]"
+            case .presentGoogle(let id, let user): "present google \(id) user=\(user ?? "-")"
+            case .notifyGooglePurchase(let id, let message): "notify google purchase \(id) [\(message)]"
+            case .notifyGoogleVoided(let id, let message): "notify google voided \(id) [\(message)]"
             }
         }
     }
 
-    /// A user of the app: the backend's id, and the `appAccountToken` the app sets on purchases (a UUID, which is not
-    /// the backend's id), if it sets one.
+    /// A user of the app: the backend's id, the `appAccountToken` the app sets on Apple purchases (a UUID, which is
+    /// not the backend's id), if it sets one, and whether the app sets Google's `obfuscatedExternalAccountId` (a hash
+    /// of the backend's id, as Google advises: never the id itself).
     struct User: Sendable {
         let id: String
         let appAccountToken: String?
+        var setsGoogleAccountID = false
+
+        /// The `obfuscatedExternalAccountId` the app sets for this user on Google Play, if it sets one.
+        var googleAccountID: String? {
+            guard setsGoogleAccountID else { return nil }
+            // FNV-1a of the id, as hex: a one-way stand-in for the app's hash (its form does not matter to Google).
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            return String(hash, radix: 16)
+        }
     }
 
     static let bundleID = "com.example.app"
@@ -77,6 +112,8 @@ struct History: Sendable, CustomStringConvertible {
     let start: Date
     let users: [User]
     let purchases: [Purchase]
+    /// Each Google Play purchase's token, by transaction (order) id.
+    let googleTokens: [String: String]
     /// The messages, in the order they are played.
     private(set) var steps: [Step]
     /// Which of the two servers each step goes to (``steps``' indices).
@@ -105,12 +142,18 @@ struct History: Sendable, CustomStringConvertible {
 
     var description: String {
         var lines = ["seed \(seed): \(users.count) users, \(purchases.count) transactions, \(steps.count) steps"]
+        for user in users {
+            lines.append(
+                "  \(user.id): appAccountToken \(user.appAccountToken ?? "-"), "
+                    + "obfuscatedExternalAccountId \(user.googleAccountID ?? "-")")
+        }
         for purchase in purchases {
             let refund =
                 (purchase.refundedAt.map { " refunded \(Self.offset($0, from: start))" } ?? "")
                 + (purchase.reversedAt.map { " reversed \(Self.offset($0, from: start))" } ?? "")
             lines.append(
-                "  \(purchase.transactionID) (\(purchase.originalTransactionID)) \(purchase.productID) "
+                "  \(purchase.store == .googlePlay ? "google " : "")"
+                    + "\(purchase.transactionID) (\(purchase.originalTransactionID)) \(purchase.productID) "
                     + "by \(purchase.buyer) at \(Self.offset(purchase.purchasedAt, from: start))"
                     + (purchase.expiresAt.map { " until \(Self.offset($0, from: start))" } ?? "") + refund)
         }
@@ -141,12 +184,19 @@ struct History: Sendable, CustomStringConvertible {
         self.start = Date(timeIntervalSince1970: start.timeIntervalSince1970.rounded(.down))
         var random = SplitMix64(seed: seed)
         let start = self.start
-        users = (1...Int.random(in: 1...2, using: &random)).map { index in
+        var users = (1...Int.random(in: 1...2, using: &random)).map { index in
             User(
                 id: "user-\(index)",
                 appAccountToken: Bool.random(using: &random) ? UUID.random(using: &random).uuidString.lowercased() : nil
             )
         }
+        // Google Play's part of the history is drawn from a generator of its own, so that the App Store's part of a
+        // seed is the one it was before Google joined the simulator (the regression seeds keep their histories).
+        var google = SplitMix64(seed: seed ^ 0x676f_6f67_6c65_2121)
+        for index in users.indices {
+            users[index].setsGoogleAccountID = Double.random(in: 0..<1, using: &google) < 0.7
+        }
+        self.users = users
         var purchases: [Purchase] = []
         var nextID = 1_000
         func newID() -> String {
@@ -203,7 +253,10 @@ struct History: Sendable, CustomStringConvertible {
                     Double.random(in: 3_600...(room - 600), using: &random).rounded(.down))
             }
         }
-        self.purchases = purchases
+        let (googlePurchases, googleTokens, googleSteps) = Self.googlePlay(
+            users: users, seed: seed, start: start, random: &google)
+        self.purchases = purchases + googlePurchases
+        self.googleTokens = googleTokens
 
         // The messages: each transaction presented at least once by its buyer's client, some twice, some without a
         // user; some notified (some twice); refunds notified mostly. Then all shuffled.
@@ -236,6 +289,8 @@ struct History: Sendable, CustomStringConvertible {
             }
         }
         steps.shuffle(using: &random)
+        // Google's steps go in at places drawn from Google's generator; the App Store's keep their order.
+        for step in googleSteps { steps.insert(step, at: Int.random(in: 0...steps.count, using: &google)) }
         self.steps = steps
         // The server of each step, from a generator of its own: the histories of seeds found before two servers
         // played them are unchanged.
@@ -245,9 +300,66 @@ struct History: Sendable, CustomStringConvertible {
         var stalling = SplitMix64(seed: seed ^ 0x7374_616c_6c73_2121)
         stalls = steps.map { step in
             let stalls = Double.random(in: 0..<1, using: &stalling) < 0.2
-            if case .present = step { return stalls }
-            return false
+            return step.isPresentation && stalls
         }
+    }
+
+    /// The Google Play part of a history: each user's recent purchases (Google refunds a purchase not acknowledged
+    /// within three days, so the ones a client presents are bought less than three days before the start): a
+    /// consumable or two, the non-consumable, a monthly subscription in its first period; some refunded (voided) by
+    /// Google before the start. Then the messages: each purchase presented by its buyer's client once or twice, with
+    /// or without the user; notified by Pub/Sub (some twice under one message id); voids notified mostly.
+    static func googlePlay(users: [User], seed: UInt64, start: Date, random: inout SplitMix64) -> (
+        [Purchase], [String: String], [Step]
+    ) {
+        var purchases: [Purchase] = []
+        var tokens: [String: String] = [:]
+        var serial = 0
+        func add(_ user: User, _ product: String, expires: Bool) {
+            serial += 1
+            let purchased = start.addingTimeInterval(
+                -(Double.random(in: 0.01...2.5, using: &random) * day).rounded(.down))
+            // Google's order id form (`GPA.dddd-dddd-dddd-ddddd`), unique to the seed.
+            let digits = String(format: "%016llu", seed % 10_000_000_000_000_000)
+            let order =
+                "GPA.\(digits.dropFirst(4).prefix(4))-\(digits.dropFirst(8).prefix(4))-\(digits.dropFirst(12))-"
+                + String(format: "%05d", serial)
+            var purchase = Purchase(
+                store: .googlePlay, transactionID: order, originalTransactionID: order, productID: product,
+                buyer: user.id, purchasedAt: purchased,
+                expiresAt: expires ? purchased.addingTimeInterval(30 * day) : nil)
+            let room = start.timeIntervalSince(purchased)
+            if !expires, room > 7_200, Double.random(in: 0..<1, using: &random) < 0.2 {
+                purchase.refundedAt = purchased.addingTimeInterval(
+                    Double.random(in: 3_600...(room - 600), using: &random).rounded(.down))
+            }
+            purchases.append(purchase)
+            tokens[order] = "sim\(seed).\(serial).\(UInt32.random(in: 0...UInt32.max, using: &random))"
+        }
+        for user in users {
+            for _ in 0..<Int.random(in: 0...1, using: &random) { add(user, "com.example.app.coins", expires: false) }
+            if Double.random(in: 0..<1, using: &random) < 0.3 { add(user, "com.example.app.lifetime", expires: false) }
+            if Double.random(in: 0..<1, using: &random) < 0.4 { add(user, "com.example.app.monthly", expires: true) }
+        }
+        var steps: [Step] = []
+        for purchase in purchases {
+            for _ in 0..<(Double.random(in: 0..<1, using: &random) < 0.25 ? 2 : 1) {
+                let named = Double.random(in: 0..<1, using: &random) < 0.75
+                steps.append(.presentGoogle(purchase.transactionID, user: named ? purchase.buyer : nil))
+            }
+            if Double.random(in: 0..<1, using: &random) < 0.6 {
+                let message = String(UInt64.random(in: 1...UInt64(1e15), using: &random))
+                steps.append(.notifyGooglePurchase(purchase.transactionID, messageID: message))
+                if Double.random(in: 0..<1, using: &random) < 0.2 {
+                    steps.append(.notifyGooglePurchase(purchase.transactionID, messageID: message))
+                }
+            }
+            if purchase.refundedAt != nil, Double.random(in: 0..<1, using: &random) < 0.8 {
+                let message = String(UInt64.random(in: 1...UInt64(1e15), using: &random))
+                steps.append(.notifyGoogleVoided(purchase.transactionID, messageID: message))
+            }
+        }
+        return (purchases, tokens, steps)
     }
 }
 

@@ -1,3 +1,5 @@
+import Clients
+import Fakes
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -38,25 +40,46 @@ struct SimulatedService: Sendable {
     }
     /// The simulator's accounts: how many apps were made, and each account's API key.
     let accounts = Accounts()
+    /// Google (the OAuth grants, the Play Developer API, Pub/Sub's OIDC keys) on loopback, as every suite has it, and
+    /// the service account every app's key is of (one key: a 2048-bit RSA key per app would cost more than a history).
+    let google: FakeGoogle
+    let googleAccount: FakeGoogle.Account
+    /// The Google Play purchases answered `deliver: true`, which Google must see acknowledged or consumed (invariant 5).
+    let googleDeliveries = GoogleDeliveries()
+    /// The audience and the service account of every app's Pub/Sub push subscription.
+    static let pushAudience = "https://rv.example.com/notifications/google"
+    static let pushAccount = "rtdn-push@receiptverify-test.iam.gserviceaccount.com"
+
+    /// The Google Play purchases the service delivered, each as the fake Google names what acknowledges or consumes it
+    /// (`PACKAGE/products/PRODUCT/TOKEN`, `PACKAGE/subscriptions/PRODUCT/TOKEN`), with the seed that delivered it.
+    actor GoogleDeliveries {
+        private(set) var delivered: [String: (consumes: Bool, seed: UInt64)] = [:]
+
+        func add(_ key: String, consumes: Bool, seed: UInt64) {
+            delivered[key] = delivered[key] ?? (consumes, seed)
+        }
+    }
 
     /// Shared by copies of the service: each app's account, made once, with its API key.
     actor Accounts {
         private var apps = 0
         private var keys: [Int: Task<String, any Error>] = [:]
 
-        /// The account the next app goes to and its key: a plan holds at most 100,000 apps per account, so each
-        /// account takes 50,000 histories.
-        func next(in tenancy: TenancyService) async throws -> (email: String, key: String) {
-            let index = apps / 50_000
+        /// The account the next app goes to and its key: each account takes 100 histories, as accounts hold a few
+        /// apps (adding an app with Android packages reads the account's other apps, to refuse a package another app
+        /// of the account holds: with every history's app in one account, that read grew with the run).
+        func next(in tenancy: TenancyService) async throws -> (email: String, key: String, app: Int) {
+            let index = apps / 100
             apps += 1
+            let app = apps
             let email = "sim-\(index)@example.test"
-            if let made = keys[index] { return (email, try await made.value) }
+            if let made = keys[index] { return (email, try await made.value, app) }
             let making = Task {
                 _ = try await tenancy.createAccount(name: "Sim", email: email, planName: "simulation")
                 return try await tenancy.createAPIKey(account: email, label: nil).clearText
             }
             keys[index] = making
-            return (email, try await making.value)
+            return (email, try await making.value, app)
         }
     }
 
@@ -76,21 +99,57 @@ struct SimulatedService: Sendable {
                 name: "simulation", monthlyQuota: .some(nil), rateLimitPerSecond: 1_000_000,
                 includesEncryptedEndpoint: true, monthlyPriceCents: nil, overagePricePer1000Cents: nil,
                 limits: [.apps: 100_000])
-            // The second server: its own connection to the same database, its own caches.
-            return try await location.withStore(logger: logger) { secondStore in
-                let first = try server(TenancyService(store: store, masterKey: masterKey), logger: logger)
-                let second = try server(TenancyService(store: secondStore, masterKey: masterKey), logger: logger)
-                let stalling = try server(
-                    TenancyService(store: secondStore, masterKey: masterKey), deadline: stallingDeadline(kind),
-                    logger: logger)
-                return try await first.test(.router) { firstClient in
-                    try await second.test(.router) { secondClient in
-                        try await stalling.test(.router) { stallingClient in
-                            try await body(
-                                SimulatedService(
-                                    tenancy: tenancy, clients: [firstClient, secondClient],
-                                    stallingClient: stallingClient))
-                        }
+            let google = FakeGoogle()
+            let googleAccount = try FakeGoogle.Account.make()
+            google.add(googleAccount)
+            return try await withLoopbackServer(google.router(), label: "fake-google") { googleURL in
+                let googlePlay = GooglePlayConfiguration(
+                    apiURL: googleURL, tokenURL: googleURL + "/token", pushKeysURL: googleURL + "/oauth2/v3/certs")
+                // One client of Google's API for the three servers (each process has its own in production; the
+                // fake's purchases do not change while a history plays, so a shared answer cache changes nothing).
+                let client = GooglePlayClient(configuration: googlePlay, logger: logger)
+                do {
+                    let result = try await withServers(
+                        kind, store: store, location: location, masterKey: masterKey, googlePlay: googlePlay,
+                        client: client, logger: logger
+                    ) { clients, stallingClient in
+                        try await body(
+                            SimulatedService(
+                                tenancy: tenancy, clients: clients, stallingClient: stallingClient, google: google,
+                                googleAccount: googleAccount))
+                    }
+                    try await client.shutdown()
+                    return result
+                } catch {
+                    try? await client.shutdown()
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// Runs `body` with the three servers' clients.
+    private static func withServers<T: Sendable>(
+        _ kind: StoreKind, store: any DataStore, location: StoreLocation, masterKey: MasterKey,
+        googlePlay: GooglePlayConfiguration, client: GooglePlayClient, logger: Logger,
+        _ body: @Sendable ([any TestClientProtocol], any TestClientProtocol) async throws -> T
+    ) async throws -> T {
+        // The second server: its own connection to the same database, its own caches.
+        try await location.withStore(logger: logger) { secondStore in
+            func server(_ store: any DataStore, deadline: Duration = .seconds(15)) throws
+                -> Application<RouterResponder<ServerContext>>
+            {
+                try SimulatedService.server(
+                    TenancyService(store: store, masterKey: masterKey), deadline: deadline, googlePlay: googlePlay,
+                    client: client, logger: logger)
+            }
+            let first = try server(store)
+            let second = try server(secondStore)
+            let stalling = try server(secondStore, deadline: stallingDeadline(kind))
+            return try await first.test(.router) { firstClient in
+                try await second.test(.router) { secondClient in
+                    try await stalling.test(.router) { stallingClient in
+                        try await body([firstClient, secondClient], stallingClient)
                     }
                 }
             }
@@ -99,30 +158,42 @@ struct SimulatedService: Sendable {
 
     /// One server as `serve` builds it: production defaults (the authentication cache included), but a deadline fit
     /// for a shared machine (or `deadline`).
-    private static func server(_ tenancy: TenancyService, deadline: Duration = .seconds(15), logger: Logger) throws
-        -> Application<RouterResponder<ServerContext>>
-    {
+    private static func server(
+        _ tenancy: TenancyService, deadline: Duration, googlePlay: GooglePlayConfiguration, client: GooglePlayClient,
+        logger: Logger
+    ) throws -> Application<RouterResponder<ServerContext>> {
         var configuration = ServerConfiguration()
         configuration.databaseTimeout = deadline
+        configuration.googlePlay = googlePlay
+        configuration.googleAcknowledgeFirstRetry = .seconds(1)
         return try buildApplication(
             configuration: configuration, tenancy: tenancy,
             verification: VerificationService(
-                verifier: ReceiptVerifier(anchors: try TrustAnchors(encoded: [pki.rootDER])), apple: nil),
+                verifier: ReceiptVerifier(anchors: try TrustAnchors(encoded: [pki.rootDER])), apple: nil,
+                googlePlay: client),
             logger: logger)
     }
 
-    /// A new app selling the history's catalog, delivering once, flagging purchases of other users.
+    /// A new app selling the history's catalog on both stores (an Android package of its own, Google's purchases
+    /// read with the simulator's service account, notifications pushed by the simulator's Pub/Sub subscription),
+    /// delivering once, flagging purchases of other users.
     func newApp() async throws -> Tenant {
+        let (account, key, number) = try await accounts.next(in: tenancy)
+        let package = "com.example.sim\(number)"
+        google.grant(googleAccount, package: package)
         var settings = AppSettings(
             bundleIDs: [History.bundleID], allowedEnvironments: ["production", "sandbox"], verificationMode: "local",
             allowsTestData: true)
+        settings.packageNames = [package]
+        settings.googleServiceAccountJSON = googleAccount.keyFile
+        settings.googlePubSubAudience = Self.pushAudience
+        settings.googlePubSubServiceAccount = Self.pushAccount
         settings.testAnchors = try TrustAnchors(encoded: [Self.pki.rootDER]).anchors.map(\.fingerprint)
         settings.productCatalog = History.catalog.map(\.catalogEntry)
         settings.deliveryMode = "once"
         // Every history has an app of its own selling one bundle: each app delivers its own purchases once.
         settings.sharesBundleIDs = true
         settings.claimsPolicy = "flag"
-        let (account, key) = try await accounts.next(in: tenancy)
         let token = try await tenancy.addApp(account: account, settings: settings).token
         // An endpoint takes every event, so the events of `/api` calls are kept too; the simulator reads them from
         // the outbox (invariant 3). Each server's deliverer runs, but the host does not resolve: every attempt fails
@@ -130,13 +201,14 @@ struct SimulatedService: Sendable {
         _ = try await tenancy.addWebhookEndpoint(
             token: token, url: "https://receiver.example.com/hooks", environments: Set(StoreEnvironment.allCases),
             eventTypes: ["*"], forwardsSignedPayload: false)
-        return Tenant(token: token, apiKey: key)
+        return Tenant(token: token, apiKey: key, package: package)
     }
 
-    /// An app of the simulator's, and the key of its account.
+    /// An app of the simulator's, the key of its account, and its Android package.
     struct Tenant: Sendable {
         let token: String
         let apiKey: String
+        let package: String
     }
 
     // MARK: - Requests
@@ -172,6 +244,71 @@ struct SimulatedService: Sendable {
             uri: "/notifications/\(token)", method: .post, headers: [.contentType: "application/json"],
             body: ByteBuffer(string: JSONValue.object(body).encodedString)
         ) { $0.status }
+    }
+
+    /// Pushes Google's developer notification `notification` (its JSON) as Pub/Sub does, as message `messageID`.
+    func pushGoogleNotification(token: String, messageID: String, notification: String, server: Int) async throws
+        -> HTTPResponse.Status
+    {
+        let authorization = "Bearer " + google.pushToken(audience: Self.pushAudience, email: Self.pushAccount)
+        return try await clients[server].execute(
+            uri: "/notifications/google/\(token)", method: .post,
+            headers: [.contentType: "application/json", .authorization: authorization],
+            body: ByteBuffer(string: FakeGoogle.pushBody(messageID: messageID, notification: notification))
+        ) { $0.status }
+    }
+
+    // MARK: - Google Play's resources
+
+    /// Google's purchases of `history` as the Play Developer API states them now, set on the fake for `package`:
+    /// one-time products purchased (Google's resource keeps stating a refunded one purchased: its refunds are told by
+    /// voided purchases), subscriptions active in their first period, none acknowledged yet.
+    func setGooglePurchases(of history: History, package: String) {
+        for purchase in history.purchases where purchase.store == .googlePlay {
+            guard let token = history.googleTokens[purchase.transactionID] else { continue }
+            let accountID = history.user(purchase.buyer)?.googleAccountID
+            let millis = Int64((purchase.purchasedAt.timeIntervalSince1970 * 1_000).rounded(.down))
+            if let expires = purchase.expiresAt {
+                let account = accountID.map {
+                    #","externalAccountIdentifiers":{"obfuscatedExternalAccountId":"\#($0)"}"#
+                }
+                google.setSubscription(
+                    package, token: token,
+                    """
+                    {"kind":"androidpublisher#subscriptionPurchaseV2","regionCode":"FR",\
+                    "startTime":"\(Simulator.rfc3339(purchase.purchasedAt))",\
+                    "subscriptionState":"\(expires > Date() ? "SUBSCRIPTION_STATE_ACTIVE" : "SUBSCRIPTION_STATE_EXPIRED")",\
+                    "latestOrderId":"\(purchase.transactionID)",\
+                    "acknowledgementState":"ACKNOWLEDGEMENT_STATE_PENDING"\(account ?? ""),\
+                    "lineItems":[{"productId":"\(purchase.productID)","expiryTime":"\(Simulator.rfc3339(expires))",\
+                    "latestSuccessfulOrderId":"\(purchase.transactionID)",\
+                    "autoRenewingPlan":{"autoRenewEnabled":true},"offerDetails":{"basePlanId":"monthly"}}]}
+                    """)
+            } else {
+                let account = accountID.map { #","obfuscatedExternalAccountId":"\#($0)""# }
+                google.setProduct(
+                    package, purchase.productID, token: token,
+                    """
+                    {"kind":"androidpublisher#productPurchase","purchaseTimeMillis":"\(millis)","purchaseState":0,\
+                    "consumptionState":0,"developerPayload":"","orderId":"\(purchase.transactionID)",\
+                    "acknowledgementState":0,"quantity":1,"regionCode":"FR"\(account ?? "")}
+                    """)
+            }
+        }
+    }
+
+    /// Lists `purchase`'s refund among `package`'s voided purchases, as Google lists it once it voided the order.
+    func listGoogleVoid(_ purchase: Purchase, token: String, package: String) {
+        guard let refunded = purchase.refundedAt else { return }
+        let millis = Int64((refunded.timeIntervalSince1970 * 1_000).rounded(.down))
+        let purchased = Int64((purchase.purchasedAt.timeIntervalSince1970 * 1_000).rounded(.down))
+        google.addVoided(
+            package,
+            """
+            {"kind":"androidpublisher#voidedPurchase","purchaseToken":"\(token)","orderId":"\(purchase.transactionID)",\
+            "purchaseTimeMillis":"\(purchased)","voidedTimeMillis":"\(millis)","voidedSource":0,"voidedReason":1,\
+            "voidedQuantity":1}
+            """)
     }
 
     // MARK: - Signed items

@@ -1,3 +1,4 @@
+import Fakes
 import Foundation
 import HTTPTypes
 import MoneyModel
@@ -45,6 +46,7 @@ struct Simulator: Sendable {
     /// Plays `history` on a new app; nil if every invariant held after every step.
     func play(_ history: History) async throws -> Failure? {
         let tenant = try await service.newApp()
+        service.setGooglePurchases(of: history, package: tenant.package)
         var model = history.model
         let products = model.products
         for (index, step) in history.steps.enumerated() {
@@ -58,24 +60,30 @@ struct Simulator: Sendable {
             case .answered(let user, let view): answered = (user, view)
             case .done: answered = nil
             }
-            // The views a step can change: its buyer's and the request's user's (who may hold the purchase). A
-            // presentation's answer carries its user's view (`customer`), which is checked as it is.
+            // The views a step can change: its buyer's and the request's user's (who may hold the purchase), on the
+            // step's store. A presentation's answer carries its user's view (`customer`), which is checked as it is.
+            let store = model.purchases[step.transactionID]?.store ?? .appStore
             var users = Set([step.buyer(in: model), step.user].compactMap { $0 })
             if let (user, view) = answered {
                 users.remove(user)
-                if let message = compare(view, of: user, with: model) { return Failure(step: index, message: message) }
+                if let message = compare(view, of: user, on: store, with: model) {
+                    return Failure(step: index, message: message)
+                }
             }
             // Each view is read from both servers: a change one server recorded is seen by the other at once.
             for user in users.sorted() {
-                if let message = try await checkCustomer(user, tenant: tenant, model: model) {
+                if let message = try await checkCustomer(user, on: store, tenant: tenant, model: model) {
                     return Failure(step: index, message: message)
                 }
             }
         }
-        // At the end, every user's, and what a webhook receiver was told.
+        // At the end, every user's on each store the history sells on, and what a webhook receiver was told.
+        let stores = MoneyModel.Store.allCases.filter { store in history.purchases.contains { $0.store == store } }
         for user in history.users {
-            if let message = try await checkCustomer(user.id, tenant: tenant, model: model) {
-                return Failure(step: history.steps.count, message: message)
+            for store in stores {
+                if let message = try await checkCustomer(user.id, on: store, tenant: tenant, model: model) {
+                    return Failure(step: history.steps.count, message: message)
+                }
             }
         }
         if let message = try await checkReceiver(of: history, tenant: tenant, model: model) {
@@ -102,6 +110,8 @@ struct Simulator: Sendable {
         var random = SplitMix64(seed: history.seed ^ 0x7265_6365_6976_6572)
         events += events.filter { _ in Double.random(in: 0..<1, using: &random) < 0.3 }
         events.shuffle(using: &random)
+        // A customer's events are each environment's (the simulator's App Store items are test data, kept in Xcode;
+        // its Google Play purchases are Production's), ordered by their own sequence.
         var applied: [String: (sequence: Int64, after: JSONValue)] = [:]
         var rows: [String: (asOf: Int64, refunded: Bool)] = [:]
         for event in events where event.type.hasPrefix("transaction.") {
@@ -125,17 +135,27 @@ struct Simulator: Sendable {
                 return "a customer.entitlements_changed event without app_user_id, sequence or after: "
                     + JSONValue.object(event.data).encodedString
             }
-            if sequence > applied[user]?.sequence ?? Int64.min { applied[user] = (sequence, after) }
+            let key = "\(event.environment.rawValue)/\(user)"
+            if sequence > applied[key]?.sequence ?? Int64.min { applied[key] = (sequence, after) }
         }
         for user in history.users {
-            var view = JSONObject(capacity: 1)
-            view.append("entitlements", applied[user.id]?.after ?? .array([]))
-            if let message = compare(.object(view), of: user.id, with: model) {
-                return "the webhook receiver's \(message) (after \(events.count) deliveries, the last applied "
-                    + "sequence \(applied[user.id].map { String($0.sequence) } ?? "none"))"
+            for store in MoneyModel.Store.allCases {
+                let key = "\(Self.environment(of: store))/\(user.id)"
+                var view = JSONObject(capacity: 1)
+                view.append("entitlements", applied[key]?.after ?? .array([]))
+                if let message = compare(.object(view), of: user.id, on: store, with: model) {
+                    return "the webhook receiver's \(message) (after \(events.count) deliveries, the last applied "
+                        + "sequence \(applied[key].map { String($0.sequence) } ?? "none"))"
+                }
             }
         }
         return nil
+    }
+
+    /// The environment the service keeps `store`'s purchases of the simulator in: the App Store items, signed by the
+    /// simulator's own PKI, are test data (`Xcode`); Google's purchases are `Production`.
+    static func environment(of store: MoneyModel.Store) -> String {
+        store == .appStore ? "Xcode" : "Production"
     }
 
     /// What a step came to.
@@ -166,28 +186,59 @@ struct Simulator: Sendable {
                 purchase, of: history.user(purchase.buyer), products: products, signedAt: signedAt)
             var fields = [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", jws)]
             if let userID { fields.append(("app_user_id", userID)) }
-            if stalling {
-                let stalled = try await service.post("/api", form: fields, server: SimulatedService.stalling)
-                if traces {
-                    print("\(step) on the stalling server -> \(JSONValue.object(stalled.json).encodedString)")
-                }
-                await stalls.count(stalled.status == .serviceUnavailable)
-                if stalled.status != .serviceUnavailable {
-                    // A view the stalling database could not give in time is left out (docs/api.md, "customer"):
-                    // the user's view is then read from both servers.
-                    return check(
-                        stalled, of: step, expected: model.presented(id, user: userID, signedAt: signedAt),
-                        viewMayBeMissing: true)
-                }
-                guard stalled.json["retryable"] == .bool(true) else {
-                    return .failed(
-                        "\(step): the stalling server answered 503 without retryable: "
-                            + JSONValue.object(stalled.json).encodedString)
-                }
+            return try await present(
+                step, fields: fields, on: server, stalling: stalling,
+                expect: { model.presented(id, user: userID, signedAt: signedAt) }
+            ).result
+        case .presentGoogle(let id, let userID):
+            guard let purchase = model.purchases[id], let token = history.googleTokens[id] else { return .done }
+            var fields = [
+                ("apikey", tenant.apiKey), ("token", tenant.token), ("store", "google_play"),
+                ("package_name", tenant.package), ("product_id", purchase.productID), ("purchase_token", token),
+            ]
+            if let userID { fields.append(("app_user_id", userID)) }
+            let performed = try await present(
+                step, fields: fields, on: server, stalling: stalling,
+                expect: { model.presented(id, user: userID, stating: .none, signedAt: Date()) })
+            // What was delivered, Google must see acknowledged, or consumed if it is a consumable (invariant 5).
+            if case .delivered = performed.delivery {
+                let kind = purchase.expiresAt == nil ? "products" : "subscriptions"
+                await service.googleDeliveries.add(
+                    "\(tenant.package)/\(kind)/\(purchase.productID)/\(token)",
+                    consumes: products[purchase.productID]?.kind == .consumable, seed: history.seed)
             }
-            let answer = try await service.post("/api", form: fields, server: server)
-            if traces { print("\(step) on server \(server) -> \(JSONValue.object(answer.json).encodedString)") }
-            return check(answer, of: step, expected: model.presented(id, user: userID, signedAt: signedAt))
+            return performed.result
+        case .notifyGooglePurchase(let id, let messageID), .notifyGoogleVoided(let id, let messageID):
+            guard let purchase = model.purchases[id], let token = history.googleTokens[id] else { return .done }
+            let now = Int64((Date().timeIntervalSince1970 * 1_000).rounded(.down))
+            let body: String
+            if case .notifyGoogleVoided = step {
+                service.listGoogleVoid(purchase, token: token, package: tenant.package)
+                body = """
+                    "voidedPurchaseNotification":{"purchaseToken":"\(token)","orderId":"\(id)",\
+                    "productType":\(purchase.expiresAt == nil ? 2 : 1),"refundType":1}
+                    """
+            } else if purchase.expiresAt == nil {
+                body = """
+                    "oneTimeProductNotification":{"version":"1.0","notificationType":1,\
+                    "purchaseToken":"\(token)","sku":"\(purchase.productID)"}
+                    """
+            } else {
+                body = """
+                    "subscriptionNotification":{"version":"1.0","notificationType":4,\
+                    "purchaseToken":"\(token)","subscriptionId":"\(purchase.productID)"}
+                    """
+            }
+            let notification =
+                #"{"version":"1.0","packageName":"\#(tenant.package)","eventTimeMillis":"\#(now)",\#(body)}"#
+            let status = try await service.pushGoogleNotification(
+                token: tenant.token, messageID: messageID, notification: notification, server: server)
+            guard status == .ok else { return .failed("\(step): the push was answered \(status.code)") }
+            if case .notifyGoogleVoided = step {
+                model.notified(id, stating: .refunded, signedAt: purchase.refundedAt ?? history.start)
+            } else {
+                model.notified(id, stating: .none, signedAt: Date())
+            }
         case .notifyPurchase(let id, let uuid), .notifyRefund(let id, let uuid), .notifyReversal(let id, let uuid):
             guard let purchase = model.purchases[id] else { return .done }
             let statement: MoneyModel.Statement
@@ -228,6 +279,49 @@ struct Simulator: Sendable {
         return .done
     }
 
+    /// A presentation's outcome, and whether the answer delivered the purchase.
+    struct Presented {
+        enum Delivery { case delivered, notDelivered }
+        let result: Performed
+        let delivery: Delivery
+    }
+
+    /// Posts a presentation (first to the stalling server, with `stalling`: on its 503, which must say retryable,
+    /// again to `server`) and checks the answer against `expect`, the model's expectation, asked once an answer that
+    /// is not a 503 came.
+    private func present(
+        _ step: History.Step, fields: [(String, String)], on server: Int, stalling: Bool,
+        expect: () -> MoneyModel.Expectation
+    ) async throws -> Presented {
+        func checked(_ answer: SimulatedService.Answer, viewMayBeMissing: Bool) -> Presented {
+            let expected = expect()
+            let result = check(answer, of: step, expected: expected, viewMayBeMissing: viewMayBeMissing)
+            if case .failed = result { return Presented(result: result, delivery: .notDelivered) }
+            return Presented(result: result, delivery: expected.deliver ? .delivered : .notDelivered)
+        }
+        if stalling {
+            let stalled = try await service.post("/api", form: fields, server: SimulatedService.stalling)
+            if traces {
+                print("\(step) on the stalling server -> \(JSONValue.object(stalled.json).encodedString)")
+            }
+            await stalls.count(stalled.status == .serviceUnavailable)
+            if stalled.status != .serviceUnavailable {
+                // A view the stalling database could not give in time is left out (docs/api.md, "customer"): the
+                // user's view is then read from both servers.
+                return checked(stalled, viewMayBeMissing: true)
+            }
+            guard stalled.json["retryable"] == .bool(true) else {
+                return Presented(
+                    result: .failed(
+                        "\(step): the stalling server answered 503 without retryable: "
+                            + JSONValue.object(stalled.json).encodedString), delivery: .notDelivered)
+            }
+        }
+        let answer = try await service.post("/api", form: fields, server: server)
+        if traces { print("\(step) on server \(server) -> \(JSONValue.object(answer.json).encodedString)") }
+        return checked(answer, viewMayBeMissing: false)
+    }
+
     /// Checks a presentation's answer against what the model says of it (invariant 1).
     private func check(
         _ answer: SimulatedService.Answer, of step: History.Step, expected: MoneyModel.Expectation,
@@ -254,16 +348,17 @@ struct Simulator: Sendable {
         return .answered(user: user, view: answer.json["customer"])
     }
 
-    /// Compares `user`'s customer view with the model's entitlements now. The simulator's PKI signs test data, which
-    /// the ledger keeps in the `Xcode` environment.
-    private func checkCustomer(_ user: String, tenant: SimulatedService.Tenant, model: MoneyModel) async throws
-        -> String?
-    {
+    /// Compares `user`'s customer view on `store` (its environment's: ``environment(of:)``) with the model's
+    /// entitlements now.
+    private func checkCustomer(
+        _ user: String, on store: MoneyModel.Store, tenant: SimulatedService.Tenant, model: MoneyModel
+    ) async throws -> String? {
         for server in service.clients.indices {
             let answer = try await service.post(
                 "/api/customers",
                 form: [
-                    ("apikey", tenant.apiKey), ("token", tenant.token), ("app_user_id", user), ("environment", "Xcode"),
+                    ("apikey", tenant.apiKey), ("token", tenant.token), ("app_user_id", user),
+                    ("environment", Self.environment(of: store)),
                 ], server: server)
             guard answer.status == .ok else {
                 return "customer \(user) on server \(server): answered \(answer.status.code) "
@@ -272,17 +367,19 @@ struct Simulator: Sendable {
             if traces {
                 print("customer \(user) on server \(server) -> \(JSONValue.object(answer.json).encodedString)")
             }
-            if let message = compare(answer.json["customer"], of: user, with: model) {
+            if let message = compare(answer.json["customer"], of: user, on: store, with: model) {
                 return "on server \(server): \(message)"
             }
         }
         return nil
     }
 
-    /// Compares `view` (a `customer` object) with the model's entitlements of `user` now.
-    private func compare(_ view: JSONValue?, of user: String, with model: MoneyModel) -> String? {
+    /// Compares `view` (a `customer` object) with the model's entitlements of `user` on `store` now.
+    private func compare(_ view: JSONValue?, of user: String, on store: MoneyModel.Store, with model: MoneyModel)
+        -> String?
+    {
         let now = Date()
-        let expected = model.entitlements(of: user, at: now).map { entitlement in
+        let expected = model.entitlements(of: user, at: now, on: store).map { entitlement in
             "\(entitlement.name) until \(entitlement.expiresAt.map(Self.rfc3339) ?? "ever")"
         }
         let active = (view?["entitlements"]?.arrayValue ?? []).filter { $0["active"] == .bool(true) }
@@ -290,9 +387,58 @@ struct Simulator: Sendable {
             "\(entitlement["name"]?.stringValue ?? "?") until \(entitlement["expires_at"]?.stringValue ?? "ever")"
         }.sorted()
         guard actual == expected else {
-            return "customer \(user): active entitlements \(actual), the model says \(expected)"
+            return "customer \(user) (\(Self.environment(of: store))): active entitlements \(actual), "
+                + "the model says \(expected)"
         }
         return nil
+    }
+
+    /// Invariant 5, once the run's histories are played: every Google Play purchase the service delivered is
+    /// acknowledged with Google, or consumed if it is a consumable, and nothing it did not deliver is. Google refunds a
+    /// purchase left unacknowledged three days after it; every simulated purchase is less than two and a half days
+    /// old, and each server's acknowledger runs every second. Waits up to `patience` for the last ones; one still
+    /// missing then must be pending in the ledger and due again within `due`: the stalling server's claims and
+    /// records run out of its deadline, and a claim whose answer was lost holds its rows for the claim's lease (about
+    /// four minutes), which Google's three days allow but a run does not wait for.
+    func checkGoogleAcknowledgements(patience: Duration = .seconds(10), due: TimeInterval = 300) async throws
+        -> String?
+    {
+        let delivered = await service.googleDeliveries.delivered
+        let waited = ContinuousClock.now
+        while true {
+            let acknowledged = Set(service.google.acknowledged)
+            let consumed = Set(service.google.consumed)
+            let missing = delivered.filter { key, expected in
+                expected.consumes ? !consumed.contains(key) : !acknowledged.contains(key)
+            }
+            let stray = acknowledged.union(consumed).filter { key in
+                guard let expected = delivered[key] else { return true }
+                return expected.consumes ? acknowledged.contains(key) : consumed.contains(key)
+            }
+            if !stray.isEmpty {
+                return
+                    "Google was told of purchases the service did not deliver so (acknowledged \(acknowledged.count), "
+                    + "consumed \(consumed.count)): \(stray.sorted().prefix(5))"
+            }
+            if missing.isEmpty { return nil }
+            if ContinuousClock.now - waited > patience {
+                // What the ledger holds pending and due within `due` (claimed here: the run is over).
+                let pending = try await service.tenancy.store.claimGoogleAcknowledgements(
+                    dueBy: Date().addingTimeInterval(due), lease: .seconds(3_600), limit: 100_000)
+                let scheduled = Set(pending.map(\.purchaseToken))
+                let lost = missing.filter { key, _ in !scheduled.contains(String(key.split(separator: "/").last ?? ""))
+                }
+                guard !lost.isEmpty else { return nil }
+                let first = lost.sorted { $0.value.seed < $1.value.seed }.prefix(5)
+                return "\(lost.count) of \(delivered.count) delivered Google Play purchases were not acknowledged or "
+                    + "consumed in \(patience), nor pending and due within \(Int(due)) s: "
+                    + first.map {
+                        "\($0.key) (seed \($0.value.seed), \($0.value.consumes ? "consume" : "acknowledge"))"
+                    }
+                    .joined(separator: ", ")
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
     }
 
     static func rfc3339(_ date: Date) -> String {
