@@ -12,6 +12,7 @@ import ReceiptServer
 import ReceiptService
 import ReceiptStore
 import ReceiptTestKit
+import Synchronization
 import TestSupport
 
 /// The real service in process, over a real store, as the simulator drives it: two servers as `serve` builds them (the
@@ -39,13 +40,77 @@ struct SimulatedService: Sendable {
             ProcessInfo.processInfo.environment["SIMULATION_STALL_MS"].flatMap(Int.init) ?? (kind == .sqlite ? 3 : 10))
     }
     /// The simulator's accounts: how many apps were made, and each account's API key.
-    let accounts = Accounts()
+    let accounts: Accounts
     /// Google (the OAuth grants, the Play Developer API, Pub/Sub's OIDC keys) on loopback, as every suite has it, and
     /// the service account every app's key is of (one key: a 2048-bit RSA key per app would cost more than a history).
     let google: FakeGoogle
     let googleAccount: FakeGoogle.Account
     /// The Google Play purchases answered `deliver: true`, which Google must see acknowledged or consumed (invariant 5).
     let googleDeliveries = GoogleDeliveries()
+    /// The billable answers the servers gave, by API key (invariant 6).
+    let verdicts: Verdicts
+
+    /// The answers that count as billable usage, by the API key that asked (docs/usage.md: a call that reached a
+    /// verdict: status 0, 403, or one of Apple's verdict codes; never a 503, a 401 or Apple's own failures).
+    final class Verdicts: Sendable {
+        private let counts = Mutex<[String: Int]>([:])
+        /// The first and last instant an answer was counted (the usage months to read).
+        private let span = Mutex<(first: Date, last: Date)?>(nil)
+
+        static func isBillable(_ status: Int) -> Bool {
+            switch status {
+            case 0, 403: true
+            case 21005, 21009: false
+            case 21000...21099: true
+            default: false
+            }
+        }
+
+        func count(apiKey: String, status: Int) {
+            guard Self.isBillable(status) else { return }
+            counts.withLock { $0[apiKey, default: 0] += 1 }
+            let now = Date()
+            span.withLock { $0 = ($0?.first ?? now, now) }
+        }
+
+        var byKey: [String: Int] { counts.withLock { $0 } }
+        var months: [UsageMonth] {
+            guard let (first, last) = span.withLock({ $0 }) else { return [] }
+            var months = [UsageMonth(containing: first)]
+            while let month = months.last, month < UsageMonth(containing: last) { months.append(month.next) }
+            return months
+        }
+    }
+
+    /// Counts the servers logged lost when they stopped ("usage counts could not be written before stopping"), by
+    /// account id.
+    final class LostUsage: Sendable {
+        private let lost = Mutex<[String: Int]>([:])
+
+        var byAccount: [String: Int] { lost.withLock { $0 } }
+
+        /// A log handler that keeps those counts and drops every other line (the simulator logs nothing else).
+        var handler: Handler { Handler(lost: self) }
+
+        struct Handler: LogHandler {
+            let lost: LostUsage
+            var logLevel: Logger.Level = .error
+            var metadata: Logger.Metadata = [:]
+
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { metadata[key] }
+                set { metadata[key] = newValue }
+            }
+
+            func log(event: LogEvent) {
+                guard case .string(let account)? = event.metadata?["account.id"],
+                    case .string(let calls)? = event.metadata?["usage.lost_calls"], let number = Int(calls)
+                else { return }
+                lost.lost.withLock { $0[account, default: 0] += number }
+            }
+        }
+    }
+
     /// The audience and the service account of every app's Pub/Sub push subscription.
     static let pushAudience = "https://rv.example.com/notifications/google"
     static let pushAccount = "rtdn-push@receiptverify-test.iam.gserviceaccount.com"
@@ -65,6 +130,12 @@ struct SimulatedService: Sendable {
         private var apps = 0
         private var keys: [Int: Task<String, any Error>] = [:]
 
+        /// The account whose key is `key`.
+        func email(ofKey key: String) async -> String? {
+            for (index, made) in keys where (try? await made.value) == key { return "sim-\(index)@example.test" }
+            return nil
+        }
+
         /// The account the next app goes to and its key: each account takes 100 histories, as accounts hold a few
         /// apps (adding an app with Android packages reads the account's other apps, to refuse a package another app
         /// of the account holds: with every history's app in one account, that read grew with the run).
@@ -83,16 +154,15 @@ struct SimulatedService: Sendable {
         }
     }
 
-    /// Runs `body` with the service over a fresh store of `kind`.
+    /// Runs `body` with the service over a fresh store of `kind`; then stops the servers and checks invariant 6
+    /// (returned, nil when it held).
     static func with<T: Sendable>(_ kind: StoreKind, _ body: @Sendable (SimulatedService) async throws -> T)
-        async throws -> T
+        async throws -> (T, usage: String?)
     {
         try await withTestStore(kind) { store, location in
-            let logger = {
-                var logger = Logger(label: "simulator")
-                logger.logLevel = .critical
-                return logger
-            }()
+            let lost = LostUsage()
+            let logger = Logger(label: "simulator", factory: { _ in lost.handler })
+            let verdicts = Verdicts()
             let masterKey = MasterKey.generate()
             let tenancy = TenancyService(store: store, masterKey: masterKey)
             _ = try await tenancy.setPlan(
@@ -109,23 +179,54 @@ struct SimulatedService: Sendable {
                 // fake's purchases do not change while a history plays, so a shared answer cache changes nothing).
                 let client = GooglePlayClient(configuration: googlePlay, logger: logger)
                 do {
+                    let accounts = Accounts()
                     let result = try await withServers(
                         kind, store: store, location: location, masterKey: masterKey, googlePlay: googlePlay,
                         client: client, logger: logger
                     ) { clients, stallingClient in
                         try await body(
                             SimulatedService(
-                                tenancy: tenancy, clients: clients, stallingClient: stallingClient, google: google,
-                                googleAccount: googleAccount))
+                                tenancy: tenancy, clients: clients, stallingClient: stallingClient,
+                                accounts: accounts, google: google, googleAccount: googleAccount,
+                                verdicts: verdicts))
                     }
                     try await client.shutdown()
-                    return result
+                    // The servers have stopped, each after its last usage flush.
+                    let usage = try await checkUsage(
+                        verdicts, lost: lost.byAccount, accounts: accounts, tenancy: tenancy)
+                    return (result, usage)
                 } catch {
                     try? await client.shutdown()
                     throw error
                 }
             }
         }
+    }
+
+    /// Invariant 6, once the servers stopped: each account's usage as the store holds it is at most the billable
+    /// answers its key was given (nothing counted twice or without an answer), and at least those answers less the
+    /// counts the servers logged lost when they stopped (nothing lost silently). A count is logged lost when its flush
+    /// was not confirmed by the stop: a flush given up at its deadline may still land, so the two bounds are not one
+    /// number while a server's database stalls.
+    private static func checkUsage(
+        _ verdicts: Verdicts, lost: [String: Int], accounts: Accounts, tenancy: TenancyService
+    ) async throws -> String? {
+        for (key, answered) in verdicts.byKey.sorted(by: { $0.key < $1.key }) {
+            guard let email = await accounts.email(ofKey: key) else { return "an API key of no simulator account" }
+            let account = try await tenancy.account(email)
+            var stored = 0
+            for month in verdicts.months {
+                stored += try await tenancy.usage(month: month, account: email, appToken: nil).reduce(0) {
+                    $0 + $1.calls
+                }
+            }
+            let logged = lost[account.id.uuidString.lowercased()] ?? 0
+            guard stored <= answered, answered <= stored + logged else {
+                return "invariant 6: \(email) was given \(answered) billable answers; the store counts \(stored) and "
+                    + "the servers logged \(logged) lost"
+            }
+        }
+        return nil
     }
 
     /// Runs `body` with the three servers' clients.
@@ -225,7 +326,7 @@ struct SimulatedService: Sendable {
         allowed.insert(charactersIn: "-._~")
         let text = fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed)!)" }
             .joined(separator: "&")
-        return try await (server == Self.stalling ? stallingClient : clients[server]).execute(
+        let answer = try await (server == Self.stalling ? stallingClient : clients[server]).execute(
             uri: uri, method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
             body: ByteBuffer(string: text)
         ) { response in
@@ -234,6 +335,10 @@ struct SimulatedService: Sendable {
             }
             return Answer(status: response.status, json: object)
         }
+        if let key = fields.first(where: { $0.0 == "apikey" })?.1, case .integer(let status)? = answer.json["status"] {
+            verdicts.count(apiKey: key, status: Int(status))
+        }
+        return answer
     }
 
     /// Posts an App Store Server Notification to server `server`.

@@ -58,7 +58,7 @@ import Testing
     /// stops the run and is shrunk.
     func run(_ seeds: [UInt64], on kind: StoreKind, printing: Bool) async throws {
         let started = ContinuousClock.now
-        let (played, failure, stalls, acknowledgements) = try await SimulatedService.with(kind) { service in
+        let ((played, failure, stalls, acknowledgements), usage) = try await SimulatedService.with(kind) { service in
             let simulator = Simulator(service: service)
             let (played, failure) = try await play(seeds, with: simulator, printing: printing)
             // Invariant 5 is checked once every history has played (the acknowledgements run in the background).
@@ -80,9 +80,14 @@ import Testing
         if let acknowledgements {
             Issue.record("simulation failed on \(kind), invariant 5 (Google acknowledgements): \(acknowledgements)")
         }
+        // Invariant 6 after the servers stopped; a run that failed earlier stopped in the middle of a history.
+        if failure == nil, acknowledgements == nil, let usage {
+            Issue.record("simulation failed on \(kind), \(usage)")
+        }
         print(
             "simulation: \(played) histories on \(kind) in \(elapsed)"
-                + (failure == nil && acknowledgements == nil ? ", every invariant held" : ", one failed")
+                + (failure == nil && acknowledgements == nil && usage == nil
+                    ? ", every invariant held" : ", one failed")
                 + "; the stalling database answered \(stalls.1) of \(stalls.0) presentations 503")
     }
 
