@@ -136,11 +136,12 @@ struct SimulatedService: Sendable {
             return nil
         }
 
-        /// The account the next app goes to and its key: each account takes 100 histories, as accounts hold a few
+        /// The account the next app goes to and its key: each account takes 10 histories, as accounts hold a few
         /// apps (adding an app with Android packages reads the account's other apps, to refuse a package another app
-        /// of the account holds: with every history's app in one account, that read grew with the run).
+        /// of the account holds: with every history's app in one account, that read grew with the run, and at 100
+        /// apps an account it was still a fifteenth of a history's cost on SQLite).
         func next(in tenancy: TenancyService) async throws -> (email: String, key: String, app: Int) {
-            let index = apps / 100
+            let index = apps / 10
             apps += 1
             let app = apps
             let email = "sim-\(index)@example.test"
