@@ -14,9 +14,13 @@ public struct MoneyModel: Sendable {
     public private(set) var purchases: [String: Purchase] = [:]
     /// What the service has been told, and what it has answered.
     public private(set) var knowledge = Knowledge()
+    /// Whether the app delivers in `confirm` mode: a purchase is offered (`deliver: true`) in every answer until the
+    /// backend confirms its delivery; in `once` mode the answer that offers it is its delivery.
+    public let confirmsDeliveries: Bool
 
-    public init(products: [Product]) {
+    public init(products: [Product], confirmsDeliveries: Bool = false) {
         self.products = Dictionary(uniqueKeysWithValues: products.map { ($0.id, $0) })
+        self.confirmsDeliveries = confirmsDeliveries
     }
 
     /// Adds a store transaction to the truth (the service does not know it yet).
@@ -46,6 +50,11 @@ public struct MoneyModel: Sendable {
         public var claims: [String: String] = [:]
         /// How many times each transaction was answered `deliver: true`.
         public var deliveries: [String: Int] = [:]
+        /// The transactions the service holds delivered: in `once` mode by the answer that offered it, in `confirm`
+        /// mode by the backend's confirmation.
+        public var delivered: Set<String> = []
+        /// In `confirm` mode, the transactions offered and not confirmed yet.
+        public var offered: Set<String> = []
     }
 
     /// What a message says of a transaction's refund, signed at a date.
@@ -106,11 +115,31 @@ public struct MoneyModel: Sendable {
         if let user, let holder = knowledge.claims[purchase.originalTransactionID], holder != user {
             return Expectation(deliver: false, claimedByOther: true)
         }
-        guard knowledge.revoked[transactionID] == nil, knowledge.deliveries[transactionID, default: 0] == 0 else {
+        guard knowledge.revoked[transactionID] == nil, !knowledge.delivered.contains(transactionID) else {
             return Expectation(deliver: false, claimedByOther: false)
         }
-        knowledge.deliveries[transactionID] = 1
+        knowledge.deliveries[transactionID, default: 0] += 1
+        if confirmsDeliveries {
+            knowledge.offered.insert(transactionID)
+        } else {
+            knowledge.delivered.insert(transactionID)
+        }
         return Expectation(deliver: true, claimedByOther: false)
+    }
+
+    /// The backend confirms the delivery of `transactionIDs`. Returns, for each one the service has heard of, whether
+    /// it is delivered now: a confirmation marks delivered what is not refunded (a refunded one stays undelivered, and
+    /// is offered again if its refund is reversed); one the service never heard of is unknown to it (nil).
+    public mutating func confirmed(_ transactionIDs: [String]) -> [String: Bool] {
+        var answer: [String: Bool] = [:]
+        for id in transactionIDs where knowledge.known.contains(id) {
+            if knowledge.revoked[id] == nil {
+                knowledge.delivered.insert(id)
+                knowledge.offered.remove(id)
+            }
+            answer[id] = knowledge.delivered.contains(id)
+        }
+        return answer
     }
 
     // MARK: - What a user may use now

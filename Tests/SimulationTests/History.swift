@@ -27,6 +27,9 @@ struct History: Sendable, CustomStringConvertible {
         /// Pub/Sub pushes Google's `voidedPurchaseNotification` of the order (a refund), listed by then in Google's
         /// voided purchases.
         case notifyGoogleVoided(String, messageID: String)
+        /// The backend confirms the deliveries it was offered so far and has not confirmed yet
+        /// (`POST /api/transactions/delivered`; an app in `confirm` delivery).
+        case confirmDeliveries
 
         /// When a presented JWS was signed.
         enum Signed: String, Sendable, Equatable {
@@ -38,13 +41,14 @@ struct History: Sendable, CustomStringConvertible {
             case late
         }
 
-        /// The transaction the step is about.
+        /// The transaction the step is about (none: a confirmation of every delivery offered).
         var transactionID: String {
             switch self {
             case .present(let id, _, _), .notifyPurchase(let id, _), .notifyRefund(let id, _),
                 .notifyReversal(let id, _), .presentGoogle(let id, _), .notifyGooglePurchase(let id, _),
                 .notifyGoogleVoided(let id, _):
                 id
+            case .confirmDeliveries: ""
             }
         }
 
@@ -77,6 +81,7 @@ struct History: Sendable, CustomStringConvertible {
             case .presentGoogle(let id, let user): "present google \(id) user=\(user ?? "-")"
             case .notifyGooglePurchase(let id, let message): "notify google purchase \(id) [\(message)]"
             case .notifyGoogleVoided(let id, let message): "notify google voided \(id) [\(message)]"
+            case .confirmDeliveries: "confirm the deliveries offered"
             }
         }
     }
@@ -108,6 +113,8 @@ struct History: Sendable, CustomStringConvertible {
     static let day: TimeInterval = 86_400
 
     let seed: UInt64
+    /// Whether the app delivers in `confirm` mode (`deliver: true` until the backend confirms) rather than `once`.
+    let confirms: Bool
     /// The time the history is told around: purchases and refunds are before it, subscription periods may end after.
     let start: Date
     let users: [User]
@@ -141,7 +148,10 @@ struct History: Sendable, CustomStringConvertible {
     }
 
     var description: String {
-        var lines = ["seed \(seed): \(users.count) users, \(purchases.count) transactions, \(steps.count) steps"]
+        var lines = [
+            "seed \(seed): \(users.count) users, \(purchases.count) transactions, \(steps.count) steps, "
+                + "\(confirms ? "confirm" : "once") delivery"
+        ]
         for user in users {
             lines.append(
                 "  \(user.id): appAccountToken \(user.appAccountToken ?? "-"), "
@@ -170,7 +180,7 @@ struct History: Sendable, CustomStringConvertible {
 
     /// The model of this history's truth, before the service has been told anything.
     var model: MoneyModel {
-        var model = MoneyModel(products: Self.catalog)
+        var model = MoneyModel(products: Self.catalog, confirmsDeliveries: confirms)
         for purchase in purchases { model.add(purchase) }
         return model
     }
@@ -178,7 +188,7 @@ struct History: Sendable, CustomStringConvertible {
     func user(_ id: String) -> User? { users.first { $0.id == id } }
 
     /// Generates the history of `seed`, told around `start`.
-    init(seed: UInt64, start: Date) {
+    init(seed: UInt64, start: Date, confirms drawnConfirms: Bool? = nil) {
         self.seed = seed
         // Whole seconds: the stores' dates are milliseconds, and a boundary is never within hours of `start`.
         self.start = Date(timeIntervalSince1970: start.timeIntervalSince1970.rounded(.down))
@@ -294,6 +304,15 @@ struct History: Sendable, CustomStringConvertible {
         steps.shuffle(using: &random)
         // Google's steps go in at places drawn from Google's generator; the App Store's keep their order.
         for step in googleSteps { steps.insert(step, at: Int.random(in: 0...steps.count, using: &google)) }
+        // A quarter of the apps deliver in `confirm` mode: their backends confirm what they were offered, one to
+        // three times, at places drawn from a generator of its own (a history in `once` mode is the one it was).
+        var confirming = SplitMix64(seed: seed ^ 0x636f_6e66_6972_6d21)
+        confirms = drawnConfirms ?? (Double.random(in: 0..<1, using: &confirming) < 0.25)
+        if confirms {
+            for _ in 0..<Int.random(in: 1...3, using: &confirming) {
+                steps.insert(.confirmDeliveries, at: Int.random(in: 0...steps.count, using: &confirming))
+            }
+        }
         self.steps = steps
         // The server of each step, from a generator of its own: the histories of seeds found before two servers
         // played them are unchanged.

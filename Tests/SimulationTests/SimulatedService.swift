@@ -57,6 +57,9 @@ struct SimulatedService: Sendable {
         /// The first and last instant an answer was counted (the usage months to read).
         private let span = Mutex<(first: Date, last: Date)?>(nil)
 
+        /// The routes the simulator calls that are billed (docs/api.md; a confirmation of deliveries is not).
+        static let billedRoutes: Set<String> = ["/api", "/api/customers"]
+
         static func isBillable(_ status: Int) -> Bool {
             switch status {
             case 0, 403: true
@@ -279,7 +282,7 @@ struct SimulatedService: Sendable {
     /// A new app selling the history's catalog on both stores (an Android package of its own, Google's purchases
     /// read with the simulator's service account, notifications pushed by the simulator's Pub/Sub subscription),
     /// delivering once, flagging purchases of other users.
-    func newApp() async throws -> Tenant {
+    func newApp(confirms: Bool) async throws -> Tenant {
         let (account, key, number) = try await accounts.next(in: tenancy)
         let package = "com.example.sim\(number)"
         google.grant(googleAccount, package: package)
@@ -292,7 +295,7 @@ struct SimulatedService: Sendable {
         settings.googlePubSubServiceAccount = Self.pushAccount
         settings.testAnchors = try TrustAnchors(encoded: [Self.pki.rootDER]).anchors.map(\.fingerprint)
         settings.productCatalog = History.catalog.map(\.catalogEntry)
-        settings.deliveryMode = "once"
+        settings.deliveryMode = confirms ? "confirm" : "once"
         // Every history has an app of its own selling one bundle: each app delivers its own purchases once.
         settings.sharesBundleIDs = true
         settings.claimsPolicy = "flag"
@@ -336,7 +339,9 @@ struct SimulatedService: Sendable {
             }
             return Answer(status: response.status, json: object)
         }
-        if let key = fields.first(where: { $0.0 == "apikey" })?.1, case .integer(let status)? = answer.json["status"] {
+        if Verdicts.billedRoutes.contains(uri), let key = fields.first(where: { $0.0 == "apikey" })?.1,
+            case .integer(let status)? = answer.json["status"]
+        {
             verdicts.count(apiKey: key, status: Int(status))
         }
         return answer

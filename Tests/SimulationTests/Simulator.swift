@@ -45,7 +45,7 @@ struct Simulator: Sendable {
 
     /// Plays `history` on a new app; nil if every invariant held after every step.
     func play(_ history: History) async throws -> Failure? {
-        let tenant = try await service.newApp()
+        let tenant = try await service.newApp(confirms: history.confirms)
         service.setGooglePurchases(of: history, package: tenant.package)
         var model = history.model
         let products = model.products
@@ -152,6 +152,17 @@ struct Simulator: Sendable {
         return nil
     }
 
+    /// Notes a Google Play purchase the service delivered: Google must see it acknowledged, or consumed if it is a
+    /// consumable (invariant 5).
+    private func delivered(_ purchase: Purchase, token: String, of history: History, tenant: SimulatedService.Tenant)
+        async
+    {
+        let kind = purchase.expiresAt == nil ? "products" : "subscriptions"
+        await service.googleDeliveries.add(
+            "\(tenant.package)/\(kind)/\(purchase.productID)/\(token)",
+            consumes: History.catalog.first { $0.id == purchase.productID }?.kind == .consumable, seed: history.seed)
+    }
+
     /// The environment the service keeps `store`'s purchases of the simulator in: the App Store items, signed by the
     /// simulator's own PKI, are test data (`Xcode`); Google's purchases are `Production`.
     static func environment(of store: MoneyModel.Store) -> String {
@@ -200,14 +211,45 @@ struct Simulator: Sendable {
             let performed = try await present(
                 step, fields: fields, on: server, stalling: stalling,
                 expect: { model.presented(id, user: userID, stating: .none, signedAt: Date()) })
-            // What was delivered, Google must see acknowledged, or consumed if it is a consumable (invariant 5).
-            if case .delivered = performed.delivery {
-                let kind = purchase.expiresAt == nil ? "products" : "subscriptions"
-                await service.googleDeliveries.add(
-                    "\(tenant.package)/\(kind)/\(purchase.productID)/\(token)",
-                    consumes: products[purchase.productID]?.kind == .consumable, seed: history.seed)
+            // In `once` mode the answer that offers a purchase delivers it (invariant 5).
+            if case .delivered = performed.delivery, !history.confirms {
+                await delivered(purchase, token: token, of: history, tenant: tenant)
             }
             return performed.result
+        case .confirmDeliveries:
+            let ids = model.knowledge.offered.sorted()
+            guard !ids.isEmpty else { return .done }
+            let answer = try await service.post(
+                "/api/transactions/delivered",
+                form: [
+                    ("apikey", tenant.apiKey), ("token", tenant.token),
+                    ("transaction_ids", ids.joined(separator: ",")),
+                ], server: server)
+            if traces { print("\(step) on server \(server) -> \(JSONValue.object(answer.json).encodedString)") }
+            guard answer.status == .ok, answer.json["status"] == .integer(0) else {
+                return .failed("\(step): answered \(answer.status.code) \(JSONValue.object(answer.json).encodedString)")
+            }
+            let expected = model.confirmed(ids)
+            var listed: [String: Bool] = [:]
+            for entry in answer.json["transactions"]?.arrayValue ?? [] {
+                guard let id = entry["transaction_id"]?.stringValue else { continue }
+                listed[id] = entry["delivered_at"].map { $0 != .null } ?? false
+            }
+            let unknown = Set((answer.json["unknown_transaction_ids"]?.arrayValue ?? []).compactMap(\.stringValue))
+            guard listed == expected, unknown == Set(ids).subtracting(expected.keys) else {
+                return .failed(
+                    "\(step): confirming \(ids) was answered \(JSONValue.object(answer.json).encodedString); the model "
+                        + "says delivered \(expected.filter(\.value).keys.sorted()), not delivered "
+                        + "\(expected.filter { !$0.value }.keys.sorted()), unknown "
+                        + "\(Set(ids).subtracting(expected.keys).sorted())")
+            }
+            // What a confirmation delivered, Google must see acknowledged or consumed (invariant 5).
+            for id in ids where expected[id] == true {
+                guard let purchase = model.purchases[id], purchase.store == .googlePlay,
+                    let token = history.googleTokens[id]
+                else { continue }
+                await delivered(purchase, token: token, of: history, tenant: tenant)
+            }
         case .notifyGooglePurchase(let id, let messageID), .notifyGoogleVoided(let id, let messageID):
             guard let purchase = model.purchases[id], let token = history.googleTokens[id] else { return .done }
             let now = Int64((Date().timeIntervalSince1970 * 1_000).rounded(.down))
