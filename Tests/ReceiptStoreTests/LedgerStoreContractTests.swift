@@ -197,6 +197,9 @@ import Testing
     @Test(arguments: StoreKind.available)
     func switchingToOnceSettlesExactlyWhatConfirmOffered(kind: StoreKind) async throws {
         try await Self.withApp(kind) { store, app in
+            var app = app
+            app.deliveryMode = .confirm
+            #expect(try await store.updateApp(app, settlingOffersAt: Self.start))
             func confirming(
                 _ transactions: [PurchaseTransaction], user: String?, at offset: TimeInterval, request: String,
                 store purchaseStore: Store = .appStore
@@ -236,9 +239,11 @@ import Testing
             unknown.id = UUID()
             #expect(try await store.updateApp(unknown, settlingOffersAt: Self.start) == false)
 
-            // A server still holding the app in `confirm` offers 6 after the switch; the next `once` answer takes
-            // it as delivered, silently. 3 (only a notification's) is delivered once; 5 reaches alice.
-            _ = try await store.record(confirming([Self.purchase("6")], user: "alice", at: 200, request: "r5"))
+            // A server still holding the app in `confirm` offers 6 after the switch (its answer says `deliver: true`):
+            // the app being in `once` as stored, the offer is its delivery at once, never said again. 3 (only a
+            // notification's) is delivered once; 5 reaches alice.
+            let stale = try await store.record(confirming([Self.purchase("6")], user: "alice", at: 200, request: "r5"))
+            #expect(stale.first?.entry.offeredAt != nil && stale.first?.entry.deliveredAt == nil)
             let once = try await store.record(
                 Self.recording(
                     app, [Self.purchase("6"), Self.purchase("3"), Self.purchase("5", original: "1")], user: "alice",
@@ -247,6 +252,65 @@ import Testing
                 uniqueKeysWithValues: once.map { ($0.entry.transaction.transactionID, $0.deliveredNow) })
             #expect(delivered == ["6": false, "3": true, "5": true])
             #expect(once.allSatisfy { $0.entry.deliveredAt != nil })
+            #expect(once.first?.entry.deliveredAt == Self.start.addingTimeInterval(200))
+        }
+    }
+
+    /// A server still holding the app in `confirm` after the switch to `once` offers purchases the ledger holds (a
+    /// notification's) or not, and no answer presents them again: the offers are their deliveries, in the offer's own
+    /// transaction, a Google Play purchase's acknowledgement then due. Before, they stayed offered and undelivered, and
+    /// the Google purchase was never acknowledged (Google refunds it after three days). A recording in `confirm` while
+    /// the app is still in `confirm` as stored only offers.
+    @Test(arguments: StoreKind.available)
+    func anOfferMadeAfterTheSwitchToOnceIsItsDelivery(kind: StoreKind) async throws {
+        try await Self.withApp(kind) { store, app in
+            var confirm = app
+            confirm.deliveryMode = .confirm
+            #expect(try await store.updateApp(confirm, settlingOffersAt: Self.start))
+            func confirming(_ transactions: [PurchaseTransaction], at offset: TimeInterval, request: String)
+                -> LedgerRecording
+            {
+                var recording = Self.recording(app, transactions, user: "alice", at: offset, request: request)
+                recording.deliversNew = false
+                recording.offers = true
+                return recording
+            }
+            var google = confirming([Self.purchase("g0")], at: 0, request: "r0")
+            google.store = .googlePlay
+            google.transactions[0].purchaseToken = "tok-g0"
+            _ = try await store.record(google)
+            _ = try await store.record(confirming([Self.purchase("0")], at: 0, request: "r0"))
+            #expect(
+                try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).allSatisfy {
+                    $0.offeredAt != nil && $0.deliveredAt == nil
+                })
+
+            // The switch settles 0 and g0; then a server still in `confirm` records what follows.
+            var once = confirm
+            once.deliveryMode = .once
+            #expect(try await store.updateApp(once, settlingOffersAt: Self.start.addingTimeInterval(10)))
+            var notified = Self.recording(app, [Self.purchase("2")], at: 15, request: "notification:n1")
+            notified.deliversNew = false
+            _ = try await store.record(notified)
+            google = confirming([Self.purchase("g1")], at: 20, request: "r1")
+            google.store = .googlePlay
+            google.transactions[0].purchaseToken = "tok-g1"
+            let offeredGoogle = try await store.record(google)
+            let offered = try await store.record(
+                confirming([Self.purchase("1"), Self.purchase("2"), Self.purchase("0")], at: 20, request: "r2"))
+            // What the answers say is unchanged: offered (`deliver: true` in `confirm`), 0 delivered before.
+            #expect(offeredGoogle.first?.entry.offeredAt != nil)
+            #expect(offered.map { $0.entry.deliveredAt == nil } == [true, true, false])
+
+            let rows = Dictionary(
+                uniqueKeysWithValues: try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).map {
+                    ($0.transaction.transactionID, $0)
+                })
+            let at = Self.start.addingTimeInterval(20)
+            #expect(rows["1"]?.deliveredAt == at && rows["2"]?.deliveredAt == at)
+            #expect(rows["g1"]?.deliveredAt == at && rows["g1"]?.googleAcknowledgement?.state == .pending)
+            #expect(rows["0"]?.deliveredAt == Self.start.addingTimeInterval(10))
+            #expect(rows["g0"]?.googleAcknowledgement?.state == .pending)
         }
     }
 

@@ -460,6 +460,27 @@ struct PostgresLedgerWriter: LedgerWriting {
         ).isEmpty)
     }
 
+    func deliversOnceAsStored() async throws -> Bool {
+        // A share lock: a switch that updated the app's row and has not committed is waited for (its settle could not
+        // see this transaction's offers), and a switch updating the row later waits until this transaction commits
+        // (its settle then sees them).
+        try await store.rows("SELECT delivery_mode FROM apps WHERE id = \(appID) FOR SHARE", on: connection).first
+            .map { try $0["delivery_mode"].decode(String.self) } == "once"
+    }
+
+    func settleOffers(_ transactionIDs: [String], at date: Date) async throws {
+        try await store.rows(
+            """
+            UPDATE ledger_transactions SET delivered_at = \(date),
+                google_ack = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN 'pending' ELSE google_ack END,
+                google_ack_due_at = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN \(date)
+                    ELSE google_ack_due_at END
+            WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
+                AND transaction_id = ANY(\(transactionIDs)) AND offered_at IS NOT NULL AND delivered_at IS NULL
+                AND revocation_date IS NULL
+            """, on: connection)
+    }
+
     func markOffered(_ transactionID: String, at date: Date) async throws {
         try await store.rows(
             """

@@ -474,6 +474,28 @@ struct SQLiteLedgerWriter: LedgerWriting {
         ).isEmpty)
     }
 
+    func deliversOnceAsStored() async throws -> Bool {
+        // Inside `BEGIN IMMEDIATE`: one writer at a time, so the switch committed before this read or commits after
+        // this transaction.
+        try await store.query("SELECT delivery_mode FROM apps WHERE id = ?", [.uuid(appID)]).first.map {
+            try $0.text("delivery_mode")
+        } == "once"
+    }
+
+    func settleOffers(_ transactionIDs: [String], at date: Date) async throws {
+        for chunk in transactionIDs.chunked(StoredForm.ledgerChunk) {
+            _ = try await store.query(
+                """
+                UPDATE ledger_transactions SET delivered_at = ?,
+                    google_ack = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN 'pending' ELSE google_ack END,
+                    google_ack_due_at = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN ? ELSE google_ack_due_at END
+                WHERE app_id = ? AND store = ? AND environment = ?
+                    AND transaction_id IN (\(SQLiteStore.placeholders(chunk.count)))
+                    AND offered_at IS NOT NULL AND delivered_at IS NULL AND revocation_date IS NULL
+                """, [.millis(date), .millis(date)] + key + chunk.map { .text($0) })
+        }
+    }
+
     func markOffered(_ transactionID: String, at date: Date) async throws {
         _ = try await store.query(
             """
