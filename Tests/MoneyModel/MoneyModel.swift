@@ -48,8 +48,6 @@ public struct MoneyModel: Sendable {
         public var revocationAsOf: [String: Date] = [:]
         /// Who holds each original transaction (the first user a request named; no store-side id ever claims).
         public var claims: [String: String] = [:]
-        /// How many times each transaction was answered `deliver: true`.
-        public var deliveries: [String: Int] = [:]
         /// The transactions the service holds delivered: in `once` mode by the answer that offered it, in `confirm`
         /// mode by the backend's confirmation.
         public var delivered: Set<String> = []
@@ -118,7 +116,6 @@ public struct MoneyModel: Sendable {
         guard knowledge.revoked[transactionID] == nil, !knowledge.delivered.contains(transactionID) else {
             return Expectation(deliver: false, claimedByOther: false)
         }
-        knowledge.deliveries[transactionID, default: 0] += 1
         if confirmsDeliveries {
             knowledge.offered.insert(transactionID)
         } else {

@@ -45,12 +45,13 @@ struct SimulatedService: Sendable {
     /// the service account every app's key is of (one key: a 2048-bit RSA key per app would cost more than a history).
     let google: FakeGoogle
     let googleAccount: FakeGoogle.Account
-    /// The Google Play purchases answered `deliver: true`, which Google must see acknowledged or consumed (invariant 5).
+    /// The Google Play purchases delivered (in `once` by the answer that said `deliver: true`, in `confirm` by the
+    /// confirmation), which Google must see acknowledged or consumed (invariant 5).
     let googleDeliveries = GoogleDeliveries()
     /// The billable answers the servers gave, by API key (invariant 6).
     let verdicts: Verdicts
 
-    /// The answers that count as billable usage, by the API key that asked (docs/usage.md: a call that reached a
+    /// The answers that count as billable usage, by the API key that asked (docs/billing.md: a call that reached a
     /// verdict: status 0, 403, or one of Apple's verdict codes; never a 503, a 401 or Apple's own failures).
     final class Verdicts: Sendable {
         private let counts = Mutex<[String: Int]>([:])
@@ -281,7 +282,7 @@ struct SimulatedService: Sendable {
 
     /// A new app selling the history's catalog on both stores (an Android package of its own, Google's purchases
     /// read with the simulator's service account, notifications pushed by the simulator's Pub/Sub subscription),
-    /// delivering once, flagging purchases of other users.
+    /// delivering once or on confirmation, flagging purchases of other users.
     func newApp(confirms: Bool) async throws -> Tenant {
         let (account, key, number) = try await accounts.next(in: tenancy)
         let package = "com.example.sim\(number)"

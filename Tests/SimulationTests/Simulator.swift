@@ -154,13 +154,14 @@ struct Simulator: Sendable {
 
     /// Notes a Google Play purchase the service delivered: Google must see it acknowledged, or consumed if it is a
     /// consumable (invariant 5).
-    private func delivered(_ purchase: Purchase, token: String, of history: History, tenant: SimulatedService.Tenant)
-        async
-    {
+    private func delivered(
+        _ purchase: Purchase, token: String, of history: History, tenant: SimulatedService.Tenant,
+        products: [String: Product]
+    ) async {
         let kind = purchase.expiresAt == nil ? "products" : "subscriptions"
         await service.googleDeliveries.add(
             "\(tenant.package)/\(kind)/\(purchase.productID)/\(token)",
-            consumes: History.catalog.first { $0.id == purchase.productID }?.kind == .consumable, seed: history.seed)
+            consumes: products[purchase.productID]?.kind == .consumable, seed: history.seed)
     }
 
     /// The environment the service keeps `store`'s purchases of the simulator in: the App Store items, signed by the
@@ -213,7 +214,7 @@ struct Simulator: Sendable {
                 expect: { model.presented(id, user: userID, stating: .none, signedAt: Date()) })
             // In `once` mode the answer that offers a purchase delivers it (invariant 5).
             if case .delivered = performed.delivery, !history.confirms {
-                await delivered(purchase, token: token, of: history, tenant: tenant)
+                await delivered(purchase, token: token, of: history, tenant: tenant, products: products)
             }
             return performed.result
         case .confirmDeliveries:
@@ -248,7 +249,7 @@ struct Simulator: Sendable {
                 guard let purchase = model.purchases[id], purchase.store == .googlePlay,
                     let token = history.googleTokens[id]
                 else { continue }
-                await delivered(purchase, token: token, of: history, tenant: tenant)
+                await delivered(purchase, token: token, of: history, tenant: tenant, products: products)
             }
         case .notifyGooglePurchase(let id, let messageID), .notifyGoogleVoided(let id, let messageID):
             guard let purchase = model.purchases[id], let token = history.googleTokens[id] else { return .done }
