@@ -105,14 +105,10 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
         return try await transaction { connection in
             let updated = try await self.rows(
                 """
-                UPDATE ledger_transactions SET delivered_at = \(date),
+                UPDATE ledger_transactions SET \(delivering: date),
                     apple_finish = CASE WHEN store = 'app_store' AND environment <> 'Xcode' THEN \(finishState) END,
                     apple_finish_due_at = CASE WHEN store = 'app_store' AND environment <> 'Xcode'
-                        THEN \(finishDue)::timestamptz END,
-                    google_ack = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN 'pending'
-                        ELSE google_ack END,
-                    google_ack_due_at = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN \(date)
-                        ELSE google_ack_due_at END
+                        THEN \(finishDue)::timestamptz END
                 WHERE app_id = \(appID) AND transaction_id = ANY(\(transactionIDs)) AND delivered_at IS NULL
                     AND revocation_date IS NULL AND (\(environment)::text IS NULL OR environment = \(environment))
                 RETURNING transaction_id
@@ -133,11 +129,7 @@ extension PostgresStore: LedgerStore, GroupCommittingStore {
             guard try await self.updateApp(app, on: connection) else { return false }
             let settled = try await self.rows(
                 """
-                UPDATE ledger_transactions SET delivered_at = \(date),
-                    google_ack = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN 'pending'
-                        ELSE google_ack END,
-                    google_ack_due_at = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN \(date)
-                        ELSE google_ack_due_at END
+                UPDATE ledger_transactions SET \(delivering: date)
                 WHERE app_id = \(app.id) AND offered_at IS NOT NULL AND delivered_at IS NULL
                     AND revocation_date IS NULL
                 RETURNING transaction_id
@@ -449,10 +441,7 @@ struct PostgresLedgerWriter: LedgerWriting {
     func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool {
         !(try await store.rows(
             """
-            UPDATE ledger_transactions SET delivered_at = \(date),
-                google_ack = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN 'pending' ELSE google_ack END,
-                google_ack_due_at = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN \(date)
-                    ELSE google_ack_due_at END
+            UPDATE ledger_transactions SET \(delivering: date)
             WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
                 AND transaction_id = \(transactionID) AND delivered_at IS NULL AND revocation_date IS NULL
             RETURNING transaction_id
@@ -471,10 +460,7 @@ struct PostgresLedgerWriter: LedgerWriting {
     func settleOffers(_ transactionIDs: [String], at date: Date) async throws {
         try await store.rows(
             """
-            UPDATE ledger_transactions SET delivered_at = \(date),
-                google_ack = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN 'pending' ELSE google_ack END,
-                google_ack_due_at = CASE WHEN \(unescaped: StoredForm.acknowledgesOnDelivery) THEN \(date)
-                    ELSE google_ack_due_at END
+            UPDATE ledger_transactions SET \(delivering: date)
             WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
                 AND transaction_id = ANY(\(transactionIDs)) AND offered_at IS NOT NULL AND delivered_at IS NULL
                 AND revocation_date IS NULL
@@ -519,5 +505,18 @@ struct PostgresLedgerWriter: LedgerWriting {
             if !written.isEmpty { return condition != "TRUE" }
         }
         return false
+    }
+}
+
+extension PostgresQuery.StringInterpolation {
+    /// `StoredForm.delivering(at:)`, the `SET` clause that marks rows delivered, with `date` bound where it appears.
+    mutating func appendInterpolation(delivering date: Date) {
+        let marker = "\u{0}"
+        for (index, part) in StoredForm.delivering(at: marker).split(
+            separator: marker, omittingEmptySubsequences: false
+        ).enumerated() {
+            if index > 0 { appendInterpolation(date) }
+            appendLiteral(String(part))
+        }
     }
 }

@@ -72,19 +72,16 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
                 let list = Self.placeholders(chunk.count)
                 let confirmed = try await self.query(
                     """
-                    UPDATE ledger_transactions SET delivered_at = ?,
+                    UPDATE ledger_transactions SET \(StoredForm.delivering(at: "?")),
                         apple_finish = CASE WHEN ? AND store = 'app_store' AND environment <> 'Xcode' THEN 'pending' END,
-                        apple_finish_due_at = CASE WHEN ? AND store = 'app_store' AND environment <> 'Xcode' THEN ? END,
-                        google_ack = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN 'pending' ELSE google_ack END,
-                        google_ack_due_at = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN ?
-                            ELSE google_ack_due_at END
+                        apple_finish_due_at = CASE WHEN ? AND store = 'app_store' AND environment <> 'Xcode' THEN ? END
                     WHERE app_id = ? AND transaction_id IN (\(list)) AND delivered_at IS NULL
                         AND revocation_date IS NULL AND (? IS NULL OR environment = ?)
                     RETURNING transaction_id
                     """,
                     [
-                        .millis(date), .integer(finishingWithApple ? 1 : 0), .integer(finishingWithApple ? 1 : 0),
-                        .millis(date), .millis(date), .uuid(appID),
+                        .millis(date), .millis(date), .integer(finishingWithApple ? 1 : 0),
+                        .integer(finishingWithApple ? 1 : 0), .millis(date), .uuid(appID),
                     ] + chunk.map { .text($0) } + [environment, environment])
                 updated = updated || !confirmed.isEmpty
                 entries += try await self.query(
@@ -106,9 +103,7 @@ extension SQLiteStore: LedgerStore, GroupCommittingStore {
             guard try await self.updateAppRows(app) else { return nil }
             return try await self.query(
                 """
-                UPDATE ledger_transactions SET delivered_at = ?,
-                    google_ack = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN 'pending' ELSE google_ack END,
-                    google_ack_due_at = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN ? ELSE google_ack_due_at END
+                UPDATE ledger_transactions SET \(StoredForm.delivering(at: "?"))
                 WHERE app_id = ? AND offered_at IS NOT NULL AND delivered_at IS NULL AND revocation_date IS NULL
                 RETURNING transaction_id
                 """, [.millis(date), .millis(date), .uuid(app.id)]
@@ -464,9 +459,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
     func markDelivered(_ transactionID: String, at date: Date) async throws -> Bool {
         !(try await store.query(
             """
-            UPDATE ledger_transactions SET delivered_at = ?,
-                google_ack = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN 'pending' ELSE google_ack END,
-                google_ack_due_at = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN ? ELSE google_ack_due_at END
+            UPDATE ledger_transactions SET \(StoredForm.delivering(at: "?"))
             WHERE app_id = ? AND store = ? AND environment = ? AND transaction_id = ? AND delivered_at IS NULL
                 AND revocation_date IS NULL
             RETURNING transaction_id
@@ -486,9 +479,7 @@ struct SQLiteLedgerWriter: LedgerWriting {
         for chunk in transactionIDs.chunked(StoredForm.ledgerChunk) {
             _ = try await store.query(
                 """
-                UPDATE ledger_transactions SET delivered_at = ?,
-                    google_ack = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN 'pending' ELSE google_ack END,
-                    google_ack_due_at = CASE WHEN \(StoredForm.acknowledgesOnDelivery) THEN ? ELSE google_ack_due_at END
+                UPDATE ledger_transactions SET \(StoredForm.delivering(at: "?"))
                 WHERE app_id = ? AND store = ? AND environment = ?
                     AND transaction_id IN (\(SQLiteStore.placeholders(chunk.count)))
                     AND offered_at IS NOT NULL AND delivered_at IS NULL AND revocation_date IS NULL

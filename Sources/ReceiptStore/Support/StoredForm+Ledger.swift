@@ -66,6 +66,18 @@ extension StoredForm {
     static let acknowledgesOnDelivery =
         "store = 'google_play' AND purchase_token IS NOT NULL AND google_ack IS NULL"
 
+    /// The `SET` clause of every statement that marks rows delivered (both dialects): `delivered_at`, and where the
+    /// delivery makes Google's acknowledgement due, its state and due time; `date` is the dialect's placeholder of the
+    /// delivery's date, which appears twice (SQLite binds the date twice; PostgreSQL through
+    /// `\(delivering: date)`).
+    static func delivering(at date: String) -> String {
+        """
+        delivered_at = \(date),
+            google_ack = CASE WHEN \(acknowledgesOnDelivery) THEN 'pending' ELSE google_ack END,
+            google_ack_due_at = CASE WHEN \(acknowledgesOnDelivery) THEN \(date) ELSE google_ack_due_at END
+        """
+    }
+
     /// The stored form of a new row's acknowledgement: `google_ack` and when it is first due.
     static func googleAck(_ entry: LedgerEntry) -> (state: String?, due: Date?) {
         switch entry.googleAcknowledgement?.state {
