@@ -17,16 +17,17 @@ import TestSupport
 
 /// The real service in process, over a real store, as the simulator drives it: two servers as `serve` builds them (the
 /// routes, the middleware, the ledger, the customer views, each with its own caches and its own connection to one
-/// database, as two processes behind a balancer), one account, and a fresh app for every history, so that histories
-/// played one after another on one database never see each other's transactions. A third server, whose database
-/// deadline is a few milliseconds, plays a database that stalls: what it answers 503 the client sends again to another.
+/// database, as two processes behind a balancer, each restarted where a history says: ``ServerPool``), one account,
+/// and a fresh app for every history, so that histories played one after another on one database never see each
+/// other's transactions. A third server, whose database deadline is a few milliseconds, plays a database that stalls:
+/// what it answers 503 the client sends again to another.
 struct SimulatedService: Sendable {
     /// The PKI that signs StoreKit 2 items and notifications; the apps trust its root as test data.
     static let pki = try! TestPKI(TestPKI.Options(keyType: .p256, name: "Simulator"))
 
     let tenancy: TenancyService
-    /// The two servers; a history says which one each step goes to.
-    let clients: [any TestClientProtocol]
+    /// The two servers; a history says which one each step goes to, and when one restarts.
+    let servers: ServerPool
     /// The server whose database stalls (``stallingDeadline(_:)``), over the second server's connection.
     let stallingClient: any TestClientProtocol
     /// The index that names the stalling server in ``post(_:form:server:)``.
@@ -186,12 +187,12 @@ struct SimulatedService: Sendable {
                 do {
                     let accounts = Accounts()
                     let result = try await withServers(
-                        kind, store: store, location: location, masterKey: masterKey, googlePlay: googlePlay,
+                        kind, location: location, masterKey: masterKey, googlePlay: googlePlay,
                         client: client, logger: logger
-                    ) { clients, stallingClient in
+                    ) { servers, stallingClient in
                         try await body(
                             SimulatedService(
-                                tenancy: tenancy, clients: clients, stallingClient: stallingClient,
+                                tenancy: tenancy, servers: servers, stallingClient: stallingClient,
                                 accounts: accounts, google: google, googleAccount: googleAccount,
                                 verdicts: verdicts))
                     }
@@ -234,31 +235,133 @@ struct SimulatedService: Sendable {
         return nil
     }
 
-    /// Runs `body` with the three servers' clients.
+    /// Runs `body` with the two servers and the stalling server's client; stops the servers after it.
     private static func withServers<T: Sendable>(
-        _ kind: StoreKind, store: any DataStore, location: StoreLocation, masterKey: MasterKey,
-        googlePlay: GooglePlayConfiguration, client: GooglePlayClient, logger: Logger,
-        _ body: @Sendable ([any TestClientProtocol], any TestClientProtocol) async throws -> T
+        _ kind: StoreKind, location: StoreLocation, masterKey: MasterKey, googlePlay: GooglePlayConfiguration,
+        client: GooglePlayClient, logger: Logger,
+        _ body: @Sendable (ServerPool, any TestClientProtocol) async throws -> T
     ) async throws -> T {
-        // The second server: its own connection to the same database, its own caches.
-        try await location.withStore(logger: logger) { secondStore in
-            func server(_ store: any DataStore, deadline: Duration = .seconds(15)) throws
-                -> Application<RouterResponder<ServerContext>>
-            {
-                try SimulatedService.server(
-                    TenancyService(store: store, masterKey: masterKey), deadline: deadline, googlePlay: googlePlay,
-                    client: client, logger: logger)
-            }
-            let first = try server(store)
-            let second = try server(secondStore)
-            let stalling = try server(secondStore, deadline: stallingDeadline(kind))
-            return try await first.test(.router) { firstClient in
-                try await second.test(.router) { secondClient in
-                    try await stalling.test(.router) { stallingClient in
-                        try await body([firstClient, secondClient], stallingClient)
-                    }
+        @Sendable func server(_ store: any DataStore, deadline: Duration = .seconds(15)) throws
+            -> Application<RouterResponder<ServerContext>>
+        {
+            try SimulatedService.server(
+                TenancyService(store: store, masterKey: masterKey), deadline: deadline, googlePlay: googlePlay,
+                client: client, logger: logger)
+        }
+        // Each process of the two servers opens its own connection to the database, with caches of its own.
+        let servers = try await ServerPool(count: 2) { try await .launch(location, logger: logger) { try server($0) } }
+        do {
+            let result = try await location.withStore(logger: logger) { stallingStore in
+                try await server(stallingStore, deadline: stallingDeadline(kind)).test(.router) { stallingClient in
+                    try await body(servers, stallingClient)
                 }
             }
+            try await servers.stop()
+            return result
+        } catch {
+            try? await servers.stop()
+            throw error
+        }
+    }
+
+    /// The two servers of a run, each restartable as a process behind a balancer is in a rolling restart: the new
+    /// process starts (its own connection, empty caches), takes every request from then on, and the old one finishes
+    /// the requests it holds and stops as `serve` stops (its services shut down, its last usage counts flushed).
+    /// Histories play at once on the pool, so a restart one asks for meets the others' requests in flight.
+    final class ServerPool: Sendable {
+        /// One process of a server: its client, the requests it holds, and how to stop it.
+        final class Process: Sendable {
+            let client: any TestClientProtocol
+            let inFlight = Mutex(0)
+            private let stopper: AsyncStream<Void>.Continuation
+            private let running: Task<Void, any Error>
+
+            /// Starts a process of the server `make` builds over a store of its own at `location`.
+            static func launch(
+                _ location: StoreLocation, logger: Logger,
+                _ make: @escaping @Sendable (any DataStore) throws -> Application<RouterResponder<ServerContext>>
+            ) async throws -> Process {
+                let (ready, readier) = AsyncStream<any TestClientProtocol>.makeStream()
+                let (stop, stopper) = AsyncStream<Void>.makeStream()
+                let running = Task {
+                    defer { readier.finish() }
+                    try await location.withStore(logger: logger) { store in
+                        try await make(store).test(.router) { client in
+                            readier.yield(client)
+                            for await _ in stop { break }
+                        }
+                    }
+                }
+                for await client in ready { return Process(client: client, stopper: stopper, running: running) }
+                try await running.value
+                throw TestKitError("a simulated server stopped before it started")
+            }
+
+            private init(
+                client: any TestClientProtocol, stopper: AsyncStream<Void>.Continuation, running: Task<Void, any Error>
+            ) {
+                self.client = client
+                self.stopper = stopper
+                self.running = running
+            }
+
+            /// Stops the process once the requests it holds are answered (the pool sends it no new ones).
+            func stop() async throws {
+                while inFlight.withLock({ $0 }) > 0 { try await Task.sleep(for: .milliseconds(2)) }
+                stopper.yield()
+                try await running.value
+            }
+        }
+
+        private let processes: Mutex<[Process]>
+        private let restarting = Mutex<Set<Int>>([])
+        private let launch: @Sendable () async throws -> Process
+        private let restartCount = Mutex(0)
+        private let retiring = Mutex<[Task<Void, any Error>]>([])
+
+        init(count: Int, launch: @escaping @Sendable () async throws -> Process) async throws {
+            var processes: [Process] = []
+            for _ in 0..<count { processes.append(try await launch()) }
+            self.processes = Mutex(processes)
+            self.launch = launch
+        }
+
+        var count: Int { processes.withLock { $0.count } }
+        /// How many restarts ran.
+        var restarts: Int { restartCount.withLock { $0 } }
+
+        /// Runs `body` with server `server`'s current process, which stops only after it.
+        func execute<T>(on server: Int, _ body: (any TestClientProtocol) async throws -> T) async throws -> T {
+            let process = processes.withLock { processes in
+                let process = processes[server]
+                process.inFlight.withLock { $0 += 1 }
+                return process
+            }
+            defer { process.inFlight.withLock { $0 -= 1 } }
+            return try await body(process.client)
+        }
+
+        /// Restarts server `server` (a restart asked for while one of it starts is that one).
+        func restart(_ server: Int) async throws {
+            guard restarting.withLock({ $0.insert(server).inserted }) else { return }
+            defer { restarting.withLock { _ = $0.remove(server) } }
+            let new = try await launch()
+            let old = processes.withLock { processes in
+                let old = processes[server]
+                processes[server] = new
+                return old
+            }
+            restartCount.withLock { $0 += 1 }
+            // The old process stops meanwhile, as the balancer does not wait for it (its shutdown waits for what its
+            // services hold: a webhook attempt to a host that does not resolve can take seconds).
+            let stopping = Task { try await old.stop() }
+            retiring.withLock { $0.append(stopping) }
+        }
+
+        /// Stops every server, and waits for the restarted ones' old processes.
+        func stop() async throws {
+            for process in processes.withLock({ $0 }) { try await process.stop() }
+            for stopping in retiring.withLock({ $0 }) { try await stopping.value }
         }
     }
 
@@ -331,15 +434,23 @@ struct SimulatedService: Sendable {
         allowed.insert(charactersIn: "-._~")
         let text = fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed)!)" }
             .joined(separator: "&")
-        let answer = try await (server == Self.stalling ? stallingClient : clients[server]).execute(
-            uri: uri, method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
-            body: ByteBuffer(string: text)
-        ) { response in
-            guard case .object(let object) = try JSONParser.parse(response.body.readableBytesView) else {
-                throw TestKitError("\(uri) answered no JSON object: \(String(buffer: response.body))")
+        func send(_ client: any TestClientProtocol) async throws -> Answer {
+            try await client.execute(
+                uri: uri, method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
+                body: ByteBuffer(string: text)
+            ) { response in
+                guard case .object(let object) = try JSONParser.parse(response.body.readableBytesView) else {
+                    throw TestKitError("\(uri) answered no JSON object: \(String(buffer: response.body))")
+                }
+                return Answer(status: response.status, json: object)
             }
-            return Answer(status: response.status, json: object)
         }
+        let answer =
+            if server == Self.stalling {
+                try await send(stallingClient)
+            } else {
+                try await servers.execute(on: server) { try await send($0) }
+            }
         if Verdicts.billedRoutes.contains(uri), let key = fields.first(where: { $0.0 == "apikey" })?.1,
             case .integer(let status)? = answer.json["status"]
         {
@@ -352,10 +463,12 @@ struct SimulatedService: Sendable {
     func postNotification(token: String, signedPayload: String, server: Int) async throws -> HTTPResponse.Status {
         var body = JSONObject(capacity: 1)
         body.append("signedPayload", .string(signedPayload))
-        return try await clients[server].execute(
-            uri: "/notifications/\(token)", method: .post, headers: [.contentType: "application/json"],
-            body: ByteBuffer(string: JSONValue.object(body).encodedString)
-        ) { $0.status }
+        return try await servers.execute(on: server) { client in
+            try await client.execute(
+                uri: "/notifications/\(token)", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: JSONValue.object(body).encodedString)
+            ) { $0.status }
+        }
     }
 
     /// Pushes Google's developer notification `notification` (its JSON) as Pub/Sub does, as message `messageID`.
@@ -363,11 +476,13 @@ struct SimulatedService: Sendable {
         -> HTTPResponse.Status
     {
         let authorization = "Bearer " + google.pushToken(audience: Self.pushAudience, email: Self.pushAccount)
-        return try await clients[server].execute(
-            uri: "/notifications/google/\(token)", method: .post,
-            headers: [.contentType: "application/json", .authorization: authorization],
-            body: ByteBuffer(string: FakeGoogle.pushBody(messageID: messageID, notification: notification))
-        ) { $0.status }
+        return try await servers.execute(on: server) { client in
+            try await client.execute(
+                uri: "/notifications/google/\(token)", method: .post,
+                headers: [.contentType: "application/json", .authorization: authorization],
+                body: ByteBuffer(string: FakeGoogle.pushBody(messageID: messageID, notification: notification))
+            ) { $0.status }
+        }
     }
 
     // MARK: - Google Play's resources

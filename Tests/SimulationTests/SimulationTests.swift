@@ -7,7 +7,8 @@ import Testing
 /// - `SIMULATION_SEEDS`: histories per store (default 2,000, what CI runs);
 /// - `SIMULATION_FIRST_SEED`: the first seed (default 1; seeds run in sequence from it);
 /// - `SIMULATION_SEED`: one seed alone, its history printed;
-/// - `SIMULATION_STORE`: `sqlite`, `postgres` or `both` (default: every store the test run has).
+/// - `SIMULATION_STORE`: `sqlite`, `postgres` or `both` (default: every store the test run has);
+/// - `SIMULATION_RESTARTS`: the share of histories that restart a server (default 0.02).
 /// A failing history is shrunk to the fewest steps that still fail, and printed with its seed.
 @Suite struct SimulationTests {
     static let environment = ProcessInfo.processInfo.environment
@@ -59,21 +60,23 @@ import Testing
     /// stops the run and is shrunk.
     func run(_ seeds: [UInt64], on kind: StoreKind, printing: Bool, confirms: Bool? = nil) async throws {
         let started = ContinuousClock.now
-        let ((played, failure, stalls, acknowledgements), usage) = try await SimulatedService.with(kind) { service in
+        let ((played, failure, stalls, acknowledgements, restarts), usage) = try await SimulatedService.with(kind) {
+            service in
             let simulator = Simulator(service: service)
             let (played, failure) = try await play(seeds, with: simulator, printing: printing, confirms: confirms)
             // Invariant 5 is checked once every history has played (the acknowledgements run in the background).
             let acknowledgements = failure == nil ? try await simulator.checkGoogleAcknowledgements() : nil
             return (
                 played, failure, (await simulator.stalls.presented, await simulator.stalls.unavailable),
-                acknowledgements
+                acknowledgements, service.servers.restarts
             )
         }
         let elapsed = ContinuousClock.now - started
         if let (seed, failure, shortest, shortestFailure) = failure {
+            let restartShare = Self.environment["SIMULATION_RESTARTS"].map { "SIMULATION_RESTARTS=\($0) " } ?? ""
             Issue.record(
                 """
-                simulation failed on \(kind), seed \(seed) (scripts/simulate.sh --seed \(seed) --store \(kind)): \(failure)
+                simulation failed on \(kind), seed \(seed) (\(restartShare)scripts/simulate.sh --seed \(seed) --store \(kind)): \(failure)
                 shortest history still failing: \(shortestFailure)
                 \(shortest)
                 """)
@@ -89,7 +92,8 @@ import Testing
             "simulation: \(played) histories on \(kind) in \(elapsed)"
                 + (failure == nil && acknowledgements == nil && usage == nil
                     ? ", every invariant held" : ", one failed")
-                + "; the stalling database answered \(stalls.1) of \(stalls.0) presentations 503")
+                + "; the stalling database answered \(stalls.1) of \(stalls.0) presentations 503; "
+                + "\(restarts) servers restarted")
     }
 
     /// Plays `seeds`, `concurrency` at a time; the number played, and the first failure shrunk.
@@ -97,13 +101,14 @@ import Testing
         Int, (UInt64, Simulator.Failure, History, Simulator.Failure)?
     ) {
         let concurrency = Self.environment["SIMULATION_CONCURRENCY"].flatMap(Int.init).map { max(1, $0) } ?? 4
+        let restarts = Self.environment["SIMULATION_RESTARTS"].flatMap(Double.init) ?? 0.02
         return try await withThrowingTaskGroup(of: (History, Simulator.Failure?).self) { group in
             var pending = seeds[...]
             var played = 0
             func startNext() {
                 guard let seed = pending.popFirst() else { return }
                 group.addTask {
-                    let history = History(seed: seed, start: Date(), confirms: confirms)
+                    let history = History(seed: seed, start: Date(), confirms: confirms, restarts: restarts)
                     if printing { print(history) }
                     return (history, try await simulator.play(history))
                 }

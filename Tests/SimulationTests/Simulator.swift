@@ -60,6 +60,13 @@ struct Simulator: Sendable {
             case .answered(let user, let view): answered = (user, view)
             case .done: answered = nil
             }
+            // A restart may lose nothing recorded: every view, from both servers.
+            if case .restart = step {
+                if let message = try await checkEveryCustomer(of: history, tenant: tenant, model: model) {
+                    return Failure(step: index, message: message)
+                }
+                continue
+            }
             // The views a step can change: its buyer's and the request's user's (who may hold the purchase), on the
             // step's store. A presentation's answer carries its user's view (`customer`), which is checked as it is.
             let store = model.purchases[step.transactionID]?.store ?? .appStore
@@ -77,17 +84,27 @@ struct Simulator: Sendable {
                 }
             }
         }
-        // At the end, every user's on each store the history sells on, and what a webhook receiver was told.
+        // At the end, every user's view, and what a webhook receiver was told.
+        if let message = try await checkEveryCustomer(of: history, tenant: tenant, model: model) {
+            return Failure(step: history.steps.count, message: message)
+        }
+        if let message = try await checkReceiver(of: history, tenant: tenant, model: model) {
+            return Failure(step: history.steps.count, message: message)
+        }
+        return nil
+    }
+
+    /// Invariant 2 for every user of `history`, on each store the history sells on.
+    private func checkEveryCustomer(of history: History, tenant: SimulatedService.Tenant, model: MoneyModel)
+        async throws -> String?
+    {
         let stores = MoneyModel.Store.allCases.filter { store in history.purchases.contains { $0.store == store } }
         for user in history.users {
             for store in stores {
                 if let message = try await checkCustomer(user.id, on: store, tenant: tenant, model: model) {
-                    return Failure(step: history.steps.count, message: message)
+                    return message
                 }
             }
-        }
-        if let message = try await checkReceiver(of: history, tenant: tenant, model: model) {
-            return Failure(step: history.steps.count, message: message)
         }
         return nil
     }
@@ -251,6 +268,9 @@ struct Simulator: Sendable {
                 else { continue }
                 await delivered(purchase, token: token, of: history, tenant: tenant, products: products)
             }
+        case .restart:
+            try await service.servers.restart(server)
+            if traces { print("\(step) server \(server)") }
         case .notifyGooglePurchase(let id, let messageID), .notifyGoogleVoided(let id, let messageID):
             guard let purchase = model.purchases[id], let token = history.googleTokens[id] else { return .done }
             let now = Int64((Date().timeIntervalSince1970 * 1_000).rounded(.down))
@@ -396,7 +416,7 @@ struct Simulator: Sendable {
     private func checkCustomer(
         _ user: String, on store: MoneyModel.Store, tenant: SimulatedService.Tenant, model: MoneyModel
     ) async throws -> String? {
-        for server in service.clients.indices {
+        for server in 0..<service.servers.count {
             let answer = try await service.post(
                 "/api/customers",
                 form: [
