@@ -28,7 +28,7 @@ struct SimulatedService: Sendable {
     let tenancy: TenancyService
     /// The two servers; a history says which one each step goes to, and when one restarts.
     let servers: ServerPool
-    /// The server whose database stalls (``stallingDeadline(_:)``), over the second server's connection.
+    /// The server whose database stalls (``stallingDeadline(_:)``), over a connection of its own.
     let stallingClient: any TestClientProtocol
     /// The index that names the stalling server in ``post(_:form:server:)``.
     static let stalling = -1
