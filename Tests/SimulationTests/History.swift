@@ -27,6 +27,11 @@ struct History: Sendable, CustomStringConvertible {
         /// Pub/Sub pushes Google's `voidedPurchaseNotification` of the order (a refund), listed by then in Google's
         /// voided purchases.
         case notifyGoogleVoided(String, messageID: String)
+        /// Google renews the subscription: its purchase token's `SubscriptionPurchaseV2` states the renewal's order
+        /// (`transactionID`, `GPA.…..N`) from now on, and Pub/Sub pushes `SUBSCRIPTION_RENEWED` under `messageID`
+        /// (nil: the push is not part of the history, and the service learns of the renewal from the client alone).
+        /// Google tells a renewal by notification only: its API is read, never told.
+        case renewGoogle(String, messageID: String?)
         /// The backend confirms the deliveries it was offered so far and has not confirmed yet
         /// (`POST /api/transactions/delivered`; an app in `confirm` delivery).
         case confirmDeliveries
@@ -49,7 +54,7 @@ struct History: Sendable, CustomStringConvertible {
             switch self {
             case .present(let id, _, _), .notifyPurchase(let id, _), .notifyRefund(let id, _),
                 .notifyReversal(let id, _), .presentGoogle(let id, _), .notifyGooglePurchase(let id, _),
-                .notifyGoogleVoided(let id, _):
+                .notifyGoogleVoided(let id, _), .renewGoogle(let id, _):
                 id
             case .confirmDeliveries, .restart: ""
             }
@@ -84,6 +89,7 @@ struct History: Sendable, CustomStringConvertible {
             case .presentGoogle(let id, let user): "present google \(id) user=\(user ?? "-")"
             case .notifyGooglePurchase(let id, let message): "notify google purchase \(id) [\(message)]"
             case .notifyGoogleVoided(let id, let message): "notify google voided \(id) [\(message)]"
+            case .renewGoogle(let id, let message): "google renews to \(id) [\(message ?? "no push")]"
             case .confirmDeliveries: "confirm the deliveries offered"
             case .restart: "restart"
             }
@@ -123,8 +129,11 @@ struct History: Sendable, CustomStringConvertible {
     let start: Date
     let users: [User]
     let purchases: [Purchase]
-    /// Each Google Play purchase's token, by transaction (order) id.
+    /// Each Google Play purchase's token, by transaction (order) id (a subscription's renewals share its token).
     let googleTokens: [String: String]
+    /// The Google Play purchase tokens Google states acknowledged before the history (a subscription renewed in it
+    /// was bought a month or two before: its first order was acknowledged then, or Google would have refunded it).
+    let googleAcknowledged: Set<String>
     /// The messages, in the order they are played.
     private(set) var steps: [Step]
     /// Which of the two servers each step goes to (``steps``' indices).
@@ -271,10 +280,15 @@ struct History: Sendable, CustomStringConvertible {
                     Double.random(in: 3_600...(room - 600), using: &random).rounded(.down))
             }
         }
-        let (googlePurchases, googleTokens, googleSteps) =
-            sellsOnGoogle ? Self.googlePlay(users: users, seed: seed, start: start, random: &google) : ([], [:], [])
-        self.purchases = purchases + googlePurchases
-        self.googleTokens = googleTokens
+        // Google's renewals are drawn from a generator of their own too: a history without them is the one it was.
+        var renewing = SplitMix64(seed: seed ^ 0x7265_6e65_7761_6c21)
+        let sales =
+            sellsOnGoogle
+            ? Self.googlePlay(users: users, seed: seed, start: start, random: &google, renewing: &renewing)
+            : GooglePlaySales()
+        self.purchases = purchases + sales.purchases
+        self.googleTokens = sales.tokens
+        self.googleAcknowledged = sales.acknowledged
 
         // The messages: each transaction presented at least once by its buyer's client, some twice, some without a
         // user; some notified (some twice); refunds notified mostly. Then all shuffled.
@@ -308,7 +322,7 @@ struct History: Sendable, CustomStringConvertible {
         }
         steps.shuffle(using: &random)
         // Google's steps go in at places drawn from Google's generator; the App Store's keep their order.
-        for step in googleSteps { steps.insert(step, at: Int.random(in: 0...steps.count, using: &google)) }
+        for step in sales.steps { steps.insert(step, at: Int.random(in: 0...steps.count, using: &google)) }
         // A quarter of the apps deliver in `confirm` mode: their backends confirm what they were offered, one to
         // three times, at places drawn from a generator of its own (a history in `once` mode is the one it was).
         var confirming = SplitMix64(seed: seed ^ 0x636f_6e66_6972_6d21)
@@ -329,6 +343,15 @@ struct History: Sendable, CustomStringConvertible {
             let stalls = Double.random(in: 0..<1, using: &stalling) < 0.2
             return step.isPresentation && stalls
         }
+        // Google's renewals go in after the other steps have their servers and stalls, in their order (a renewal does
+        // not go back), each with a server drawn from their generator.
+        var places = sales.renewals.map { _ in Int.random(in: 0...self.steps.count, using: &renewing) }.sorted()
+        for (offset, renewal) in sales.renewals.enumerated() {
+            places[offset] += offset
+            self.steps.insert(renewal, at: places[offset])
+            servers.insert(Int.random(in: 0...1, using: &renewing), at: places[offset])
+            stalls.insert(false, at: places[offset])
+        }
         // One history in fifty (`restarts`) restarts a server once or twice, anywhere (restarts are dear: 100
         // histories on PostgreSQL took 64 s with 31 restarts and 53 s without); the restarts go in last, with their
         // server, so that every other step keeps its server and its stall.
@@ -343,16 +366,31 @@ struct History: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The Google Play part of a history.
+    struct GooglePlaySales {
+        var purchases: [Purchase] = []
+        /// Each purchase's token, by order id.
+        var tokens: [String: String] = [:]
+        /// The tokens Google states acknowledged before the history.
+        var acknowledged: Set<String> = []
+        /// The messages, but the renewals.
+        var steps: [Step] = []
+        /// The renewals, in their order.
+        var renewals: [Step] = []
+    }
+
     /// The Google Play part of a history: each user's recent purchases (Google refunds a purchase not acknowledged
     /// within three days, so the ones a client presents are bought less than three days before the start): a
     /// consumable or two, the non-consumable, a monthly subscription in its first period; some refunded (voided) by
-    /// Google before the start. Then the messages: each purchase presented by its buyer's client once or twice, with
-    /// or without the user; notified by Pub/Sub (some twice under one message id); voids notified mostly.
-    static func googlePlay(users: [User], seed: UInt64, start: Date, random: inout SplitMix64) -> (
-        [Purchase], [String: String], [Step]
-    ) {
-        var purchases: [Purchase] = []
-        var tokens: [String: String] = [:]
+    /// Google before the start. A third of the subscriptions (drawn from `renewing`) began a month or two earlier and
+    /// renew once or twice in the history: their token was acknowledged in their first month, and Google's API states
+    /// the first period until a renewal step states the next. Then the messages: each purchase presented by its buyer's
+    /// client once or twice, with or without the user; notified by Pub/Sub (some twice under one message id); voids
+    /// notified mostly; most renewals pushed (`SUBSCRIPTION_RENEWED`).
+    static func googlePlay(
+        users: [User], seed: UInt64, start: Date, random: inout SplitMix64, renewing: inout SplitMix64
+    ) -> GooglePlaySales {
+        var sales = GooglePlaySales()
         var serial = 0
         func add(_ user: User, _ product: String, expires: Bool) {
             serial += 1
@@ -363,42 +401,64 @@ struct History: Sendable, CustomStringConvertible {
             let order =
                 "GPA.\(digits.dropFirst(4).prefix(4))-\(digits.dropFirst(8).prefix(4))-\(digits.dropFirst(12))-"
                 + String(format: "%05d", serial)
+            let renewals =
+                expires && Double.random(in: 0..<1, using: &renewing) < 1 / 3
+                ? Int.random(in: 1...2, using: &renewing) : 0
+            // A renewed subscription's first period began `renewals` months before the current one.
+            let began = purchased.addingTimeInterval(-Double(renewals) * 30 * day)
             var purchase = Purchase(
                 store: .googlePlay, transactionID: order, originalTransactionID: order, productID: product,
-                buyer: user.id, purchasedAt: purchased,
-                expiresAt: expires ? purchased.addingTimeInterval(30 * day) : nil)
+                buyer: user.id, purchasedAt: began,
+                expiresAt: expires ? began.addingTimeInterval(30 * day) : nil)
             let room = start.timeIntervalSince(purchased)
             if !expires, room > 7_200, Double.random(in: 0..<1, using: &random) < 0.2 {
                 purchase.refundedAt = purchased.addingTimeInterval(
                     Double.random(in: 3_600...(room - 600), using: &random).rounded(.down))
             }
-            purchases.append(purchase)
-            tokens[order] = "sim\(seed).\(serial).\(UInt32.random(in: 0...UInt32.max, using: &random))"
+            sales.purchases.append(purchase)
+            let token = "sim\(seed).\(serial).\(UInt32.random(in: 0...UInt32.max, using: &random))"
+            sales.tokens[order] = token
+            guard renewals > 0 else { return }
+            sales.acknowledged.insert(token)
+            // Google's renewal orders: the first order's id and `..0`, `..1`, …
+            for renewal in 0..<renewals {
+                let begins = began.addingTimeInterval(Double(renewal + 1) * 30 * day)
+                let id = "\(order)..\(renewal)"
+                sales.purchases.append(
+                    Purchase(
+                        store: .googlePlay, transactionID: id, originalTransactionID: order, productID: product,
+                        buyer: user.id, purchasedAt: begins, expiresAt: begins.addingTimeInterval(30 * day)))
+                sales.tokens[id] = token
+                let pushed = Double.random(in: 0..<1, using: &renewing) < 0.8
+                let message = String(UInt64.random(in: 1...UInt64(1e15), using: &renewing))
+                sales.renewals.append(.renewGoogle(id, messageID: pushed ? message : nil))
+            }
         }
         for user in users {
             for _ in 0..<Int.random(in: 0...1, using: &random) { add(user, "com.example.app.coins", expires: false) }
             if Double.random(in: 0..<1, using: &random) < 0.3 { add(user, "com.example.app.lifetime", expires: false) }
             if Double.random(in: 0..<1, using: &random) < 0.4 { add(user, "com.example.app.monthly", expires: true) }
         }
-        var steps: [Step] = []
-        for purchase in purchases {
+        // The client and the purchase notification name the purchase token (by its first order here): what Google
+        // states of it is what was renewed last.
+        for purchase in sales.purchases where purchase.transactionID == purchase.originalTransactionID {
             for _ in 0..<(Double.random(in: 0..<1, using: &random) < 0.25 ? 2 : 1) {
                 let named = Double.random(in: 0..<1, using: &random) < 0.75
-                steps.append(.presentGoogle(purchase.transactionID, user: named ? purchase.buyer : nil))
+                sales.steps.append(.presentGoogle(purchase.transactionID, user: named ? purchase.buyer : nil))
             }
             if Double.random(in: 0..<1, using: &random) < 0.6 {
                 let message = String(UInt64.random(in: 1...UInt64(1e15), using: &random))
-                steps.append(.notifyGooglePurchase(purchase.transactionID, messageID: message))
+                sales.steps.append(.notifyGooglePurchase(purchase.transactionID, messageID: message))
                 if Double.random(in: 0..<1, using: &random) < 0.2 {
-                    steps.append(.notifyGooglePurchase(purchase.transactionID, messageID: message))
+                    sales.steps.append(.notifyGooglePurchase(purchase.transactionID, messageID: message))
                 }
             }
             if purchase.refundedAt != nil, Double.random(in: 0..<1, using: &random) < 0.8 {
                 let message = String(UInt64.random(in: 1...UInt64(1e15), using: &random))
-                steps.append(.notifyGoogleVoided(purchase.transactionID, messageID: message))
+                sales.steps.append(.notifyGoogleVoided(purchase.transactionID, messageID: message))
             }
         }
-        return (purchases, tokens, steps)
+        return sales
     }
 }
 

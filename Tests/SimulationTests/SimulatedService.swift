@@ -487,32 +487,21 @@ struct SimulatedService: Sendable {
 
     // MARK: - Google Play's resources
 
-    /// Google's purchases of `history` as the Play Developer API states them now, set on the fake for `package`:
-    /// one-time products purchased (Google's resource keeps stating a refunded one purchased: its refunds are told by
-    /// voided purchases), subscriptions active in their first period, none acknowledged yet.
+    /// Google's purchases of `history` as the Play Developer API states them at the history's start, set on the fake
+    /// for `package`: one-time products purchased (Google's resource keeps stating a refunded one purchased: its
+    /// refunds are told by voided purchases), subscriptions in their first period (a renewal step states the next),
+    /// none acknowledged yet but the subscriptions renewed in the history.
     func setGooglePurchases(of history: History, package: String) {
         for purchase in history.purchases where purchase.store == .googlePlay {
             guard let token = history.googleTokens[purchase.transactionID] else { continue }
-            let accountID = history.user(purchase.buyer)?.googleAccountID
-            let millis = Int64((purchase.purchasedAt.timeIntervalSince1970 * 1_000).rounded(.down))
-            if let expires = purchase.expiresAt {
-                let account = accountID.map {
-                    #","externalAccountIdentifiers":{"obfuscatedExternalAccountId":"\#($0)"}"#
-                }
-                google.setSubscription(
-                    package, token: token,
-                    """
-                    {"kind":"androidpublisher#subscriptionPurchaseV2","regionCode":"FR",\
-                    "startTime":"\(Simulator.rfc3339(purchase.purchasedAt))",\
-                    "subscriptionState":"\(expires > Date() ? "SUBSCRIPTION_STATE_ACTIVE" : "SUBSCRIPTION_STATE_EXPIRED")",\
-                    "latestOrderId":"\(purchase.transactionID)",\
-                    "acknowledgementState":"ACKNOWLEDGEMENT_STATE_PENDING"\(account ?? ""),\
-                    "lineItems":[{"productId":"\(purchase.productID)","expiryTime":"\(Simulator.rfc3339(expires))",\
-                    "latestSuccessfulOrderId":"\(purchase.transactionID)",\
-                    "autoRenewingPlan":{"autoRenewEnabled":true},"offerDetails":{"basePlanId":"monthly"}}]}
-                    """)
+            if purchase.expiresAt != nil {
+                guard purchase.transactionID == purchase.originalTransactionID else { continue }
+                setGoogleSubscription(purchase, of: history, token: token, package: package)
             } else {
-                let account = accountID.map { #","obfuscatedExternalAccountId":"\#($0)""# }
+                let millis = Int64((purchase.purchasedAt.timeIntervalSince1970 * 1_000).rounded(.down))
+                let account = history.user(purchase.buyer)?.googleAccountID.map {
+                    #","obfuscatedExternalAccountId":"\#($0)""#
+                }
                 google.setProduct(
                     package, purchase.productID, token: token,
                     """
@@ -522,6 +511,32 @@ struct SimulatedService: Sendable {
                     """)
             }
         }
+    }
+
+    /// States the subscription bought with `token` as Google's `subscriptionsv2.get` does while `period` (an order of
+    /// it: the first, or a renewal `…..N`) is its latest: active until the period's end, expired after it.
+    func setGoogleSubscription(_ period: Purchase, of history: History, token: String, package: String) {
+        guard let expires = period.expiresAt,
+            let first = history.purchases.first(where: { $0.transactionID == period.originalTransactionID })
+        else { return }
+        let account = history.user(period.buyer)?.googleAccountID.map {
+            #","externalAccountIdentifiers":{"obfuscatedExternalAccountId":"\#($0)"}"#
+        }
+        let acknowledgement =
+            history.googleAcknowledged.contains(token)
+            ? "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED" : "ACKNOWLEDGEMENT_STATE_PENDING"
+        google.setSubscription(
+            package, token: token,
+            """
+            {"kind":"androidpublisher#subscriptionPurchaseV2","regionCode":"FR",\
+            "startTime":"\(Simulator.rfc3339(first.purchasedAt))",\
+            "subscriptionState":"\(expires > Date() ? "SUBSCRIPTION_STATE_ACTIVE" : "SUBSCRIPTION_STATE_EXPIRED")",\
+            "latestOrderId":"\(period.transactionID)",\
+            "acknowledgementState":"\(acknowledgement)"\(account ?? ""),\
+            "lineItems":[{"productId":"\(period.productID)","expiryTime":"\(Simulator.rfc3339(expires))",\
+            "latestSuccessfulOrderId":"\(period.transactionID)",\
+            "autoRenewingPlan":{"autoRenewEnabled":true},"offerDetails":{"basePlanId":"monthly"}}]}
+            """)
     }
 
     /// Lists `purchase`'s refund among `package`'s voided purchases, as Google lists it once it voided the order.

@@ -60,7 +60,9 @@ import Testing
     /// stops the run and is shrunk.
     func run(_ seeds: [UInt64], on kind: StoreKind, printing: Bool, confirms: Bool? = nil) async throws {
         let started = ContinuousClock.now
-        let ((played, failure, stalls, acknowledgements, restarts), usage) = try await SimulatedService.with(kind) {
+        let ((played, failure, stalls, acknowledgements, restarts, renewals), usage) = try await SimulatedService.with(
+            kind
+        ) {
             service in
             let simulator = Simulator(service: service)
             let (played, failure) = try await play(seeds, with: simulator, printing: printing, confirms: confirms)
@@ -68,7 +70,8 @@ import Testing
             let acknowledgements = failure == nil ? try await simulator.checkGoogleAcknowledgements() : nil
             return (
                 played, failure, (await simulator.stalls.presented, await simulator.stalls.unavailable),
-                acknowledgements, service.servers.restarts
+                acknowledgements, service.servers.restarts,
+                (await simulator.renewals.stated, await simulator.renewals.pushed)
             )
         }
         let elapsed = ContinuousClock.now - started
@@ -93,7 +96,7 @@ import Testing
                 + (failure == nil && acknowledgements == nil && usage == nil
                     ? ", every invariant held" : ", one failed")
                 + "; the stalling database answered \(stalls.1) of \(stalls.0) presentations 503; "
-                + "\(restarts) servers restarted")
+                + "\(restarts) servers restarted; Google renewed \(renewals.0) subscriptions (\(renewals.1) pushed)")
     }
 
     /// Plays `seeds`, `concurrency` at a time; the number played, and the first failure shrunk.

@@ -22,6 +22,9 @@ struct Simulator: Sendable {
     let service: SimulatedService
     /// How the stalling server answered the presentations sent to it first.
     let stalls = Stalls()
+    /// How many Google renewals the histories played (``History/Step/renewGoogle(_:messageID:)``), and how many of
+    /// them were pushed.
+    let renewals = Renewals()
     /// Whether every request and answer is printed (`SIMULATION_TRACE=1`).
     var traces = ProcessInfo.processInfo.environment["SIMULATION_TRACE"] == "1"
 
@@ -33,6 +36,70 @@ struct Simulator: Sendable {
         func count(_ answeredUnavailable: Bool) {
             presented += 1
             if answeredUnavailable { unavailable += 1 }
+        }
+    }
+
+    actor Renewals {
+        private(set) var stated = 0
+        private(set) var pushed = 0
+
+        func count(pushed: Bool) {
+            stated += 1
+            if pushed { self.pushed += 1 }
+        }
+    }
+
+    /// What Google states of each purchase token as a history goes, and what the service keeps of Google's answers:
+    /// docs/google-play.md, a verification reuses Google's answer about a purchase for 30 s
+    /// (`--google-play-cache-seconds`), and a notification reads the purchase anew (and keeps that answer). Between a
+    /// renewal and the end of a kept answer's life, `/api` answers with the order kept; near that end with either.
+    struct GoogleState {
+        /// The order Google states now, by the token's first order: the first until a renewal step.
+        var orders: [String: String] = [:]
+        /// The answer kept about each token: the order it states, and the interval in which it was fetched.
+        var kept: [String: (order: String, earliest: ContinuousClock.Instant, latest: ContinuousClock.Instant)] = [:]
+        /// The Pub/Sub messages the service recorded: a redelivery is a duplicate that changes nothing.
+        var messages: Set<String> = []
+        /// `--google-play-cache-seconds`' default, which the simulated servers keep.
+        static let lifetime: Duration = .seconds(30)
+
+        /// The order Google states now of the purchase whose first order is `first`.
+        func current(_ first: String) -> String { orders[first] ?? first }
+
+        /// The orders a presentation of `token` sent at `sent` and answered at `answered` may state: the kept one
+        /// while it is surely kept, Google's current one once it surely expired, either in between.
+        func candidates(first: String, token: String, sent: ContinuousClock.Instant, answered: ContinuousClock.Instant)
+            -> [String]
+        {
+            let current = current(first)
+            guard let kept = kept[token], kept.order != current else { return [current] }
+            if answered < kept.earliest + Self.lifetime { return [kept.order] }
+            if sent > kept.latest + Self.lifetime { return [current] }
+            return [current, kept.order]
+        }
+
+        /// A presentation of `token` sent at `sent` was answered at `answered` with `order`: what is kept now.
+        mutating func presented(
+            _ order: String, token: String, sent: ContinuousClock.Instant, answered: ContinuousClock.Instant
+        ) {
+            guard let held = kept[token] else {
+                kept[token] = (order, sent, answered)
+                return
+            }
+            if answered < held.earliest + Self.lifetime { return }
+            if sent > held.latest + Self.lifetime || order != held.order {
+                kept[token] = (order, sent, answered)
+            } else {
+                // The same order, kept or fetched again: kept from the earlier fetch or this one.
+                kept[token] = (order, held.earliest, answered)
+            }
+        }
+
+        /// A notification read `token` anew between `sent` and `answered`, and Google stated `order`.
+        mutating func read(
+            _ order: String, token: String, sent: ContinuousClock.Instant, answered: ContinuousClock.Instant
+        ) {
+            kept[token] = (order, sent, answered)
         }
     }
 
@@ -49,12 +116,13 @@ struct Simulator: Sendable {
         service.setGooglePurchases(of: history, package: tenant.package)
         var model = history.model
         let products = model.products
+        var google = GoogleState()
         for (index, step) in history.steps.enumerated() {
             let answered: (String, JSONValue?)?
             let server = history.servers[index]
             switch try await perform(
                 step, of: history, on: server, stalling: history.stalls[index], tenant: tenant, model: &model,
-                products: products)
+                google: &google, products: products)
             {
             case .failed(let message): return Failure(step: index, message: message)
             case .answered(let user, let view): answered = (user, view)
@@ -170,11 +238,12 @@ struct Simulator: Sendable {
     }
 
     /// Notes a Google Play purchase the service delivered: Google must see it acknowledged, or consumed if it is a
-    /// consumable (invariant 5).
+    /// consumable (invariant 5), unless Google states it acknowledged already (a subscription renewed in the history).
     private func delivered(
         _ purchase: Purchase, token: String, of history: History, tenant: SimulatedService.Tenant,
         products: [String: Product]
     ) async {
+        guard !history.googleAcknowledged.contains(token) else { return }
         let kind = purchase.expiresAt == nil ? "products" : "subscriptions"
         await service.googleDeliveries.add(
             "\(tenant.package)/\(kind)/\(purchase.productID)/\(token)",
@@ -197,10 +266,11 @@ struct Simulator: Sendable {
     }
 
     /// Sends `step` (a presentation first to the stalling server, with `stalling`); returns what broke, if anything,
-    /// or the view its answer carries.
+    /// or the view its answer carries. `google` holds what Google states of each purchase token and what the service
+    /// keeps of it.
     private func perform(
         _ step: History.Step, of history: History, on server: Int, stalling: Bool, tenant: SimulatedService.Tenant,
-        model: inout MoneyModel, products: [String: Product]
+        model: inout MoneyModel, google: inout GoogleState, products: [String: Product]
     ) async throws -> Performed {
         switch step {
         case .present(let id, let userID, let signed):
@@ -216,19 +286,27 @@ struct Simulator: Sendable {
             var fields = [("apikey", tenant.apiKey), ("token", tenant.token), ("receipt", jws)]
             if let userID { fields.append(("app_user_id", userID)) }
             return try await present(
-                step, fields: fields, on: server, stalling: stalling,
-                expect: { model.presented(id, user: userID, signedAt: signedAt) }
+                step, ids: { _, _ in [id] }, fields: fields, on: server, stalling: stalling,
+                expect: { model.presented($0, user: userID, signedAt: signedAt) }
             ).result
-        case .presentGoogle(let id, let userID):
-            guard let purchase = model.purchases[id], let token = history.googleTokens[id] else { return .done }
+        case .presentGoogle(let first, let userID):
+            // Google's answer states the order renewed last, or the service's kept answer an earlier one: the
+            // answer's entry is that order's.
+            guard let purchase = model.purchases[first], let token = history.googleTokens[first] else { return .done }
             var fields = [
                 ("apikey", tenant.apiKey), ("token", tenant.token), ("store", "google_play"),
                 ("package_name", tenant.package), ("product_id", purchase.productID), ("purchase_token", token),
             ]
             if let userID { fields.append(("app_user_id", userID)) }
+            let state = google
             let performed = try await present(
-                step, fields: fields, on: server, stalling: stalling,
-                expect: { model.presented(id, user: userID, stating: .none, signedAt: Date()) })
+                step,
+                ids: { sent, answered in state.candidates(first: first, token: token, sent: sent, answered: answered) },
+                fields: fields, on: server, stalling: stalling,
+                expect: { model.presented($0, user: userID, stating: .none, signedAt: Date()) })
+            if let order = performed.id, let (sent, answered) = performed.span {
+                google.presented(order, token: token, sent: sent, answered: answered)
+            }
             // In `once` mode the answer that offers a purchase delivers it (invariant 5).
             if case .delivered = performed.delivery, !history.confirms {
                 await delivered(purchase, token: token, of: history, tenant: tenant, products: products)
@@ -271,7 +349,34 @@ struct Simulator: Sendable {
         case .restart:
             try await service.servers.restart(server)
             if traces { print("\(step) server \(server)") }
-        case .notifyGooglePurchase(let id, let messageID), .notifyGoogleVoided(let id, let messageID):
+        case .renewGoogle(let id, let messageID):
+            guard let purchase = model.purchases[id], let token = history.googleTokens[id] else { return .done }
+            let first = purchase.originalTransactionID
+            // A renewal never goes back (a shrunk history may have lost the one between).
+            if let current = model.purchases[google.current(first)], current.purchasedAt >= purchase.purchasedAt {
+                return .done
+            }
+            google.orders[first] = id
+            service.setGoogleSubscription(purchase, of: history, token: token, package: tenant.package)
+            if traces { print("\(step): Google states \(id) for \(token)") }
+            await renewals.count(pushed: messageID != nil)
+            guard let messageID else { return .done }
+            let now = Int64((Date().timeIntervalSince1970 * 1_000).rounded(.down))
+            let notification = """
+                {"version":"1.0","packageName":"\(tenant.package)","eventTimeMillis":"\(now)",\
+                "subscriptionNotification":{"version":"1.0","notificationType":2,\
+                "purchaseToken":"\(token)","subscriptionId":"\(purchase.productID)"}}
+                """
+            let sent = ContinuousClock.now
+            let status = try await service.pushGoogleNotification(
+                token: tenant.token, messageID: messageID, notification: notification, server: server)
+            guard status == .ok else { return .failed("\(step): the push was answered \(status.code)") }
+            google.read(id, token: token, sent: sent, answered: .now)
+            google.messages.insert(messageID)
+            model.notified(id, stating: .none, signedAt: Date())
+        case .notifyGooglePurchase(let first, let messageID), .notifyGoogleVoided(let first, let messageID):
+            // Google's API states the order renewed last: the service reads that one.
+            let id = google.current(first)
             guard let purchase = model.purchases[id], let token = history.googleTokens[id] else { return .done }
             let now = Int64((Date().timeIntervalSince1970 * 1_000).rounded(.down))
             let body: String
@@ -294,12 +399,16 @@ struct Simulator: Sendable {
             }
             let notification =
                 #"{"version":"1.0","packageName":"\#(tenant.package)","eventTimeMillis":"\#(now)",\#(body)}"#
+            let sent = ContinuousClock.now
             let status = try await service.pushGoogleNotification(
                 token: tenant.token, messageID: messageID, notification: notification, server: server)
             guard status == .ok else { return .failed("\(step): the push was answered \(status.code)") }
+            // A message recorded before is a duplicate: nothing is read, nothing is told.
+            guard google.messages.insert(messageID).inserted else { return .done }
             if case .notifyGoogleVoided = step {
                 model.notified(id, stating: .refunded, signedAt: purchase.refundedAt ?? history.start)
             } else {
+                google.read(id, token: token, sent: sent, answered: .now)
                 model.notified(id, stating: .none, signedAt: Date())
             }
         case .notifyPurchase(let id, let uuid), .notifyRefund(let id, let uuid), .notifyReversal(let id, let uuid):
@@ -347,20 +456,32 @@ struct Simulator: Sendable {
         enum Delivery { case delivered, notDelivered }
         let result: Performed
         let delivery: Delivery
+        /// The transaction whose entry was checked, and when the presentation was sent and answered.
+        var id: String?
+        var span: (sent: ContinuousClock.Instant, answered: ContinuousClock.Instant)?
     }
 
     /// Posts a presentation (first to the stalling server, with `stalling`: on its 503, which must say retryable,
     /// again to `server`) and checks the answer against `expect`, the model's expectation, asked once an answer that
     /// is not a 503 came.
     private func present(
-        _ step: History.Step, fields: [(String, String)], on server: Int, stalling: Bool,
-        expect: () -> MoneyModel.Expectation
+        _ step: History.Step, ids: (ContinuousClock.Instant, ContinuousClock.Instant) -> [String],
+        fields: [(String, String)], on server: Int, stalling: Bool, expect: (String) -> MoneyModel.Expectation
     ) async throws -> Presented {
+        let sent = ContinuousClock.now
+        /// The first of the transactions the answer may be about (``ids``) that it has an entry for.
         func checked(_ answer: SimulatedService.Answer, viewMayBeMissing: Bool) -> Presented {
-            let expected = expect()
-            let result = check(answer, of: step, expected: expected, viewMayBeMissing: viewMayBeMissing)
+            let answered = ContinuousClock.now
+            let candidates = ids(sent, answered)
+            let entries = Set(
+                (answer.json["transactions"]?.arrayValue ?? []).compactMap { $0["transaction_id"]?.stringValue })
+            let id = candidates.first(where: entries.contains) ?? candidates[0]
+            let expected = expect(id)
+            let result = check(answer, of: step, id: id, expected: expected, viewMayBeMissing: viewMayBeMissing)
             if case .failed = result { return Presented(result: result, delivery: .notDelivered) }
-            return Presented(result: result, delivery: expected.deliver ? .delivered : .notDelivered)
+            return Presented(
+                result: result, delivery: expected.deliver ? .delivered : .notDelivered, id: id,
+                span: (sent, answered))
         }
         if stalling {
             let stalled = try await service.post("/api", form: fields, server: SimulatedService.stalling)
@@ -385,12 +506,12 @@ struct Simulator: Sendable {
         return checked(answer, viewMayBeMissing: false)
     }
 
-    /// Checks a presentation's answer against what the model says of it (invariant 1).
+    /// Checks a presentation's answer, whose entry for the transaction `id` counts, against what the model says of
+    /// it (invariant 1).
     private func check(
-        _ answer: SimulatedService.Answer, of step: History.Step, expected: MoneyModel.Expectation,
+        _ answer: SimulatedService.Answer, of step: History.Step, id: String, expected: MoneyModel.Expectation,
         viewMayBeMissing: Bool = false
     ) -> Performed {
-        let id = step.transactionID
         guard answer.status == .ok, answer.json["status"] == .integer(0) else {
             return .failed("\(step): answered \(answer.status.code) \(JSONValue.object(answer.json).encodedString)")
         }
