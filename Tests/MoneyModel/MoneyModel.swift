@@ -41,6 +41,9 @@ public struct MoneyModel: Sendable {
     public struct Knowledge: Sendable, Equatable {
         /// Transactions the service has heard of (by any source).
         public var known: Set<String> = []
+        /// Transactions the service holds a ledger row of: every one it heard of but a store's void of a purchase it
+        /// never saw, which it keeps apart until the purchase arrives (money review M8).
+        public var recorded: Set<String> = []
         /// Refunds the service holds now, by transaction id.
         public var revoked: [String: Date] = [:]
         /// The signed date of the newest statement of each transaction's refund the service took (a refund, its
@@ -67,10 +70,14 @@ public struct MoneyModel: Sendable {
 
     /// The service hears of `transactionID` from a message signed at `signedAt`: a purchase, a renewal, a refund or its
     /// reversal. A statement of the refund is taken only when it is no older than the newest one taken (Apple's
-    /// signed dates order them, not their arrival). Notifications never claim and never deliver.
-    public mutating func notified(_ transactionID: String, stating statement: Statement, signedAt: Date) {
+    /// signed dates order them, not their arrival). Notifications never claim and never deliver. A message that names
+    /// the transaction without stating it (a void) gives the service no row of it (`recordsRow` false).
+    public mutating func notified(
+        _ transactionID: String, stating statement: Statement, signedAt: Date, recordsRow: Bool = true
+    ) {
         guard let purchase = purchases[transactionID] else { return }
         knowledge.known.insert(transactionID)
+        if recordsRow { knowledge.recorded.insert(transactionID) }
         guard statement != .none, knowledge.revocationAsOf[transactionID].map({ $0 <= signedAt }) ?? true else {
             return
         }

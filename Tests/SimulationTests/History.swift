@@ -32,6 +32,14 @@ struct History: Sendable, CustomStringConvertible {
         /// (nil: the push is not part of the history, and the service learns of the renewal from the client alone).
         /// Google tells a renewal by notification only: its API is read, never told.
         case renewGoogle(String, messageID: String?)
+        /// Google revokes the subscription whose first order is the transaction (the customer was refunded and lost it
+        /// at once): its resource states it expired now, its current order is listed among the voided purchases, and
+        /// Pub/Sub pushes `SUBSCRIPTION_REVOKED` under `messageID`. Only a subscription still in its period is revoked.
+        case revokeGoogle(String, messageID: String)
+        /// The customer cancels the subscription whose first order is the transaction: it renews no more, and stays
+        /// paid up to its expiry (`SUBSCRIPTION_STATE_CANCELED`, `SUBSCRIPTION_CANCELED` pushed under `messageID`).
+        /// Only a subscription still in its period is cancelled.
+        case cancelGoogle(String, messageID: String)
         /// The backend confirms the deliveries it was offered so far and has not confirmed yet
         /// (`POST /api/transactions/delivered`; an app in `confirm` delivery).
         case confirmDeliveries
@@ -54,7 +62,8 @@ struct History: Sendable, CustomStringConvertible {
             switch self {
             case .present(let id, _, _), .notifyPurchase(let id, _), .notifyRefund(let id, _),
                 .notifyReversal(let id, _), .presentGoogle(let id, _), .notifyGooglePurchase(let id, _),
-                .notifyGoogleVoided(let id, _), .renewGoogle(let id, _):
+                .notifyGoogleVoided(let id, _), .renewGoogle(let id, _), .revokeGoogle(let id, _),
+                .cancelGoogle(let id, _):
                 id
             case .confirmDeliveries, .restart: ""
             }
@@ -90,6 +99,8 @@ struct History: Sendable, CustomStringConvertible {
             case .notifyGooglePurchase(let id, let message): "notify google purchase \(id) [\(message)]"
             case .notifyGoogleVoided(let id, let message): "notify google voided \(id) [\(message)]"
             case .renewGoogle(let id, let message): "google renews to \(id) [\(message ?? "no push")]"
+            case .revokeGoogle(let id, let message): "google revokes \(id)'s subscription [\(message)]"
+            case .cancelGoogle(let id, let message): "the customer cancels \(id)'s subscription [\(message)]"
             case .confirmDeliveries: "confirm the deliveries offered"
             case .restart: "restart"
             }
@@ -282,9 +293,13 @@ struct History: Sendable, CustomStringConvertible {
         }
         // Google's renewals are drawn from a generator of their own too: a history without them is the one it was.
         var renewing = SplitMix64(seed: seed ^ 0x7265_6e65_7761_6c21)
+        var revoking = SplitMix64(seed: seed ^ 0x7265_766f_6b65_2121)
+        var cancelling = SplitMix64(seed: seed ^ 0x6361_6e63_656c_2121)
         let sales =
             sellsOnGoogle
-            ? Self.googlePlay(users: users, seed: seed, start: start, random: &google, renewing: &renewing)
+            ? Self.googlePlay(
+                users: users, seed: seed, start: start, random: &google, renewing: &renewing, revoking: &revoking,
+                cancelling: &cancelling)
             : GooglePlaySales()
         self.purchases = purchases + sales.purchases
         self.googleTokens = sales.tokens
@@ -343,10 +358,11 @@ struct History: Sendable, CustomStringConvertible {
             let stalls = Double.random(in: 0..<1, using: &stalling) < 0.2
             return step.isPresentation && stalls
         }
-        // Google's renewals go in after the other steps have their servers and stalls, in their order (a renewal does
-        // not go back), each with a server drawn from their generator.
-        var places = sales.renewals.map { _ in Int.random(in: 0...self.steps.count, using: &renewing) }.sorted()
-        for (offset, renewal) in sales.renewals.enumerated() {
+        // Google's renewals and revocations go in after the other steps have their servers and stalls, in their order
+        // (a renewal does not go back, a revoked subscription renews no more), each with a server drawn from the
+        // renewals' generator.
+        var places = sales.changes.map { _ in Int.random(in: 0...self.steps.count, using: &renewing) }.sorted()
+        for (offset, renewal) in sales.changes.enumerated() {
             places[offset] += offset
             self.steps.insert(renewal, at: places[offset])
             servers.insert(Int.random(in: 0...1, using: &renewing), at: places[offset])
@@ -373,10 +389,10 @@ struct History: Sendable, CustomStringConvertible {
         var tokens: [String: String] = [:]
         /// The tokens Google states acknowledged before the history.
         var acknowledged: Set<String> = []
-        /// The messages, but the renewals.
+        /// The messages, but the changes.
         var steps: [Step] = []
-        /// The renewals, in their order.
-        var renewals: [Step] = []
+        /// Google's changes of its subscriptions (renewals, revocations), in their order.
+        var changes: [Step] = []
     }
 
     /// The Google Play part of a history: each user's recent purchases (Google refunds a purchase not acknowledged
@@ -386,9 +402,12 @@ struct History: Sendable, CustomStringConvertible {
     /// renew once or twice in the history: their token was acknowledged in their first month, and Google's API states
     /// the first period until a renewal step states the next. Then the messages: each purchase presented by its buyer's
     /// client once or twice, with or without the user; notified by Pub/Sub (some twice under one message id); voids
-    /// notified mostly; most renewals pushed (`SUBSCRIPTION_RENEWED`).
+    /// notified mostly; most renewals pushed (`SUBSCRIPTION_RENEWED`). After their renewals, a quarter of the
+    /// subscriptions (drawn from `cancelling`) are cancelled by the customer (`SUBSCRIPTION_CANCELED`), and a fifth
+    /// (from `revoking`) revoked by Google (`SUBSCRIPTION_REVOKED`).
     static func googlePlay(
-        users: [User], seed: UInt64, start: Date, random: inout SplitMix64, renewing: inout SplitMix64
+        users: [User], seed: UInt64, start: Date, random: inout SplitMix64, renewing: inout SplitMix64,
+        revoking: inout SplitMix64, cancelling: inout SplitMix64
     ) -> GooglePlaySales {
         var sales = GooglePlaySales()
         var serial = 0
@@ -418,6 +437,16 @@ struct History: Sendable, CustomStringConvertible {
             sales.purchases.append(purchase)
             let token = "sim\(seed).\(serial).\(UInt32.random(in: 0...UInt32.max, using: &random))"
             sales.tokens[order] = token
+            defer {
+                if expires, Double.random(in: 0..<1, using: &cancelling) < 0.25 {
+                    let message = String(UInt64.random(in: 1...UInt64(1e15), using: &cancelling))
+                    sales.changes.append(.cancelGoogle(order, messageID: message))
+                }
+                if expires, Double.random(in: 0..<1, using: &revoking) < 0.2 {
+                    let message = String(UInt64.random(in: 1...UInt64(1e15), using: &revoking))
+                    sales.changes.append(.revokeGoogle(order, messageID: message))
+                }
+            }
             guard renewals > 0 else { return }
             sales.acknowledged.insert(token)
             // Google's renewal orders: the first order's id and `..0`, `..1`, …
@@ -431,7 +460,7 @@ struct History: Sendable, CustomStringConvertible {
                 sales.tokens[id] = token
                 let pushed = Double.random(in: 0..<1, using: &renewing) < 0.8
                 let message = String(UInt64.random(in: 1...UInt64(1e15), using: &renewing))
-                sales.renewals.append(.renewGoogle(id, messageID: pushed ? message : nil))
+                sales.changes.append(.renewGoogle(id, messageID: pushed ? message : nil))
             }
         }
         for user in users {

@@ -514,14 +514,25 @@ struct SimulatedService: Sendable {
     }
 
     /// States the subscription bought with `token` as Google's `subscriptionsv2.get` does while `period` (an order of
-    /// it: the first, or a renewal `…..N`) is its latest: active until the period's end, expired after it.
-    func setGoogleSubscription(_ period: Purchase, of history: History, token: String, package: String) {
-        guard let expires = period.expiresAt,
+    /// it: the first, or a renewal `…..N`) is its latest: active until the period's end (or `endingAt`, a
+    /// revocation's time), expired after it; `cancelled` by the customer (renewing no more) until then.
+    func setGoogleSubscription(
+        _ period: Purchase, of history: History, token: String, package: String, endingAt: Date? = nil,
+        cancelled: Bool = false
+    ) {
+        guard let expires = endingAt ?? period.expiresAt,
             let first = history.purchases.first(where: { $0.transactionID == period.originalTransactionID })
         else { return }
         let account = history.user(period.buyer)?.googleAccountID.map {
             #","externalAccountIdentifiers":{"obfuscatedExternalAccountId":"\#($0)"}"#
         }
+        let state =
+            expires <= Date()
+            ? "SUBSCRIPTION_STATE_EXPIRED" : cancelled ? "SUBSCRIPTION_STATE_CANCELED" : "SUBSCRIPTION_STATE_ACTIVE"
+        let cancellation =
+            cancelled
+            ? #""canceledStateContext":{"userInitiatedCancellation":{"cancelTime":"\#(Simulator.rfc3339(Date()))"}},"#
+            : ""
         let acknowledgement =
             history.googleAcknowledged.contains(token)
             ? "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED" : "ACKNOWLEDGEMENT_STATE_PENDING"
@@ -530,12 +541,12 @@ struct SimulatedService: Sendable {
             """
             {"kind":"androidpublisher#subscriptionPurchaseV2","regionCode":"FR",\
             "startTime":"\(Simulator.rfc3339(first.purchasedAt))",\
-            "subscriptionState":"\(expires > Date() ? "SUBSCRIPTION_STATE_ACTIVE" : "SUBSCRIPTION_STATE_EXPIRED")",\
+            "subscriptionState":"\(state)",\(cancellation)\
             "latestOrderId":"\(period.transactionID)",\
             "acknowledgementState":"\(acknowledgement)"\(account ?? ""),\
             "lineItems":[{"productId":"\(period.productID)","expiryTime":"\(Simulator.rfc3339(expires))",\
             "latestSuccessfulOrderId":"\(period.transactionID)",\
-            "autoRenewingPlan":{"autoRenewEnabled":true},"offerDetails":{"basePlanId":"monthly"}}]}
+            "autoRenewingPlan":{"autoRenewEnabled":\(!cancelled)},"offerDetails":{"basePlanId":"monthly"}}]}
             """)
     }
 

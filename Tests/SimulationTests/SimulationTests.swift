@@ -71,7 +71,10 @@ import Testing
             return (
                 played, failure, (await simulator.stalls.presented, await simulator.stalls.unavailable),
                 acknowledgements, service.servers.restarts,
-                (await simulator.renewals.stated, await simulator.renewals.pushed)
+                (
+                    await simulator.renewals.stated, await simulator.renewals.pushed, await simulator.revocations.count,
+                    await simulator.revocations.cancellations
+                )
             )
         }
         let elapsed = ContinuousClock.now - started
@@ -96,7 +99,8 @@ import Testing
                 + (failure == nil && acknowledgements == nil && usage == nil
                     ? ", every invariant held" : ", one failed")
                 + "; the stalling database answered \(stalls.1) of \(stalls.0) presentations 503; "
-                + "\(restarts) servers restarted; Google renewed \(renewals.0) subscriptions (\(renewals.1) pushed)")
+                + "\(restarts) servers restarted; Google renewed \(renewals.0) subscriptions (\(renewals.1) pushed) and "
+                + "revoked \(renewals.2); customers cancelled \(renewals.3)")
     }
 
     /// Plays `seeds`, `concurrency` at a time; the number played, and the first failure shrunk.

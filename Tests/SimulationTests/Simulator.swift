@@ -25,6 +25,7 @@ struct Simulator: Sendable {
     /// How many Google renewals the histories played (``History/Step/renewGoogle(_:messageID:)``), and how many of
     /// them were pushed.
     let renewals = Renewals()
+    let revocations = Revocations()
     /// Whether every request and answer is printed (`SIMULATION_TRACE=1`).
     var traces = ProcessInfo.processInfo.environment["SIMULATION_TRACE"] == "1"
 
@@ -47,6 +48,14 @@ struct Simulator: Sendable {
             stated += 1
             if pushed { self.pushed += 1 }
         }
+    }
+
+    /// How many Google subscriptions the histories revoked, and how many their customers cancelled.
+    actor Revocations {
+        private(set) var count = 0
+        private(set) var cancellations = 0
+        func add() { count += 1 }
+        func cancelled() { cancellations += 1 }
     }
 
     /// What Google states of each purchase token as a history goes, and what the service keeps of Google's answers:
@@ -208,7 +217,8 @@ struct Simulator: Sendable {
             rows[id] = (asOf, event.data["refunded_at"].map { $0 != .null } ?? false)
         }
         let refunded = Set(rows.filter(\.value.refunded).keys)
-        let held = Set(model.knowledge.revoked.keys)
+        // A void of a purchase the ledger never saw is kept apart, with no row and so no transaction event.
+        let held = Set(model.knowledge.revoked.keys).intersection(model.knowledge.recorded)
         guard refunded == held else {
             return "the webhook receiver holds refunded \(refunded.sorted()), the service holds refunds of "
                 + "\(held.sorted()) (after \(events.count) deliveries)"
@@ -374,6 +384,59 @@ struct Simulator: Sendable {
             google.read(id, token: token, sent: sent, answered: .now)
             google.messages.insert(messageID)
             model.notified(id, stating: .none, signedAt: Date())
+        case .revokeGoogle(let first, let messageID):
+            let id = google.current(first)
+            guard let purchase = model.purchases[id], let token = history.googleTokens[id],
+                let expires = purchase.expiresAt
+            else { return .done }
+            // Google's milliseconds.
+            let revokedAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1_000).rounded(.down) / 1_000)
+            // Google revokes a subscription in its period, once.
+            guard expires > revokedAt, purchase.refundedAt == nil else { return .done }
+            // The store's truth from now on: refunded at the revocation, and Google states the subscription ended then.
+            model.refund(id, at: revokedAt)
+            service.setGoogleSubscription(
+                purchase, of: history, token: token, package: tenant.package, endingAt: revokedAt)
+            if let refunded = model.purchases[id] {
+                service.listGoogleVoid(refunded, token: token, package: tenant.package)
+            }
+            let millis = Int64((revokedAt.timeIntervalSince1970 * 1_000).rounded())
+            let notification = """
+                {"version":"1.0","packageName":"\(tenant.package)","eventTimeMillis":"\(millis)",\
+                "subscriptionNotification":{"version":"1.0","notificationType":12,\
+                "purchaseToken":"\(token)","subscriptionId":"\(purchase.productID)"}}
+                """
+            let sent = ContinuousClock.now
+            let status = try await service.pushGoogleNotification(
+                token: tenant.token, messageID: messageID, notification: notification, server: server)
+            guard status == .ok else { return .failed("\(step): the push was answered \(status.code)") }
+            if traces { print("\(step): Google revoked \(id) at \(millis)") }
+            await revocations.add()
+            google.read(id, token: token, sent: sent, answered: .now)
+            google.messages.insert(messageID)
+            model.notified(id, stating: .refunded, signedAt: revokedAt)
+        case .cancelGoogle(let first, let messageID):
+            let id = google.current(first)
+            guard let purchase = model.purchases[id], let token = history.googleTokens[id],
+                let expires = purchase.expiresAt, expires > Date(), purchase.refundedAt == nil
+            else { return .done }
+            service.setGoogleSubscription(purchase, of: history, token: token, package: tenant.package, cancelled: true)
+            let now = Int64((Date().timeIntervalSince1970 * 1_000).rounded(.down))
+            let notification = """
+                {"version":"1.0","packageName":"\(tenant.package)","eventTimeMillis":"\(now)",\
+                "subscriptionNotification":{"version":"1.0","notificationType":3,\
+                "purchaseToken":"\(token)","subscriptionId":"\(purchase.productID)"}}
+                """
+            let sent = ContinuousClock.now
+            let status = try await service.pushGoogleNotification(
+                token: tenant.token, messageID: messageID, notification: notification, server: server)
+            guard status == .ok else { return .failed("\(step): the push was answered \(status.code)") }
+            if traces { print("\(step): Google states \(id) cancelled") }
+            await revocations.cancelled()
+            // Paid up to its expiry: the service is told of the order, and nothing ends.
+            google.read(id, token: token, sent: sent, answered: .now)
+            google.messages.insert(messageID)
+            model.notified(id, stating: .none, signedAt: Date())
         case .notifyGooglePurchase(let first, let messageID), .notifyGoogleVoided(let first, let messageID):
             // Google's API states the order renewed last: the service reads that one.
             let id = google.current(first)
@@ -406,7 +469,8 @@ struct Simulator: Sendable {
             // A message recorded before is a duplicate: nothing is read, nothing is told.
             guard google.messages.insert(messageID).inserted else { return .done }
             if case .notifyGoogleVoided = step {
-                model.notified(id, stating: .refunded, signedAt: purchase.refundedAt ?? history.start)
+                model.notified(
+                    id, stating: .refunded, signedAt: purchase.refundedAt ?? history.start, recordsRow: false)
             } else {
                 google.read(id, token: token, sent: sent, answered: .now)
                 model.notified(id, stating: .none, signedAt: Date())
