@@ -243,7 +243,7 @@ import Testing
             // the app being in `once` as stored, the offer is its delivery at once, never said again. 3 (only a
             // notification's) is delivered once; 5 reaches alice.
             let stale = try await store.record(confirming([Self.purchase("6")], user: "alice", at: 200, request: "r5"))
-            #expect(stale.first?.entry.offeredAt != nil && stale.first?.entry.deliveredAt == nil)
+            #expect(stale.map(\.deliveredNow) == [true])
             let once = try await store.record(
                 Self.recording(
                     app, [Self.purchase("6"), Self.purchase("3"), Self.purchase("5", original: "1")], user: "alice",
@@ -257,8 +257,8 @@ import Testing
     }
 
     /// A server still holding the app in `confirm` after the switch to `once` offers purchases the ledger holds (a
-    /// notification's) or not, and no answer presents them again: the offers are their deliveries, in the offer's own
-    /// transaction, a Google Play purchase's acknowledgement then due. Before, they stayed offered and undelivered, and
+    /// notification's) or not, and no answer presents them again: the offers are their deliveries, recorded as `once`
+    /// records them, a Google Play purchase's acknowledgement then due. Before, they stayed offered and undelivered, and
     /// the Google purchase was never acknowledged (Google refunds it after three days). A recording in `confirm` while
     /// the app is still in `confirm` as stored only offers.
     @Test(arguments: StoreKind.available)
@@ -298,9 +298,14 @@ import Testing
             let offeredGoogle = try await store.record(google)
             let offered = try await store.record(
                 confirming([Self.purchase("1"), Self.purchase("2"), Self.purchase("0")], at: 20, request: "r2"))
-            // What the answers say is unchanged: offered (`deliver: true` in `confirm`), 0 delivered before.
-            #expect(offeredGoogle.first?.entry.offeredAt != nil)
-            #expect(offered.map { $0.entry.deliveredAt == nil } == [true, true, false])
+            // Recorded as `once` records: delivered by these answers (`deliver: true`), 0 delivered before (by the
+            // switch's settle).
+            #expect(offeredGoogle.map(\.deliveredNow) == [true])
+            #expect(offered.map(\.deliveredNow) == [true, true, false])
+            // One answer delivers: the same purchases recorded again by a server still in `confirm` are not.
+            #expect(
+                try await store.record(confirming([Self.purchase("1"), Self.purchase("2")], at: 25, request: "r3"))
+                    .map(\.deliveredNow) == [false, false])
 
             let rows = Dictionary(
                 uniqueKeysWithValues: try await store.ledgerEntries(LedgerQuery(appID: app.id, limit: 10)).map {

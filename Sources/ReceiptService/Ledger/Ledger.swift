@@ -62,9 +62,12 @@ public final class Ledger: Sendable {
         draft.refusesOtherUsers = app.claimsPolicy == .refuse
         draft.catalog = app.catalog
         draft.statuses = stated
-        // In `once` mode the recording marks deliveries: once the store has begun to commit it, this answer waits
-        // for it whatever the deadline, and a caller that gave up first leaves nothing written.
-        draft.commitClaim = app.deliveryMode == .once ? CommitClaim() : nil
+        // The recording may mark deliveries: in `once` mode, and in `confirm` mode too when the app is in `once` as
+        // stored (this server still holds it in `confirm` for its authentication cache's lifetime after the switch,
+        // and its offer is then the delivery). Once the store has begun to commit it, this answer waits for it
+        // whatever the deadline, and a caller that gave up first leaves nothing written. (Found by the simulator:
+        // such an offer committed behind its 503, and the retry said `deliver: false`.)
+        draft.commitClaim = CommitClaim()
         let recording = draft
         let results: [LedgerRecorded]
         let marker = store.ledgerChangeMarker()
@@ -159,7 +162,9 @@ public final class Ledger: Sendable {
         let deliver: Bool
         switch app.deliveryMode {
         case .once: deliver = result.deliveredNow
-        case .confirm: deliver = !entry.isRevoked && !otherUsers && entry.deliveredAt == nil
+        // In `confirm` mode, also a delivery this answer made: the app was in `once` as stored
+        // (``LedgerRecording/deliverAsStored()``).
+        case .confirm: deliver = result.deliveredNow || (!entry.isRevoked && !otherUsers && entry.deliveredAt == nil)
         }
         var object = JSONObject(capacity: 14)
         object.append("transaction_id", .string(transaction.transactionID))

@@ -94,8 +94,9 @@ public struct LedgerRecording: Sendable {
     /// Subscriptions' statuses that Apple's renewal infos state beside the transactions (an enriched answer's), written
     /// in the recording's transaction where no status signed later is stored (``SubscriptionStatus/merge(_:with:)``).
     public var statuses: [SubscriptionStatus] = []
-    /// Decides between the caller and the store whether the recording is written (``CommitClaim``): set when the
-    /// recording marks deliveries, so that only the answer that says `deliver: true` marks one.
+    /// Decides between the caller and the store whether the recording is written (``CommitClaim``): set for an
+    /// answer's recording, which may mark deliveries (in `confirm` mode too, where the app is in `once` as stored), so
+    /// that only the answer that says `deliver: true` marks one.
     public var commitClaim: CommitClaim?
 
     /// Creates a recording.
@@ -161,6 +162,17 @@ public struct LedgerRecording: Sendable {
     /// Whether `entry` is recorded as offered by this recording (``offers``): not offered, not delivered, deliverable.
     public func offersNow(_ entry: LedgerEntry) -> Bool {
         offers && entry.offeredAt == nil && entry.deliveredAt == nil && mayDeliver(entry)
+    }
+
+    /// Records as `once` mode does what this recording in `confirm` mode would offer: the app is in `once` as stored
+    /// (``LedgerWriting/deliversOnceAsStored()``: this server still holds it in `confirm`, within its authentication
+    /// cache, after the switch), so the answer's `deliver: true` is the delivery, made by exactly one answer, and an
+    /// earlier offer is taken as delivered (``settlesNow(_:)``). Before, the offer was recorded and then settled:
+    /// two answers recorded in one group both said `deliver: true`, and the settle, not waited for past the database
+    /// deadline, could commit behind its 503 (found by the simulator with switches).
+    public mutating func deliverAsStored() {
+        offers = false
+        deliversNew = true
     }
 
     /// Whether `entry`, offered by an answer in `confirm` mode and never confirmed, is taken as delivered by this

@@ -12,8 +12,8 @@ public enum LedgerRecorder {
     public static func record(_ input: LedgerRecording, with writer: some LedgerWriting) async throws -> Outcome {
         // Inside the store's transaction: a recording whose caller gave up before it began is not written.
         guard input.commitClaim?.begin() ?? true else { throw CancellationError() }
-        guard let recording = try await voided([input], with: writer).first else { return ([], false) }
-        let settlesOffers = recording.offers ? try await writer.deliversOnceAsStored() : false
+        guard var recording = try await voided([input], with: writer).first else { return ([], false) }
+        if recording.offers, try await writer.deliversOnceAsStored() { recording.deliverAsStored() }
         let originals = recording.originalTransactionIDs.sorted()
         // A refused request leaves no trace: nothing claimed for its user, nothing recorded, nothing delivered. The
         // claims are read before any write (and checked again after claiming, for a claim made in between, which on
@@ -56,7 +56,6 @@ public enum LedgerRecorder {
             existing, of: recording, claimants: claimants, transferredFrom: transferredFrom, with: writer)
         recorded.merge(updated) { new, _ in new }
         let results = recording.transactions.compactMap { recorded[$0.transactionID] }
-        if settlesOffers { try await settleOffers(of: [(recording, results)], with: writer) }
         let stated = try await statusEvents(of: [recording], with: writer)
         let told = try await customerEvents(of: [recording], [results], with: writer)
         try await writer.insertLedgerEvents(events(of: recording, results) + stated + told)
@@ -173,9 +172,11 @@ public enum LedgerRecorder {
     public static func recordGroup(_ members: [LedgerRecording], with writer: some LedgerWriting) async throws
         -> [Outcome]
     {
-        let group = try await voided(members, with: writer)
+        var group = try await voided(members, with: writer)
         guard let first = group.first else { return [] }
-        let settlesOffers = group.contains(where: \.offers) ? try await writer.deliversOnceAsStored() : false
+        if group.contains(where: \.offers), try await writer.deliversOnceAsStored() {
+            for index in group.indices where group[index].offers { group[index].deliverAsStored() }
+        }
         var originals = Set<String>()
         var claims: [(original: String, user: String)] = []
         for recording in group {
@@ -218,24 +219,7 @@ public enum LedgerRecorder {
             recorded.merge(updated) { new, _ in new }
             outcomes.append((recording.transactions.compactMap { recorded[$0.transactionID] }, changed))
         }
-        if settlesOffers { try await settleOffers(of: Array(zip(group, outcomes.map(\.result))), with: writer) }
         return outcomes
-    }
-
-    /// Takes as delivered what these recordings' answers in `confirm` mode just offered, the app being in `once` mode
-    /// as stored (``LedgerWriting/settleOffers(_:at:)``): the answer's `deliver: true` was then its delivery. The
-    /// entries keep what the answer says (offered, `deliver: true`).
-    static func settleOffers(
-        of recorded: [(recording: LedgerRecording, results: [LedgerRecorded])], with writer: some LedgerWriting
-    ) async throws {
-        var offered: [String] = []
-        for (recording, results) in recorded where recording.offers {
-            for result in results where result.entry.offeredAt == recording.now && result.entry.deliveredAt == nil {
-                offered.append(result.entry.transaction.transactionID)
-            }
-        }
-        guard let first = recorded.first, !offered.isEmpty else { return }
-        try await writer.settleOffers(offered, at: first.recording.now)
     }
 
     /// `recordings` with the voids the store listed of their transactions (``LedgerWriting/voids(of:)``): a purchase

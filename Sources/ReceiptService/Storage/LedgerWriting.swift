@@ -31,14 +31,11 @@ public protocol LedgerWriting {
     func markOffered(_ transactionID: String, at date: Date) async throws
     /// Whether the app's delivery mode as stored is `once`, read under a lock held until the transaction ends that a
     /// switch's update of the app waits for (or that waits for the switch): taken before the recording writes a row,
-    /// so that the two cannot deadlock (``settleOffers(_:at:)``).
+    /// so that the two cannot deadlock. A recording in `confirm` mode of an app in `once` as stored (a server still
+    /// holding the app in `confirm` after the switch, within its authentication cache) is then recorded as `once`
+    /// records (``LedgerRecording/deliverAsStored()``): its answer's `deliver: true` is the delivery, and the switch's
+    /// settle could not see it.
     func deliversOnceAsStored() async throws -> Bool
-    /// Takes as delivered at `date` these rows, just offered by answers in `confirm` mode of an app whose stored mode is
-    /// `once` (``deliversOnceAsStored()``): a server still holding the app in `confirm` after the switch (within its
-    /// authentication cache) offered them, and the switch's settle could not see it. Without this, a purchase never
-    /// presented again stayed offered and undelivered, and a Google Play purchase was never acknowledged, so Google
-    /// refunded what the backend had delivered. A Google Play purchase's acknowledgement is then due.
-    func settleOffers(_ transactionIDs: [String], at date: Date) async throws
     /// Sets `last_seen_at`, and the revocation of `revocation` when given, stamped with its signed date (only where no
     /// statement signed later set or cleared the revocation); returns whether this call revoked a row that was not
     /// revoked, decided on the row as it is when written (two servers recording one refund: one says so, money review

@@ -457,16 +457,6 @@ struct PostgresLedgerWriter: LedgerWriting {
             .map { try $0["delivery_mode"].decode(String.self) } == "once"
     }
 
-    func settleOffers(_ transactionIDs: [String], at date: Date) async throws {
-        try await store.rows(
-            """
-            UPDATE ledger_transactions SET \(delivering: date)
-            WHERE app_id = \(appID) AND store = \(purchaseStore) AND environment = \(environment)
-                AND transaction_id = ANY(\(transactionIDs)) AND offered_at IS NOT NULL AND delivered_at IS NULL
-                AND revocation_date IS NULL
-            """, on: connection)
-    }
-
     func markOffered(_ transactionID: String, at date: Date) async throws {
         try await store.rows(
             """

@@ -475,18 +475,6 @@ struct SQLiteLedgerWriter: LedgerWriting {
         } == "once"
     }
 
-    func settleOffers(_ transactionIDs: [String], at date: Date) async throws {
-        for chunk in transactionIDs.chunked(StoredForm.ledgerChunk) {
-            _ = try await store.query(
-                """
-                UPDATE ledger_transactions SET \(StoredForm.delivering(at: "?"))
-                WHERE app_id = ? AND store = ? AND environment = ?
-                    AND transaction_id IN (\(SQLiteStore.placeholders(chunk.count)))
-                    AND offered_at IS NOT NULL AND delivered_at IS NULL AND revocation_date IS NULL
-                """, [.millis(date), .millis(date)] + key + chunk.map { .text($0) })
-        }
-    }
-
     func markOffered(_ transactionID: String, at date: Date) async throws {
         _ = try await store.query(
             """

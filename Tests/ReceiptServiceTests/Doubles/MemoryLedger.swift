@@ -183,16 +183,6 @@ final class MemoryLedger: Sendable {
         /// The memory store keeps no apps: every app is as stored in `confirm` mode, and offers stay offers.
         func deliversOnceAsStored() async throws -> Bool { false }
 
-        func settleOffers(_ transactionIDs: [String], at date: Date) async throws {
-            change("settleOffers") { ledger in
-                for id in transactionIDs {
-                    guard let row = ledger.rows[id], row.offeredAt != nil, row.deliveredAt == nil, !row.isRevoked
-                    else { continue }
-                    ledger.rows[id]?.deliveredAt = date
-                }
-            }
-        }
-
         func markOffered(_ transactionID: String, at date: Date) async throws {
             change("markOffered") { ledger in
                 guard let row = ledger.rows[transactionID], row.offeredAt == nil, row.deliveredAt == nil,
