@@ -15,8 +15,9 @@ public struct MoneyModel: Sendable {
     /// What the service has been told, and what it has answered.
     public private(set) var knowledge = Knowledge()
     /// Whether the app delivers in `confirm` mode: a purchase is offered (`deliver: true`) in every answer until the
-    /// backend confirms its delivery; in `once` mode the answer that offers it is its delivery.
-    public let confirmsDeliveries: Bool
+    /// backend confirms its delivery; in `once` mode the answer that offers it is its delivery. An operator may switch
+    /// it (``switchDelivery(confirms:)``).
+    public private(set) var confirmsDeliveries: Bool
 
     public init(products: [Product], confirmsDeliveries: Bool = false) {
         self.products = Dictionary(uniqueKeysWithValues: products.map { ($0.id, $0) })
@@ -56,6 +57,11 @@ public struct MoneyModel: Sendable {
         public var delivered: Set<String> = []
         /// In `confirm` mode, the transactions offered and not confirmed yet.
         public var offered: Set<String> = []
+        /// Transactions answered `deliver: true` while a switch to `confirm` was not yet seen by every server (a server
+        /// holds an app's settings for its authentication cache's lifetime): delivered, if a server still in `once`
+        /// answered, or offered, if one in `confirm` did. The next answer once every server sees the switch (`false`:
+        /// delivered), a confirmation, or a switch back to `once` tells which.
+        public var unsettled: Set<String> = []
     }
 
     /// What a message says of a transaction's refund, signed at a date.
@@ -100,18 +106,26 @@ public struct MoneyModel: Sendable {
     /// A client presents `transactionID` for `user` (nil: the request named no user), signed at `signedAt` (carrying
     /// the refund if the store held it refunded then). Returns what the answer must say and records the delivery it
     /// makes.
-    public mutating func presented(_ transactionID: String, user: String?, signedAt: Date) -> Expectation {
+    public mutating func presented(
+        _ transactionID: String, user: String?, signedAt: Date, eitherMode: Bool = false, answered: Bool = false
+    ) -> Expectation {
         guard let purchase = purchases[transactionID] else { return Expectation(deliver: false, claimedByOther: false) }
         return presented(
             transactionID, user: user, stating: Self.isRefunded(purchase, at: signedAt) ? .refunded : .none,
-            signedAt: signedAt)
+            signedAt: signedAt, eitherMode: eitherMode, answered: answered)
     }
 
     /// A client presents `transactionID` for `user`, and the store's answer states `statement` of its refund as of
     /// `signedAt` (Google's purchase resources state none: its refunds are told by voided purchases alone).
-    public mutating func presented(_ transactionID: String, user: String?, stating statement: Statement, signedAt: Date)
-        -> Expectation
-    {
+    ///
+    /// `eitherMode`: the app was switched to `confirm` so recently that a server may still answer in `once`. Where the
+    /// two modes answer alike but leave the transaction delivered or offered, it is unsettled; where a transaction is
+    /// unsettled, either answer is right, and `answered` (the service's `deliver`) tells which it was: `false`, it was
+    /// delivered; `true` from a server in `confirm` (`eitherMode` false), it is offered.
+    public mutating func presented(
+        _ transactionID: String, user: String?, stating statement: Statement, signedAt: Date, eitherMode: Bool = false,
+        answered: Bool = false
+    ) -> Expectation {
         guard let purchase = purchases[transactionID] else { return Expectation(deliver: false, claimedByOther: false) }
         notified(transactionID, stating: statement, signedAt: signedAt)
         if let user, knowledge.claims[purchase.originalTransactionID] == nil {
@@ -123,7 +137,30 @@ public struct MoneyModel: Sendable {
         guard knowledge.revoked[transactionID] == nil, !knowledge.delivered.contains(transactionID) else {
             return Expectation(deliver: false, claimedByOther: false)
         }
-        if confirmsDeliveries {
+        // In `once` mode a transaction an answer in `confirm` offered (or may have) was delivered by that answer: it
+        // is taken as delivered, and not said again (one the switch could not settle: refunded then, reversed since).
+        if !confirmsDeliveries,
+            knowledge.offered.contains(transactionID) || knowledge.unsettled.contains(transactionID)
+        {
+            knowledge.offered.remove(transactionID)
+            knowledge.unsettled.remove(transactionID)
+            knowledge.delivered.insert(transactionID)
+            return Expectation(deliver: false, claimedByOther: false)
+        }
+        if knowledge.unsettled.contains(transactionID) {
+            if !answered {
+                knowledge.unsettled.remove(transactionID)
+                knowledge.delivered.insert(transactionID)
+            } else if !eitherMode {
+                knowledge.unsettled.remove(transactionID)
+                knowledge.offered.insert(transactionID)
+            }
+            return Expectation(deliver: answered, claimedByOther: false)
+        }
+        if confirmsDeliveries && eitherMode {
+            knowledge.offered.remove(transactionID)
+            knowledge.unsettled.insert(transactionID)
+        } else if confirmsDeliveries {
             knowledge.offered.insert(transactionID)
         } else {
             knowledge.delivered.insert(transactionID)
@@ -131,17 +168,46 @@ public struct MoneyModel: Sendable {
         return Expectation(deliver: true, claimedByOther: false)
     }
 
+    /// The operator switches the app's delivery mode. A switch from `confirm` to `once` takes every transaction
+    /// offered and not revoked as delivered (docs/api.md: the switch never delivers again); what a server still in
+    /// `confirm` offers after it is delivered by that offer, as the app is in `once` as stored, so answers follow
+    /// `once` at once. A switch to `confirm` is seen by each server within its authentication cache's lifetime: the
+    /// caller says which answers may still follow `once` (``presented(_:user:stating:signedAt:eitherMode:answered:)``).
+    public mutating func switchDelivery(confirms: Bool) {
+        if confirmsDeliveries && !confirms {
+            for id in knowledge.offered.union(knowledge.unsettled) where knowledge.revoked[id] == nil {
+                knowledge.delivered.insert(id)
+                knowledge.offered.remove(id)
+                knowledge.unsettled.remove(id)
+            }
+        }
+        confirmsDeliveries = confirms
+    }
+
     /// The backend confirms the delivery of `transactionIDs`. Returns, for each one the service has heard of, whether
     /// it is delivered now: a confirmation marks delivered what is not refunded (a refunded one stays undelivered, and
-    /// is offered again if its refund is reversed); one the service never heard of is unknown to it (nil).
-    public mutating func confirmed(_ transactionIDs: [String]) -> [String: Bool] {
-        var answer: [String: Bool] = [:]
+    /// is offered again if its refund is reversed); one the service never heard of is unknown to it (absent). A
+    /// refunded transaction that is unsettled may be either (nil), and `answered` (whether the service lists it
+    /// delivered) tells which.
+    public mutating func confirmed(_ transactionIDs: [String], answered: [String: Bool] = [:]) -> [String: Bool?] {
+        var answer: [String: Bool?] = [:]
         for id in transactionIDs where knowledge.known.contains(id) {
             if knowledge.revoked[id] == nil {
                 knowledge.delivered.insert(id)
                 knowledge.offered.remove(id)
+                knowledge.unsettled.remove(id)
+                answer[id] = true
+            } else if knowledge.unsettled.contains(id) {
+                knowledge.unsettled.remove(id)
+                if answered[id] == true {
+                    knowledge.delivered.insert(id)
+                } else {
+                    knowledge.offered.insert(id)
+                }
+                answer[id] = .some(nil)
+            } else {
+                answer[id] = knowledge.delivered.contains(id)
             }
-            answer[id] = knowledge.delivered.contains(id)
         }
         return answer
     }

@@ -43,6 +43,8 @@ struct History: Sendable, CustomStringConvertible {
         /// The backend confirms the deliveries it was offered so far and has not confirmed yet
         /// (`POST /api/transactions/delivered`; an app in `confirm` delivery).
         case confirmDeliveries
+        /// The operator switches the app's delivery mode, `confirm` to `once` or back (`app update --delivery`).
+        case switchDelivery
         /// The step's server restarts (``SimulatedService/ServerPool``): a new process with empty caches takes its
         /// requests, and the old one stops once it answered those it held. Every recorded fact must outlive it.
         case restart
@@ -65,7 +67,7 @@ struct History: Sendable, CustomStringConvertible {
                 .notifyGoogleVoided(let id, _), .renewGoogle(let id, _), .revokeGoogle(let id, _),
                 .cancelGoogle(let id, _):
                 id
-            case .confirmDeliveries, .restart: ""
+            case .confirmDeliveries, .restart, .switchDelivery: ""
             }
         }
 
@@ -103,6 +105,7 @@ struct History: Sendable, CustomStringConvertible {
             case .cancelGoogle(let id, let message): "the customer cancels \(id)'s subscription [\(message)]"
             case .confirmDeliveries: "confirm the deliveries offered"
             case .restart: "restart"
+            case .switchDelivery: "the operator switches the delivery mode"
             }
         }
     }
@@ -212,8 +215,10 @@ struct History: Sendable, CustomStringConvertible {
     func user(_ id: String) -> User? { users.first { $0.id == id } }
 
     /// Generates the history of `seed`, told around `start`; `restarts` is the share of histories that restart a
-    /// server.
-    init(seed: UInt64, start: Date, confirms drawnConfirms: Bool? = nil, restarts: Double = 0.02) {
+    /// server, `switches` the share of those whose app switches between `once` and `confirm`.
+    init(
+        seed: UInt64, start: Date, confirms drawnConfirms: Bool? = nil, restarts: Double = 0.02, switches: Double = 0.1
+    ) {
         self.seed = seed
         // Whole seconds: the stores' dates are milliseconds, and a boundary is never within hours of `start`.
         self.start = Date(timeIntervalSince1970: start.timeIntervalSince1970.rounded(.down))
@@ -377,6 +382,17 @@ struct History: Sendable, CustomStringConvertible {
                 let index = Int.random(in: 0...self.steps.count, using: &restarting)
                 self.steps.insert(.restart, at: index)
                 servers.insert(Int.random(in: 0...1, using: &restarting), at: index)
+                stalls.insert(false, at: index)
+            }
+        }
+        // One history in ten (`switches`) has its app switched between `once` and `confirm` once or twice, anywhere
+        // (the operator's update goes to the database, not to a server); last of all, from a generator of its own.
+        var switching = SplitMix64(seed: seed ^ 0x7377_6974_6368_2121)
+        if Double.random(in: 0..<1, using: &switching) < switches {
+            for _ in 0..<Int.random(in: 1...2, using: &switching) {
+                let index = Int.random(in: 0...self.steps.count, using: &switching)
+                self.steps.insert(.switchDelivery, at: index)
+                servers.insert(0, at: index)
                 stalls.insert(false, at: index)
             }
         }

@@ -124,11 +124,22 @@ struct SimulatedService: Sendable {
     /// (`PACKAGE/products/PRODUCT/TOKEN`, `PACKAGE/subscriptions/PRODUCT/TOKEN`), with the seed that delivered it.
     actor GoogleDeliveries {
         private(set) var delivered: [String: (consumes: Bool, seed: UInt64)] = [:]
+        /// Purchases a server in `once` may have delivered, or one in `confirm` only offered, right after a switch to
+        /// `confirm`: Google may or may not be told.
+        private(set) var undetermined: Set<String> = []
 
-        func add(_ key: String, consumes: Bool, seed: UInt64) {
-            delivered[key] = delivered[key] ?? (consumes, seed)
+        func add(_ key: String, consumes: Bool, seed: UInt64, settled: Bool = true) {
+            if settled {
+                delivered[key] = delivered[key] ?? (consumes, seed)
+            } else {
+                undetermined.insert(key)
+            }
         }
     }
+
+    /// How long a server holds an app's settings (its delivery mode among them): production's default, which the
+    /// simulated servers keep.
+    static let authenticationCacheTTL = ServerConfiguration().authenticationCacheTTL
 
     /// Shared by copies of the service: each app's account, made once, with its API key.
     actor Accounts {

@@ -8,7 +8,8 @@ import Testing
 /// - `SIMULATION_FIRST_SEED`: the first seed (default 1; seeds run in sequence from it);
 /// - `SIMULATION_SEED`: one seed alone, its history printed;
 /// - `SIMULATION_STORE`: `sqlite`, `postgres` or `both` (default: every store the test run has);
-/// - `SIMULATION_RESTARTS`: the share of histories that restart a server (default 0.02).
+/// - `SIMULATION_RESTARTS`: the share of histories that restart a server (default 0.02);
+/// - `SIMULATION_SWITCHES`: the share of histories whose app switches its delivery mode (default 0.1).
 /// A failing history is shrunk to the fewest steps that still fail, and printed with its seed.
 @Suite struct SimulationTests {
     static let environment = ProcessInfo.processInfo.environment
@@ -73,13 +74,15 @@ import Testing
                 acknowledgements, service.servers.restarts,
                 (
                     await simulator.renewals.stated, await simulator.renewals.pushed, await simulator.revocations.count,
-                    await simulator.revocations.cancellations
+                    await simulator.revocations.cancellations, await simulator.revocations.switches
                 )
             )
         }
         let elapsed = ContinuousClock.now - started
         if let (seed, failure, shortest, shortestFailure) = failure {
-            let restartShare = Self.environment["SIMULATION_RESTARTS"].map { "SIMULATION_RESTARTS=\($0) " } ?? ""
+            let restartShare = ["SIMULATION_RESTARTS", "SIMULATION_SWITCHES"].compactMap { name in
+                Self.environment[name].map { "\(name)=\($0) " }
+            }.joined()
             Issue.record(
                 """
                 simulation failed on \(kind), seed \(seed) (\(restartShare)scripts/simulate.sh --seed \(seed) --store \(kind)): \(failure)
@@ -100,7 +103,7 @@ import Testing
                     ? ", every invariant held" : ", one failed")
                 + "; the stalling database answered \(stalls.1) of \(stalls.0) presentations 503; "
                 + "\(restarts) servers restarted; Google renewed \(renewals.0) subscriptions (\(renewals.1) pushed) and "
-                + "revoked \(renewals.2); customers cancelled \(renewals.3)")
+                + "revoked \(renewals.2); customers cancelled \(renewals.3); delivery modes switched \(renewals.4)")
     }
 
     /// Plays `seeds`, `concurrency` at a time; the number played, and the first failure shrunk.
@@ -109,13 +112,17 @@ import Testing
     ) {
         let concurrency = Self.environment["SIMULATION_CONCURRENCY"].flatMap(Int.init).map { max(1, $0) } ?? 4
         let restarts = Self.environment["SIMULATION_RESTARTS"].flatMap(Double.init) ?? 0.02
+        let switches = Self.environment["SIMULATION_SWITCHES"].flatMap(Double.init) ?? 0.1
         return try await withThrowingTaskGroup(of: (History, Simulator.Failure?).self) { group in
             var pending = seeds[...]
             var played = 0
             func startNext() {
                 guard let seed = pending.popFirst() else { return }
                 group.addTask {
-                    let history = History(seed: seed, start: Date(), confirms: confirms, restarts: restarts)
+                    // The regression seeds play as they were found: no switch of the delivery mode.
+                    let history = History(
+                        seed: seed, start: Date(), confirms: confirms, restarts: restarts,
+                        switches: confirms == nil ? switches : 0)
                     if printing { print(history) }
                     return (history, try await simulator.play(history))
                 }

@@ -50,12 +50,15 @@ struct Simulator: Sendable {
         }
     }
 
-    /// How many Google subscriptions the histories revoked, and how many their customers cancelled.
+    /// How many Google subscriptions the histories revoked, how many their customers cancelled, and how many times
+    /// an operator switched an app's delivery mode.
     actor Revocations {
         private(set) var count = 0
         private(set) var cancellations = 0
+        private(set) var switches = 0
         func add() { count += 1 }
         func cancelled() { cancellations += 1 }
+        func switched() { switches += 1 }
     }
 
     /// What Google states of each purchase token as a history goes, and what the service keeps of Google's answers:
@@ -126,12 +129,15 @@ struct Simulator: Sendable {
         var model = history.model
         let products = model.products
         var google = GoogleState()
+        // When the app was last switched to `confirm`: until every server's authentication cache has seen it, an
+        // answer may still follow `once`.
+        var switchedToConfirm: ContinuousClock.Instant?
         for (index, step) in history.steps.enumerated() {
             let answered: (String, JSONValue?)?
             let server = history.servers[index]
             switch try await perform(
                 step, of: history, on: server, stalling: history.stalls[index], tenant: tenant, model: &model,
-                google: &google, products: products)
+                google: &google, switchedToConfirm: &switchedToConfirm, products: products)
             {
             case .failed(let message): return Failure(step: index, message: message)
             case .answered(let user, let view): answered = (user, view)
@@ -168,6 +174,7 @@ struct Simulator: Sendable {
         if let message = try await checkReceiver(of: history, tenant: tenant, model: model) {
             return Failure(step: history.steps.count, message: message)
         }
+        await noteGoogleDeliveries(of: history, tenant: tenant, model: model)
         return nil
     }
 
@@ -247,17 +254,23 @@ struct Simulator: Sendable {
         return nil
     }
 
-    /// Notes a Google Play purchase the service delivered: Google must see it acknowledged, or consumed if it is a
-    /// consumable (invariant 5), unless Google states it acknowledged already (a subscription renewed in the history).
-    private func delivered(
-        _ purchase: Purchase, token: String, of history: History, tenant: SimulatedService.Tenant,
-        products: [String: Product]
-    ) async {
-        guard !history.googleAcknowledged.contains(token) else { return }
-        let kind = purchase.expiresAt == nil ? "products" : "subscriptions"
-        await service.googleDeliveries.add(
-            "\(tenant.package)/\(kind)/\(purchase.productID)/\(token)",
-            consumes: products[purchase.productID]?.kind == .consumable, seed: history.seed)
+    /// Notes the Google Play purchases the service delivered (in `once` by the answer that said `deliver: true`, in
+    /// `confirm` by the confirmation, at a switch to `once` by the switch): Google must see each acknowledged, or
+    /// consumed if it is a consumable (invariant 5), unless Google states it acknowledged already (a subscription
+    /// renewed in the history). One still unsettled (delivered or only offered) may be either.
+    private func noteGoogleDeliveries(of history: History, tenant: SimulatedService.Tenant, model: MoneyModel) async {
+        for (id, settled) in model.knowledge.delivered.map({ ($0, true) })
+            + model.knowledge.unsettled.map({ ($0, false) })
+        {
+            guard let purchase = model.purchases[id], purchase.store == .googlePlay,
+                let token = history.googleTokens[id], !history.googleAcknowledged.contains(token)
+            else { continue }
+            let kind = purchase.expiresAt == nil ? "products" : "subscriptions"
+            await service.googleDeliveries.add(
+                "\(tenant.package)/\(kind)/\(purchase.productID)/\(token)",
+                consumes: model.products[purchase.productID]?.kind == .consumable, seed: history.seed,
+                settled: settled)
+        }
     }
 
     /// The environment the service keeps `store`'s purchases of the simulator in: the App Store items, signed by the
@@ -280,7 +293,8 @@ struct Simulator: Sendable {
     /// keeps of it.
     private func perform(
         _ step: History.Step, of history: History, on server: Int, stalling: Bool, tenant: SimulatedService.Tenant,
-        model: inout MoneyModel, google: inout GoogleState, products: [String: Product]
+        model: inout MoneyModel, google: inout GoogleState, switchedToConfirm: inout ContinuousClock.Instant?,
+        products: [String: Product]
     ) async throws -> Performed {
         switch step {
         case .present(let id, let userID, let signed):
@@ -297,7 +311,10 @@ struct Simulator: Sendable {
             if let userID { fields.append(("app_user_id", userID)) }
             return try await present(
                 step, ids: { _, _ in [id] }, fields: fields, on: server, stalling: stalling,
-                expect: { model.presented($0, user: userID, signedAt: signedAt) }
+                switchedToConfirm: switchedToConfirm,
+                expect: { id, answered, eitherMode in
+                    model.presented(id, user: userID, signedAt: signedAt, eitherMode: eitherMode, answered: answered)
+                }
             ).result
         case .presentGoogle(let first, let userID):
             // Google's answer states the order renewed last, or the service's kept answer an earlier one: the
@@ -312,18 +329,25 @@ struct Simulator: Sendable {
             let performed = try await present(
                 step,
                 ids: { sent, answered in state.candidates(first: first, token: token, sent: sent, answered: answered) },
-                fields: fields, on: server, stalling: stalling,
-                expect: { model.presented($0, user: userID, stating: .none, signedAt: Date()) })
+                fields: fields, on: server, stalling: stalling, switchedToConfirm: switchedToConfirm,
+                expect: { id, answered, eitherMode in
+                    model.presented(
+                        id, user: userID, stating: .none, signedAt: Date(), eitherMode: eitherMode, answered: answered)
+                })
             if let order = performed.id, let (sent, answered) = performed.span {
                 google.presented(order, token: token, sent: sent, answered: answered)
             }
-            // In `once` mode the answer that offers a purchase delivers it (invariant 5).
-            if case .delivered = performed.delivery, !history.confirms {
-                await delivered(purchase, token: token, of: history, tenant: tenant, products: products)
-            }
             return performed.result
+        case .switchDelivery:
+            let confirms = !model.confirmsDeliveries
+            _ = try await service.tenancy.updateApp(
+                token: tenant.token, settings: AppSettings(deliveryMode: confirms ? "confirm" : "once"))
+            model.switchDelivery(confirms: confirms)
+            if confirms { switchedToConfirm = .now }
+            await revocations.switched()
+            if traces { print("\(step): now \(confirms ? "confirm" : "once")") }
         case .confirmDeliveries:
-            let ids = model.knowledge.offered.sorted()
+            let ids = model.knowledge.offered.union(model.knowledge.unsettled).sorted()
             guard !ids.isEmpty else { return .done }
             let answer = try await service.post(
                 "/api/transactions/delivered",
@@ -335,26 +359,26 @@ struct Simulator: Sendable {
             guard answer.status == .ok, answer.json["status"] == .integer(0) else {
                 return .failed("\(step): answered \(answer.status.code) \(JSONValue.object(answer.json).encodedString)")
             }
-            let expected = model.confirmed(ids)
             var listed: [String: Bool] = [:]
             for entry in answer.json["transactions"]?.arrayValue ?? [] {
                 guard let id = entry["transaction_id"]?.stringValue else { continue }
                 listed[id] = entry["delivered_at"].map { $0 != .null } ?? false
             }
+            // nil: either (a refunded transaction that a server in `once` may have delivered).
+            let expected = model.confirmed(ids, answered: listed)
             let unknown = Set((answer.json["unknown_transaction_ids"]?.arrayValue ?? []).compactMap(\.stringValue))
-            guard listed == expected, unknown == Set(ids).subtracting(expected.keys) else {
+            let agrees =
+                Set(listed.keys) == Set(expected.keys)
+                && expected.allSatisfy { id, delivered in
+                    delivered.map { listed[id] == $0 } ?? true
+                }
+            guard agrees, unknown == Set(ids).subtracting(expected.keys) else {
                 return .failed(
                     "\(step): confirming \(ids) was answered \(JSONValue.object(answer.json).encodedString); the model "
-                        + "says delivered \(expected.filter(\.value).keys.sorted()), not delivered "
-                        + "\(expected.filter { !$0.value }.keys.sorted()), unknown "
+                        + "says delivered \(expected.filter { $0.value == true }.keys.sorted()), not delivered "
+                        + "\(expected.filter { $0.value == false }.keys.sorted()), either "
+                        + "\(expected.filter { $0.value == nil }.keys.sorted()), unknown "
                         + "\(Set(ids).subtracting(expected.keys).sorted())")
-            }
-            // What a confirmation delivered, Google must see acknowledged or consumed (invariant 5).
-            for id in ids where expected[id] == true {
-                guard let purchase = model.purchases[id], purchase.store == .googlePlay,
-                    let token = history.googleTokens[id]
-                else { continue }
-                await delivered(purchase, token: token, of: history, tenant: tenant, products: products)
             }
         case .restart:
             try await service.servers.restart(server)
@@ -530,9 +554,14 @@ struct Simulator: Sendable {
     /// is not a 503 came.
     private func present(
         _ step: History.Step, ids: (ContinuousClock.Instant, ContinuousClock.Instant) -> [String],
-        fields: [(String, String)], on server: Int, stalling: Bool, expect: (String) -> MoneyModel.Expectation
+        fields: [(String, String)], on server: Int, stalling: Bool, switchedToConfirm: ContinuousClock.Instant?,
+        expect: (_ id: String, _ answered: Bool, _ eitherMode: Bool) -> MoneyModel.Expectation
     ) async throws -> Presented {
         let sent = ContinuousClock.now
+        // A server holds the app's delivery mode for its authentication cache's lifetime from its look-up (and a
+        // little more: a look-up that read the old mode may finish after the switch on a busy machine).
+        let eitherMode =
+            switchedToConfirm.map { sent < $0 + SimulatedService.authenticationCacheTTL + .seconds(2) } ?? false
         /// The first of the transactions the answer may be about (``ids``) that it has an entry for.
         func checked(_ answer: SimulatedService.Answer, viewMayBeMissing: Bool) -> Presented {
             let answered = ContinuousClock.now
@@ -540,7 +569,8 @@ struct Simulator: Sendable {
             let entries = Set(
                 (answer.json["transactions"]?.arrayValue ?? []).compactMap { $0["transaction_id"]?.stringValue })
             let id = candidates.first(where: entries.contains) ?? candidates[0]
-            let expected = expect(id)
+            let entry = answer.json["transactions"]?.arrayValue?.first { $0["transaction_id"] == .string(id) }
+            let expected = expect(id, entry?["deliver"] == .bool(true), eitherMode)
             let result = check(answer, of: step, id: id, expected: expected, viewMayBeMissing: viewMayBeMissing)
             if case .failed = result { return Presented(result: result, delivery: .notDelivered) }
             return Presented(
@@ -652,6 +682,7 @@ struct Simulator: Sendable {
         -> String?
     {
         let delivered = await service.googleDeliveries.delivered
+        let undetermined = await service.googleDeliveries.undetermined
         let waited = ContinuousClock.now
         while true {
             let acknowledged = Set(service.google.acknowledged)
@@ -660,7 +691,7 @@ struct Simulator: Sendable {
                 expected.consumes ? !consumed.contains(key) : !acknowledged.contains(key)
             }
             let stray = acknowledged.union(consumed).filter { key in
-                guard let expected = delivered[key] else { return true }
+                guard let expected = delivered[key] else { return !undetermined.contains(key) }
                 return expected.consumes ? acknowledged.contains(key) : consumed.contains(key)
             }
             if !stray.isEmpty {
